@@ -1,0 +1,18 @@
+-- fetch_runs: one row per fetch of one provider (DESIGN §4, contract).
+CREATE OR REPLACE VIEW main.fetch_runs AS
+SELECT
+    run_id,
+    provider,
+    started_at,
+    finished_at,
+    status,
+    offers_seen,
+    offers_changed,
+    offers_new,
+    offers_closed,
+    offers_rejected,
+    unmapped,
+    http_requests,
+    http_bytes,
+    error
+FROM core.fetch_runs;

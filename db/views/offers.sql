@@ -1,0 +1,30 @@
+-- offers: every current offer (DESIGN §4, contract; documented in docs/sql.md).
+CREATE OR REPLACE VIEW main.offers AS
+SELECT
+    p.provider,
+    p.region,
+    NULLIF(p.zone, '')          AS zone,
+    r.city,
+    r.country,
+    r.continent,
+    r.is_eu,
+    p.instance_type,
+    p.gpu_model,
+    p.gpu_name_raw,
+    p.gpu_count,
+    p.gpu_memory_gb,
+    p.vcpus,
+    p.ram_gb,
+    p.pricing,
+    p.price_hour_usd,
+    p.price_gpu_hour_usd,
+    p.currency,
+    p.price_hour_original,
+    p.available,
+    p.interruption_rate,
+    p.first_seen,
+    p.last_seen,
+    p.source_url
+FROM core.price_intervals AS p
+LEFT JOIN core.regions AS r ON r.provider = p.provider AND r.region = p.region
+WHERE p.valid_to IS NULL;

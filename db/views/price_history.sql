@@ -1,0 +1,18 @@
+-- price_history: every price interval, current and closed (DESIGN §4, contract).
+CREATE OR REPLACE VIEW main.price_history AS
+SELECT
+    provider,
+    region,
+    NULLIF(zone, '') AS zone,
+    instance_type,
+    pricing,
+    gpu_model,
+    gpu_count,
+    price_hour_usd,
+    price_gpu_hour_usd,
+    currency,
+    price_hour_original,
+    valid_from,
+    valid_to,
+    last_seen
+FROM core.price_intervals;

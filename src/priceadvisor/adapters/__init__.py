@@ -1,0 +1,23 @@
+"""The explicit adapter registry: one module per provider, listed here by hand."""
+
+from __future__ import annotations
+
+from priceadvisor.adapters.azure import AzureAdapter
+from priceadvisor.adapters.base import Adapter
+
+REGISTRY: dict[str, type[Adapter]] = {
+    AzureAdapter.id: AzureAdapter,
+}
+
+
+class UnknownProviderError(KeyError):
+    def __str__(self) -> str:
+        known = ", ".join(sorted(REGISTRY))
+        return f"unknown provider {self.args[0]!r} (known: {known})"
+
+
+def adapter_class(provider_id: str) -> type[Adapter]:
+    try:
+        return REGISTRY[provider_id]
+    except KeyError:
+        raise UnknownProviderError(provider_id) from None

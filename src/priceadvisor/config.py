@@ -1,0 +1,157 @@
+"""Configuration (DESIGN §8): one TOML file + PRICEADVISOR_* environment + a secrets directory.
+
+Precedence, highest first: environment variables (`__` nests: PRICEADVISOR_PROVIDERS__AZURE__
+ENABLED=false), the TOML file, defaults. Credentials are SecretStr and are looked up by the env
+var name a provider's manifest gives, in the environment, then in the secrets directories
+(systemd LoadCredential's $CREDENTIALS_DIRECTORY, Docker's /run/secrets, or `secrets_dir`).
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any
+
+import platformdirs
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from priceadvisor.durations import parse_duration
+
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+
+CONFIG_ENV = "PRICEADVISOR_CONFIG"
+_APP = "priceadvisor"
+_config_file: ContextVar[Path | None] = ContextVar("priceadvisor_config_file", default=None)
+
+
+class ConfigError(ValueError):
+    """Invalid configuration: the message is one line naming the key."""
+
+
+class ProviderSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    interval: Seconds | None = Field(None, description="overrides the manifest's default")
+    endpoints: dict[str, str] = Field(default_factory=dict)
+    api_key: SecretStr | None = None
+    deadline: Seconds = Field(300.0, description="give up on one fetch after this long")
+
+
+class HttpSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timeout: Seconds = 30.0
+    attempts: int = Field(4, ge=1, le=20)
+    max_retry_after: Seconds = 120.0
+    contact: str | None = Field(None, description="appended to the User-Agent, e.g. an email")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PRICEADVISOR_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    db: Path | None = None
+    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+    lock_timeout: Seconds = 10.0
+    secrets_dir: Path | None = None
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = _config_file.get()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    def db_path(self) -> Path:
+        return self.db if self.db is not None else default_db_path()
+
+    def provider(self, provider_id: str) -> ProviderSettings:
+        return self.providers.get(provider_id) or ProviderSettings()
+
+
+def default_db_path() -> Path:
+    return Path(platformdirs.user_data_dir(_APP)) / "priceadvisor.duckdb"
+
+
+def default_config_paths() -> list[Path]:
+    """Searched in order when neither --config nor PRICEADVISOR_CONFIG is given."""
+    return [
+        Path.cwd() / "priceadvisor.toml",
+        Path(platformdirs.user_config_dir(_APP)) / "config.toml",
+        Path("/etc/priceadvisor/config.toml"),
+    ]
+
+
+def find_config_file(explicit: Path | None) -> Path | None:
+    chosen = explicit or (Path(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else None)
+    if chosen is not None:
+        if not chosen.is_file():
+            raise ConfigError(f"config file not found: {chosen}")
+        return chosen
+    return next((p for p in default_config_paths() if p.is_file()), None)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Load and validate; every failure becomes a one-line ConfigError naming the key."""
+    path = find_config_file(config_file)
+    token = _config_file.set(path)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from None
+    except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        raise ConfigError(f"invalid config {path}: {exc}") from None
+    finally:
+        _config_file.reset(token)
+
+
+def _describe(exc: ValidationError, path: Path | None) -> str:
+    first = exc.errors()[0]
+    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    where = f" in {path}" if path else ""
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"invalid config{where}: {key}: {message}{more}"
+
+
+def secret_dirs(settings: Settings) -> list[Path]:
+    dirs = [settings.secrets_dir] if settings.secrets_dir else []
+    if os.environ.get("CREDENTIALS_DIRECTORY"):
+        dirs.append(Path(os.environ["CREDENTIALS_DIRECTORY"]))
+    dirs.append(Path("/run/secrets"))
+    return dirs
+
+
+def lookup_secret(settings: Settings, env_name: str) -> SecretStr | None:
+    """A credential from the environment or a file of that name in a secrets directory."""
+    if os.environ.get(env_name):
+        return SecretStr(os.environ[env_name])
+    for directory in secret_dirs(settings):
+        candidate = directory / env_name
+        if candidate.is_file():
+            return SecretStr(candidate.read_text(encoding="utf-8").strip())
+    return None

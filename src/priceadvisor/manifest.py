@@ -1,0 +1,77 @@
+"""Provider manifests: `providers/<id>.toml`, the data half of every adapter.
+
+A manifest names the source's endpoints (each overridable from config), its credential, its
+default schedule and the maps from its raw names to canonical ids. Code never hard-codes these.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from priceadvisor.durations import parse_duration
+from priceadvisor.models import PriceBasis
+from priceadvisor.resources import providers_dir
+
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+
+
+class InstanceTypeSpec(BaseModel):
+    """Hardware of one instance type, for sources whose price feed has none (Azure, AWS)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu: str | None = Field(None, description="canonical GPU id; None = accelerator not in catalog")
+    gpus: float = Field(gt=0, description="GPUs per instance; fractions for partial GPUs")
+    vcpus: float | None = None
+    ram_gb: float | None = None
+    note: str | None = None
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    name: str
+    homepage: str
+    interval: Seconds
+    price_basis: PriceBasis
+    endpoints: dict[str, str]
+    credential_env: str | None = None
+    credential_required: bool = False
+    notes: str | None = None
+    gpu_names: dict[str, str] = Field(default_factory=dict)
+    instance_types: dict[str, InstanceTypeSpec] = Field(default_factory=dict)
+
+
+class ManifestError(ValueError):
+    pass
+
+
+def load_manifest_file(path: Path) -> Manifest:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return Manifest.model_validate(data)
+    except (tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise ManifestError(f"invalid provider manifest {path.name}: {exc}") from exc
+
+
+@cache
+def manifest(provider_id: str) -> Manifest:
+    path = providers_dir() / f"{provider_id}.toml"
+    if not path.is_file():
+        raise ManifestError(f"no manifest providers/{provider_id}.toml")
+    loaded = load_manifest_file(path)
+    if loaded.id != provider_id:
+        raise ManifestError(f"providers/{provider_id}.toml declares id {loaded.id!r}")
+    return loaded
+
+
+def manifest_ids() -> list[str]:
+    """Every provider manifest shipped (catalog files excluded)."""
+    catalog_files = {"gpus", "regions"}
+    return sorted(p.stem for p in providers_dir().glob("*.toml") if p.stem not in catalog_files)

@@ -1,0 +1,95 @@
+"""Plain data shapes shared by adapters, the core and the store.
+
+`RawQuote` is deliberately a slotted dataclass, not a pydantic model: a large provider yields
+hundreds of thousands of them and validation happens set-based in DuckDB (store.ingest), so
+per-row model validation would only cost time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Pricing(StrEnum):
+    ON_DEMAND = "on_demand"
+    SPOT = "spot"
+
+
+class PriceBasis(StrEnum):
+    """What a source's price is for: the whole offer (node) or one GPU of it."""
+
+    NODE = "node"
+    GPU = "gpu"
+
+
+class RunStatus(StrEnum):
+    OK = "ok"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(slots=True)
+class RawQuote:
+    """One price as a source states it, before normalisation (DESIGN §2)."""
+
+    region: str
+    instance_type: str
+    pricing: str
+    price: float | None
+    price_basis: str = PriceBasis.NODE
+    currency: str = "USD"
+    zone: str = ""
+    gpu_name_raw: str | None = None
+    gpu_count: float | None = None
+    gpu_memory_gb: float | None = None
+    vcpus: float | None = None
+    ram_gb: float | None = None
+    available: bool | None = None
+    interruption_rate: float | None = None
+    source_url: str | None = None
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """What one fetch of one provider produced, and how complete it is.
+
+    `complete_scopes` names the regions whose data is complete when status is PARTIAL: only
+    there may offers that were not seen be closed (DESIGN §4).
+    """
+
+    provider: str
+    status: RunStatus
+    quotes: list[RawQuote] = field(default_factory=list)
+    complete_scopes: frozenset[str] = frozenset()
+    error: str | None = None
+    requests: int = 0
+    bytes: int = 0
+    started_at: dt.datetime = field(default_factory=lambda: utcnow())
+    finished_at: dt.datetime | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class IngestSummary:
+    """Counts of one ingest, as recorded in fetch_runs."""
+
+    run_id: int
+    provider: str
+    status: RunStatus
+    offers_seen: int
+    offers_changed: int
+    offers_new: int
+    offers_closed: int
+    offers_rejected: int
+    unmapped: int
+    requests: int
+    bytes: int
+    error: str | None
+    duration_s: float
+
+
+def utcnow() -> dt.datetime:
+    """Naive UTC now: every timestamp in the database is UTC without a zone (docs/sql.md)."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)

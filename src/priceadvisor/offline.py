@@ -1,0 +1,83 @@
+"""Recorded responses: served by `--offline` through an httpx mock transport, and by the tests'
+local HTTP server. Each provider's folder under the recordings directory has a
+`recordings.toml` listing responses and the requests they answer:
+
+    [[response]]
+    endpoint = "prices"               # endpoint name from the provider's manifest
+    query = { "$skip" = "1000" }      # optional: these query parameters must be present
+    file = "prices-page2.json"
+    status = 200                      # optional
+    content_type = "application/json" # optional
+
+Entries are tried in order; the first whose endpoint path and query match answers.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import httpx
+
+from priceadvisor.manifest import manifest
+from priceadvisor.resources import recordings_dir
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    path: str
+    query: dict[str, str]
+    file: Path
+    status: int
+    content_type: str
+
+    def matches(self, path: str, query: dict[str, str]) -> bool:
+        return path == self.path and all(query.get(k) == v for k, v in self.query.items())
+
+
+@cache
+def recordings(provider_id: str, folder: Path | None = None) -> tuple[Recording, ...]:
+    base = (folder or recordings_dir()) / provider_id
+    index = base / "recordings.toml"
+    if not index.is_file():
+        return ()
+    endpoints = manifest(provider_id).endpoints
+    entries = tomllib.loads(index.read_text(encoding="utf-8")).get("response", [])
+    return tuple(
+        Recording(
+            path=httpx.URL(endpoints[e["endpoint"]]).path,
+            query={str(k): str(v) for k, v in e.get("query", {}).items()},
+            file=base / e["file"],
+            status=int(e.get("status", 200)),
+            content_type=str(e.get("content_type", "application/json")),
+        )
+        for e in entries
+    )
+
+
+def find(provider_id: str, path: str, query: dict[str, str]) -> Recording | None:
+    return next((r for r in recordings(provider_id) if r.matches(path, query)), None)
+
+
+def respond(provider_id: str, request: httpx.Request) -> httpx.Response:
+    query = dict(request.url.params.multi_items())
+    found = find(provider_id, request.url.path, query)
+    if found is None:
+        return httpx.Response(404, text=f"no recording for {request.url.path}", request=request)
+    return httpx.Response(
+        found.status,
+        content=found.file.read_bytes(),
+        headers={"Content-Type": found.content_type},
+        request=request,
+    )
+
+
+def transport(provider_id: str) -> httpx.MockTransport:
+    """A transport that answers every request of this provider from its recordings."""
+    return httpx.MockTransport(lambda request: respond(provider_id, request))
+
+
+def has_recordings(provider_id: str) -> bool:
+    return bool(recordings(provider_id))

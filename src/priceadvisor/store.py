@@ -1,0 +1,214 @@
+"""DuckDB file: connections (one writer, many readers), migrations, views, catalog tables.
+
+One writer (DESIGN §4): read-write connections are opened only around a write (open, write,
+checkpoint, close) and retried while another process holds the lock; readers open read-only and
+retry too. Migrations are numbered SQL files, each applied in one transaction together with its
+bookkeeping row; views are re-created on every writer open.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import duckdb
+
+from priceadvisor.catalog import gpu_catalog, region_catalog
+from priceadvisor.models import utcnow
+from priceadvisor.resources import migrations_dir, views_dir
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_LOCK_MARKERS = ("lock", "Conflicting")
+
+
+class StoreError(RuntimeError):
+    """A database problem a user can act on; the message is one line."""
+
+
+def migrations() -> list[tuple[int, Path]]:
+    found = []
+    for path in sorted(migrations_dir().glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise StoreError(f"migration file name {path.name!r} is not NNNN_name.sql")
+        found.append((int(match.group(1)), path))
+    return found
+
+
+def latest_version() -> int:
+    return max(version for version, _ in migrations())
+
+
+@contextmanager
+def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-write connection for one write job: migrated, views fresh; checkpointed on close."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = _open(path, read_only=False, lock_timeout=lock_timeout)
+    try:
+        prepare(con)
+        yield con
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+@contextmanager
+def reader(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-only connection; refuses a file that is missing or from another schema version."""
+    if not path.is_file():
+        raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
+    con = _open(path, read_only=True, lock_timeout=lock_timeout)
+    try:
+        _check_version(con, path)
+        yield con
+    finally:
+        con.close()
+
+
+def _open(path: Path, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + lock_timeout
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if not any(m in str(exc) for m in _LOCK_MARKERS):
+                raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"database {path} is locked by another process (a write in progress?); "
+                    f"gave up after {lock_timeout:.0f} s"
+                ) from None
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    try:
+        row = con.execute("SELECT max(version) FROM core.schema_migrations").fetchone()
+    except duckdb.CatalogException:
+        raise StoreError(f"{path} is not a priceadvisor database") from None
+    version = row[0] if row else None
+    if version is None or version < latest_version():
+        raise StoreError(
+            f"database {path} has schema version {version}, this priceadvisor needs "
+            f"{latest_version()}: run `priceadvisor fetch` once to upgrade it"
+        )
+    if version > latest_version():
+        raise StoreError(f"database {path} was written by a newer priceadvisor (v{version})")
+
+
+def prepare(con: duckdb.DuckDBPyConnection) -> None:
+    """Everything a writer does on open: migrate, refresh catalogs, views, stale runs."""
+    migrate(con)
+    refresh_catalog(con)
+    create_views(con)
+    mark_abandoned_runs(con)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    con.execute("CREATE SCHEMA IF NOT EXISTS core")
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS core.schema_migrations "
+        "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
+    done = []
+    for version, path in migrations():
+        if version not in applied:
+            _apply(con, version, path)
+            done.append(version)
+    return done
+
+
+def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(path.read_text(encoding="utf-8"))
+        con.execute(
+            "INSERT INTO core.schema_migrations VALUES (?, ?, ?)", [version, path.stem, utcnow()]
+        )
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        con.execute("ROLLBACK")
+        raise StoreError(f"migration {path.name} failed: {_first_line(exc)}") from None
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    for path in sorted(views_dir().glob("*.sql")):
+        con.execute(path.read_text(encoding="utf-8"))
+
+
+def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
+    """Reload gpus and regions from the shipped TOML so an upgrade's catalog takes effect."""
+    gpus = [
+        (g.id, g.name, g.vendor, g.family, g.variant, g.specs["architecture"], g.memory_gb,
+         *(g.specs[k] for k in _GPU_SPEC_COLUMNS))
+        for g in gpu_catalog().gpus.values()
+    ]
+    regions = [tuple(asdict(r).values()) for r in region_catalog().values()]
+    con.execute("BEGIN TRANSACTION")
+    con.execute("DELETE FROM core.gpus")
+    con.executemany(f"INSERT INTO core.gpus VALUES ({', '.join('?' * 22)})", gpus)
+    con.execute("DELETE FROM core.regions")
+    con.executemany("INSERT INTO core.regions VALUES (?, ?, ?, ?, ?, ?, ?)", regions)
+    con.execute("COMMIT")
+
+
+_GPU_SPEC_COLUMNS = (
+    "memory_type", "memory_bandwidth_gbs", "bf16_dense_tflops", "fp16_dense_tflops",
+    "fp8_dense_tflops", "int8_dense_tops", "fp32_tflops", "tdp_w", "interconnect",
+    "nvlink_bandwidth_gbs", "form_factor", "launch_year", "approx_list_price_usd", "source",
+    "notes",
+)
+
+
+def start_run(con: duckdb.DuckDBPyConnection, provider: str) -> int:
+    """Record a run as `running` before its network work, so a crash leaves a trace."""
+    row = con.execute(
+        "INSERT INTO core.fetch_runs (provider, started_at, status, pid, host) "
+        "VALUES (?, ?, 'running', ?, ?) RETURNING run_id",
+        [provider, utcnow(), os.getpid(), socket.gethostname()],
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def mark_abandoned_runs(con: duckdb.DuckDBPyConnection) -> int:
+    """Runs left `running` by a process of this host that no longer exists were abandoned."""
+    host = socket.gethostname()
+    rows = con.execute(
+        "SELECT run_id, pid FROM core.fetch_runs WHERE status = 'running' AND host = ?", [host]
+    ).fetchall()
+    dead = [run_id for run_id, pid in rows if not _alive(pid)]
+    if dead:
+        con.execute(
+            "UPDATE core.fetch_runs SET status = 'abandoned', finished_at = ?, "
+            "error = 'the process ended before the run finished' WHERE list_contains(?, run_id)",
+            [utcnow(), dead],
+        )
+    return len(dead)
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
