@@ -7,6 +7,7 @@ SELECT
     instance_type,
     pricing,
     gpu_model,
+    gpu_name_raw,
     gpu_count,
     price_hour_usd,
     price_gpu_hour_usd,

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from priceadvisor import offline, store
 from priceadvisor.adapters import adapter_class
 from priceadvisor.adapters.base import Adapter, SourceFormatError, resolve_endpoint
-from priceadvisor.config import Settings, lookup_secret
+from priceadvisor.config import ConfigError, Settings, lookup_secret
 from priceadvisor.http import FetchError, HttpSession, ValidatorCache, build_client
 from priceadvisor.ingest import ingest
 from priceadvisor.manifest import manifest
@@ -45,14 +45,14 @@ def plan(settings: Settings, provider_id: str, offline_mode: bool) -> ProviderPl
     overrides = {} if offline_mode else settings.provider(provider_id).endpoints
     unknown = set(overrides) - set(spec.endpoints)
     if unknown:
-        raise ValueError(
-            f"providers.{provider_id}.endpoints: unknown endpoint {sorted(unknown)[0]!r} "
+        raise ConfigError(
+            f"invalid config: providers.{provider_id}.endpoints: unknown endpoint {sorted(unknown)[0]!r} "
             f"(known: {', '.join(spec.endpoints)})"
         )
     endpoints = {n: resolve_endpoint(u, overrides.get(n)) for n, u in spec.endpoints.items()}
     credential = _credential(settings, provider_id)
     return ProviderPlan(provider_id, endpoints, credential,
-                        _skip_reason(settings, provider_id, credential, offline_mode),
+                        _skip_reason(provider_id, credential, offline_mode),
                         settings.provider(provider_id).deadline)
 
 
@@ -62,9 +62,7 @@ def _credential(settings: Settings, provider_id: str) -> SecretStr | None:
     return explicit or (lookup_secret(settings, env_name) if env_name else None)
 
 
-def _skip_reason(
-    settings: Settings, provider_id: str, credential: SecretStr | None, offline_mode: bool
-) -> str | None:
+def _skip_reason(provider_id: str, credential: SecretStr | None, offline_mode: bool) -> str | None:
     spec = manifest(provider_id)
     if offline_mode:
         return None if offline.has_recordings(provider_id) else "no offline recordings"
