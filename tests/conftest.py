@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import stamina
+
+from priceadvisor.config import Settings, load_settings
+from priceadvisor.resources import recordings_dir
+
+AZURE_URL = "https://prices.azure.com/api/retail/prices"
+
+
+@pytest.fixture(autouse=True)
+def _no_retry_waits() -> Iterator[None]:
+    """Retries happen (attempt counts are real) but without sleeping."""
+    stamina.set_testing(True, attempts=3)
+    yield
+    stamina.set_testing(False)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("PRICEADVISOR_DB", "PRICEADVISOR_CONFIG", "CREDENTIALS_DIRECTORY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./priceadvisor.toml from the developer's tree
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "prices.duckdb"
+
+
+@pytest.fixture
+def settings(db_path: Path) -> Settings:
+    return load_settings(db=db_path)
+
+
+def azure_pages() -> list[dict[str, Any]]:
+    """The three recorded Azure pages, as parsed JSON (fresh copies each call)."""
+    folder = recordings_dir() / "azure"
+    return [json.loads((folder / f"prices-page{i}.json").read_text()) for i in (1, 2, 3)]
+
+
+def with_price(pages: list[dict[str, Any]], region: str, sku: str, spot: bool, price: float
+               ) -> list[dict[str, Any]]:
+    """A copy of the recording with one meter's price changed."""
+    changed = copy.deepcopy(pages)
+    hits = 0
+    for page in changed:
+        for item in page["Items"]:
+            if (item["armRegionName"] == region and item["armSkuName"] == sku
+                    and item["skuName"].endswith(" Spot") == spot
+                    and item["type"] == "Consumption"
+                    and not item["productName"].endswith("Win")
+                    and not item["skuName"].endswith("Low Priority")):
+                item["retailPrice"] = item["unitPrice"] = price
+                hits += 1
+    assert hits == 1, f"expected one meter to change, found {hits}"
+    return changed
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
