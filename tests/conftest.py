@@ -48,18 +48,22 @@ def azure_pages() -> list[dict[str, Any]]:
     return [json.loads((folder / f"prices-page{i}.json").read_text()) for i in (1, 2, 3)]
 
 
-def with_price(pages: list[dict[str, Any]], region: str, sku: str, spot: bool, price: float
-               ) -> list[dict[str, Any]]:
+def with_price(
+    pages: list[dict[str, Any]], region: str, sku: str, spot: bool, price: float
+) -> list[dict[str, Any]]:
     """A copy of the recording with one meter's price changed."""
     changed = copy.deepcopy(pages)
     hits = 0
     for page in changed:
         for item in page["Items"]:
-            if (item["armRegionName"] == region and item["armSkuName"] == sku
-                    and item["skuName"].endswith(" Spot") == spot
-                    and item["type"] == "Consumption"
-                    and not item["productName"].endswith("Win")
-                    and not item["skuName"].endswith("Low Priority")):
+            if (
+                item["armRegionName"] == region
+                and item["armSkuName"] == sku
+                and item["skuName"].endswith(" Spot") == spot
+                and item["type"] == "Consumption"
+                and not item["productName"].endswith("Win")
+                and not item["skuName"].endswith("Low Priority")
+            ):
                 item["retailPrice"] = item["unitPrice"] = price
                 hits += 1
     assert hits == 1, f"expected one meter to change, found {hits}"

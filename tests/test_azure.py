@@ -18,11 +18,13 @@ pytestmark = pytest.mark.anyio
 
 def serve(pages: list[Any], base: str = AZURE_URL) -> respx.Route:
     """Answer the first request with page 1 and $skip=N requests with the following pages."""
+
     def answer(request: httpx.Request) -> httpx.Response:
         skip = request.url.params.get("$skip")
         index = int(skip) // 1000 if skip else 0
         page = pages[index]
         return page if isinstance(page, httpx.Response) else httpx.Response(200, json=page)
+
     return respx.get(base).mock(side_effect=answer)
 
 
@@ -40,7 +42,7 @@ async def test_walks_every_page_and_keeps_only_linux_vm_offers() -> None:
     assert route.call_count == 3
     items = [i for p in azure_pages() for i in p["Items"]]
     assert len(items) == 66
-    # 29 SKU/region pairs × (on-demand + spot) + the zero-price meter; the other 7 rows are
+    # 29 SKU/region pairs x (on-demand + spot) + the zero-price meter; the other 7 rows are
     # Windows, Low Priority, Reservation, DevTest and FPGA rows
     assert len(quotes) == 59
     assert all(q.currency == "USD" and q.price_basis == "node" for q in quotes)
@@ -51,11 +53,17 @@ async def test_walks_every_page_and_keeps_only_linux_vm_offers() -> None:
 async def test_spot_is_told_by_suffix_and_may_equal_on_demand() -> None:
     serve(azure_pages())
     quotes = await fetch()
-    h200 = {q.pricing: q.price for q in quotes
-            if q.instance_type == "Standard_ND96isr_H200_v5" and q.region == "eastus2"}
+    h200 = {
+        q.pricing: q.price
+        for q in quotes
+        if q.instance_type == "Standard_ND96isr_H200_v5" and q.region == "eastus2"
+    }
     assert h200 == {"on_demand": 84.8, "spot": 84.8}
-    h100 = {q.pricing: q.price for q in quotes
-            if q.instance_type == "Standard_ND96isr_H100_v5" and q.region == "eastus2"}
+    h100 = {
+        q.pricing: q.price
+        for q in quotes
+        if q.instance_type == "Standard_ND96isr_H100_v5" and q.region == "eastus2"
+    }
     assert h100 == {"on_demand": 98.32, "spot": 18.169536}  # not the Windows or Low Priority rows
 
 
@@ -122,10 +130,14 @@ async def test_next_page_links_are_rebased_onto_a_mirror() -> None:
 
 
 def test_endpoint_override_with_only_a_host_keeps_the_default_path() -> None:
-    assert resolve_endpoint(AZURE_URL, "http://127.0.0.1:9000") == \
-        "http://127.0.0.1:9000/api/retail/prices"
+    assert (
+        resolve_endpoint(AZURE_URL, "http://127.0.0.1:9000")
+        == "http://127.0.0.1:9000/api/retail/prices"
+    )
     assert resolve_endpoint(AZURE_URL, "http://m/x/prices") == "http://m/x/prices"
     assert resolve_endpoint(AZURE_URL, None) == AZURE_URL
     link = "https://prices.azure.com:443/api/retail/prices?$filter=a%20b&$skip=1000"
-    assert rebase_link(link, "http://127.0.0.1:9000/api/retail/prices") == \
-        "http://127.0.0.1:9000/api/retail/prices?$filter=a%20b&$skip=1000"
+    assert (
+        rebase_link(link, "http://127.0.0.1:9000/api/retail/prices")
+        == "http://127.0.0.1:9000/api/retail/prices?$filter=a%20b&$skip=1000"
+    )

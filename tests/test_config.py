@@ -13,15 +13,20 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def test_toml_file_then_environment_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = write(tmp_path / "c.toml", """
+def test_toml_file_then_environment_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(
+        tmp_path / "c.toml",
+        """
 db = "/data/prices.duckdb"
 [http]
 timeout = "45s"
 [providers.azure]
 interval = "2h"
 endpoints = { prices = "http://mirror.local" }
-""")
+""",
+    )
     monkeypatch.setenv("PRICEADVISOR_PROVIDERS__AZURE__ENABLED", "false")
     monkeypatch.setenv("PRICEADVISOR_HTTP__ATTEMPTS", "7")
     settings = load_settings(config)
@@ -41,7 +46,9 @@ def test_env_db_and_explicit_override(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 def test_config_found_through_env_var(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PRICEADVISOR_CONFIG", str(write(tmp_path / "x.toml", 'log_level = "DEBUG"')))
+    monkeypatch.setenv(
+        "PRICEADVISOR_CONFIG", str(write(tmp_path / "x.toml", 'log_level = "DEBUG"'))
+    )
     assert load_settings().log_level == "DEBUG"
 
 
@@ -73,7 +80,9 @@ def test_missing_config_file_is_an_error(tmp_path: Path) -> None:
         load_settings(tmp_path / "nope.toml")
 
 
-def test_secret_from_env_and_from_secrets_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_secret_from_env_and_from_secrets_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     secrets = tmp_path / "creds"
     secrets.mkdir()
     write(secrets / "GCP_API_KEY", "from-file\n")
@@ -92,8 +101,10 @@ def test_provider_api_key_never_printed(tmp_path: Path) -> None:
     assert "s3cr3t" not in repr(settings) and "s3cr3t" not in settings.model_dump_json()
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("15m", 900), ("1h30m", 5400),
-                                               ("1d", 86400), (600, 600), ("2.5", 2.5)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("15m", 900), ("1h30m", 5400), ("1d", 86400), (600, 600), ("2.5", 2.5)],
+)
 def test_durations(text: object, seconds: float) -> None:
     assert parse_duration(text) == seconds
 

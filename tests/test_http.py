@@ -45,10 +45,12 @@ async def test_user_agent_names_priceadvisor() -> None:
 
 @respx.mock
 async def test_429_with_retry_after_is_retried_then_succeeds() -> None:
-    route = respx.get(URL).mock(side_effect=[
-        httpx.Response(429, headers={"Retry-After": "1"}),
-        httpx.Response(200, json={"ok": True}),
-    ])
+    route = respx.get(URL).mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": "1"}),
+            httpx.Response(200, json={"ok": True}),
+        ]
+    )
     async with build_client(HttpSettings()) as client:
         s = session(client)
         assert await s.get_json(URL) == {"ok": True}
@@ -62,8 +64,9 @@ def test_backoff_hook_waits_what_the_server_asks_up_to_the_cap() -> None:
     from priceadvisor.http import _RetryableStatus
 
     asked = _RetryableStatus(httpx.Response(429, headers={"Retry-After": "12"}, request=request))
-    too_long = _RetryableStatus(httpx.Response(429, headers={"Retry-After": "3600"},
-                                               request=request))
+    too_long = _RetryableStatus(
+        httpx.Response(429, headers={"Retry-After": "3600"}, request=request)
+    )
     plain = _RetryableStatus(httpx.Response(503, request=request))
     assert s._backoff(asked) == 12.0
     assert s._backoff(too_long) is False
@@ -110,10 +113,12 @@ async def test_truncated_json_is_a_clear_error() -> None:
 
 @respx.mock
 async def test_conditional_get_reuses_the_cached_body_on_304() -> None:
-    route = respx.get(URL).mock(side_effect=[
-        httpx.Response(200, json={"n": 1}, headers={"ETag": '"v1"'}),
-        httpx.Response(304),
-    ])
+    route = respx.get(URL).mock(
+        side_effect=[
+            httpx.Response(200, json={"n": 1}, headers={"ETag": '"v1"'}),
+            httpx.Response(304),
+        ]
+    )
     async with build_client(HttpSettings()) as client:
         s = session(client)
         first = await s.get_json(URL)

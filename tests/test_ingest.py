@@ -23,6 +23,7 @@ def serve(pages: list[Any]) -> respx.Route:
         skip = request.url.params.get("$skip")
         page = pages[int(skip) // 1000 if skip else 0]
         return page if isinstance(page, httpx.Response) else httpx.Response(200, json=page)
+
     return respx.get(AZURE_URL).mock(side_effect=answer)
 
 
@@ -51,23 +52,30 @@ def test_same_recording_twice_adds_no_history(settings: Settings, db_path: Path)
     assert seen == last  # every offer's last_seen moved to the second run
 
 
-def test_one_changed_price_closes_one_interval_and_opens_one(settings: Settings,
-                                                             db_path: Path) -> None:
+def test_one_changed_price_closes_one_interval_and_opens_one(
+    settings: Settings, db_path: Path
+) -> None:
     cycle(settings, azure_pages())
     changed = with_price(azure_pages(), "eastus", "Standard_NC24ads_A100_v4", False, 3.4)
     summary = cycle(settings, changed)
     assert (summary.offers_changed, summary.offers_new, summary.offers_closed) == (1, 0, 0)
-    rows = query(db_path, """
+    rows = query(
+        db_path,
+        """
         SELECT price_hour_usd, valid_to IS NULL FROM price_history
         WHERE region = 'eastus' AND instance_type = 'Standard_NC24ads_A100_v4'
-          AND pricing = 'on_demand' ORDER BY valid_from""")
+          AND pricing = 'on_demand' ORDER BY valid_from""",
+    )
     assert rows == [(3.673, False), (3.4, True)]
     assert query(db_path, "SELECT count(*) FROM price_history") == [(59,)]
-    [(first_seen, valid_from)] = query(db_path, """
+    [(first_seen, valid_from)] = query(
+        db_path,
+        """
         SELECT o.first_seen, h.valid_from FROM offers o JOIN price_history h USING
             (provider, region, instance_type, pricing)
         WHERE o.region = 'eastus' AND o.instance_type = 'Standard_NC24ads_A100_v4'
-          AND o.pricing = 'on_demand' AND h.valid_to IS NULL""")
+          AND o.pricing = 'on_demand' AND h.valid_to IS NULL""",
+    )
     assert first_seen < valid_from  # the offer is as old as its first sighting
 
 
@@ -94,24 +102,42 @@ def test_vanished_offer_is_closed_after_a_complete_run(settings: Settings, db_pa
     gone = 66 - sum(len(p["Items"]) for p in pages)
     summary = cycle(settings, pages)
     assert gone > 0 and summary.offers_closed > 0
-    assert query(db_path, "SELECT count(*) FROM price_history WHERE valid_to IS NOT NULL") == \
-        [(summary.offers_closed,)]
+    assert query(db_path, "SELECT count(*) FROM price_history WHERE valid_to IS NOT NULL") == [
+        (summary.offers_closed,)
+    ]
 
 
 # --- direct ingest: outcomes, validation, currency --------------------------------------------
 
-def quote(region: str = "eastus", sku: str = "Standard_NC24ads_A100_v4", price: float | None = 3.0,
-          **kw: Any) -> RawQuote:
-    return RawQuote(region=region, instance_type=sku, pricing=kw.pop("pricing", "on_demand"),
-                    price=price, **kw)
+
+def quote(
+    region: str = "eastus",
+    sku: str = "Standard_NC24ads_A100_v4",
+    price: float | None = 3.0,
+    **kw: Any,
+) -> RawQuote:
+    return RawQuote(
+        region=region, instance_type=sku, pricing=kw.pop("pricing", "on_demand"), price=price, **kw
+    )
 
 
-def run(db: Path, quotes: list[RawQuote], status: RunStatus = RunStatus.OK,
-        scopes: frozenset[str] = frozenset(), error: str | None = None) -> Any:
+def run(
+    db: Path,
+    quotes: list[RawQuote],
+    status: RunStatus = RunStatus.OK,
+    scopes: frozenset[str] = frozenset(),
+    error: str | None = None,
+) -> Any:
     with store.writer(db) as con:
         run_id = store.start_run(con, "azure")
-        result = FetchResult("azure", status, quotes, scopes, error,
-                             finished_at=dt.datetime.now(dt.UTC).replace(tzinfo=None))
+        result = FetchResult(
+            "azure",
+            status,
+            quotes,
+            scopes,
+            error,
+            finished_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        )
         return ingest(con, run_id, result, manifest("azure"))
 
 
@@ -121,8 +147,13 @@ def open_keys(db: Path) -> set[tuple[str, str]]:
 
 def test_partial_run_closes_only_inside_complete_regions(db_path: Path) -> None:
     run(db_path, [quote("eastus"), quote("westeurope"), quote("japaneast")])
-    summary = run(db_path, [quote("eastus")], RunStatus.PARTIAL, frozenset({"eastus", "westeurope"}),
-                  "japaneast: HTTP 503")
+    summary = run(
+        db_path,
+        [quote("eastus")],
+        RunStatus.PARTIAL,
+        frozenset({"eastus", "westeurope"}),
+        "japaneast: HTTP 503",
+    )
     assert summary.status is RunStatus.PARTIAL and summary.offers_closed == 1
     assert {r for r, _ in open_keys(db_path)} == {"eastus", "japaneast"}
 
@@ -131,8 +162,10 @@ def test_failed_run_changes_nothing_even_with_quotes(db_path: Path) -> None:
     run(db_path, [quote("eastus"), quote("westeurope")])
     summary = run(db_path, [quote("eastus", price=1.0)], RunStatus.FAILED, error="boom")
     assert summary.status is RunStatus.FAILED and summary.error == "boom"
-    assert query(db_path, "SELECT region, price_hour_usd FROM offers ORDER BY 1") == \
-        [("eastus", 3.0), ("westeurope", 3.0)]
+    assert query(db_path, "SELECT region, price_hour_usd FROM offers ORDER BY 1") == [
+        ("eastus", 3.0),
+        ("westeurope", 3.0),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -148,8 +181,10 @@ def test_failed_run_changes_nothing_even_with_quotes(db_path: Path) -> None:
         (quote(region=""), "region missing"),
         (quote(gpu_count=0.0), "implausible GPU count"),
         (quote(currency="XYZ"), "no FX rate for XYZ"),
-        (quote(price_basis="gpu", sku="Standard_Unknown", gpu_name_raw="H100"),
-         "per-GPU price without a GPU count"),
+        (
+            quote(price_basis="gpu", sku="Standard_Unknown", gpu_name_raw="H100"),
+            "per-GPU price without a GPU count",
+        ),
         (quote(interruption_rate=3.0), "interruption rate outside 0..1"),
     ],
 )
@@ -169,8 +204,10 @@ def test_mostly_rejected_snapshot_is_a_failed_run(db_path: Path) -> None:
     summary = run(db_path, drifted)
     assert summary.status is RunStatus.FAILED
     assert "2 of 3 quotes rejected" in (summary.error or "")
-    assert open_keys(db_path) == {("eastus", "Standard_NC24ads_A100_v4"),
-                                  ("westus3", "Standard_NC24ads_A100_v4")}
+    assert open_keys(db_path) == {
+        ("eastus", "Standard_NC24ads_A100_v4"),
+        ("westus3", "Standard_NC24ads_A100_v4"),
+    }
 
 
 def test_empty_snapshot_never_wipes_offers(db_path: Path) -> None:
@@ -186,46 +223,77 @@ def test_duplicate_keys_keep_the_lowest_price(db_path: Path) -> None:
 
 
 def test_instance_type_table_gives_gpu_model_count_and_per_gpu_price(db_path: Path) -> None:
-    run(db_path, [quote(sku="Standard_ND96isr_H100_v5", price=98.32),
-                  quote(sku="Standard_NV6ads_A10_v5", price=0.454),
-                  quote(sku="Standard_NV12s_v3", price=1.14)])
-    rows = dict((r[0], r[1:]) for r in query(db_path, """
+    run(
+        db_path,
+        [
+            quote(sku="Standard_ND96isr_H100_v5", price=98.32),
+            quote(sku="Standard_NV6ads_A10_v5", price=0.454),
+            quote(sku="Standard_NV12s_v3", price=1.14),
+        ],
+    )
+    rows = dict(
+        (r[0], r[1:])
+        for r in query(
+            db_path,
+            """
         SELECT instance_type, gpu_model, gpu_count, price_gpu_hour_usd, vcpus, gpu_name_raw
-        FROM offers"""))
+        FROM offers""",
+        )
+    )
     assert rows["Standard_ND96isr_H100_v5"][:4] == ("H100-SXM-80GB", 8, 12.29, 96)
-    model, count, per_gpu, _, _ = rows["Standard_NV6ads_A10_v5"]
+    model, _count, per_gpu, _, _ = rows["Standard_NV6ads_A10_v5"]
     assert model == "A10-24GB" and per_gpu == pytest.approx(0.454 / 0.1667)
     assert rows["Standard_NV12s_v3"] == (None, None, None, None, "Standard_NV12s_v3")
 
 
 def test_per_gpu_prices_become_node_prices(db_path: Path) -> None:
-    run(db_path, [quote(sku="gpu_8x_h100", price=2.5, price_basis="gpu", gpu_count=8.0,
-                        gpu_name_raw="H100 (80 GB SXM5)")])
-    assert query(db_path, "SELECT gpu_model, price_hour_usd, price_gpu_hour_usd FROM offers") == \
-        [("H100-SXM-80GB", 20.0, 2.5)]
+    run(
+        db_path,
+        [
+            quote(
+                sku="gpu_8x_h100",
+                price=2.5,
+                price_basis="gpu",
+                gpu_count=8.0,
+                gpu_name_raw="H100 (80 GB SXM5)",
+            )
+        ],
+    )
+    assert query(db_path, "SELECT gpu_model, price_hour_usd, price_gpu_hour_usd FROM offers") == [
+        ("H100-SXM-80GB", 20.0, 2.5)
+    ]
 
 
 def test_non_usd_prices_convert_at_the_latest_rate_on_or_before(db_path: Path) -> None:
     with store.writer(db_path) as con:
-        con.executemany("INSERT INTO core.fx_rates VALUES (?, ?, ?, 'test', now())", [
-            ("2026-11-18", "USD", 1.10), ("2026-11-18", "EUR", 1.0),
-            ("2026-11-19", "USD", 1.20), ("2026-11-19", "EUR", 1.0),
-            ("2099-01-01", "USD", 9.99), ("2099-01-01", "EUR", 1.0),  # future: must be ignored
-        ])
+        con.executemany(
+            "INSERT INTO core.fx_rates VALUES (?, ?, ?, 'test', now())",
+            [
+                ("2026-11-18", "USD", 1.10),
+                ("2026-11-18", "EUR", 1.0),
+                ("2026-11-19", "USD", 1.20),
+                ("2026-11-19", "EUR", 1.0),
+                ("2099-01-01", "USD", 9.99),
+                ("2099-01-01", "EUR", 1.0),  # future: must be ignored
+            ],
+        )
     run(db_path, [quote(price=2.0, currency="EUR")])
     [(usd, original, currency)] = query(
-        db_path, "SELECT price_hour_usd, price_hour_original, currency FROM offers")
+        db_path, "SELECT price_hour_usd, price_hour_original, currency FROM offers"
+    )
     assert (original, currency) == (2.0, "EUR")
     assert usd == pytest.approx(2.4)
 
 
-def test_a_crashed_ingest_leaves_nothing_half_written(db_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crashed_ingest_leaves_nothing_half_written(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run(db_path, [quote("eastus")])
     import priceadvisor.ingest as module
 
     def explode(*_: Any, **__: Any) -> None:
         raise RuntimeError("disk full")
+
     monkeypatch.setattr(module, "_finish_run", explode)
     with pytest.raises(RuntimeError):
         run(db_path, [quote("eastus", price=9.0), quote("westus3")])

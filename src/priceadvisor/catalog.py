@@ -148,10 +148,22 @@ def _prefer_default(family: str, candidates: list[GpuSpec], everything: Any) -> 
 
 
 _SPEC_KEYS = (
-    "architecture", "memory_type", "memory_bandwidth_gbs", "bf16_dense_tflops",
-    "fp16_dense_tflops", "fp8_dense_tflops", "int8_dense_tops", "fp32_tflops", "tdp_w",
-    "interconnect", "nvlink_bandwidth_gbs", "form_factor", "launch_year", "approx_list_price_usd",
-    "source", "notes",
+    "architecture",
+    "memory_type",
+    "memory_bandwidth_gbs",
+    "bf16_dense_tflops",
+    "fp16_dense_tflops",
+    "fp8_dense_tflops",
+    "int8_dense_tops",
+    "fp32_tflops",
+    "tdp_w",
+    "interconnect",
+    "nvlink_bandwidth_gbs",
+    "form_factor",
+    "launch_year",
+    "approx_list_price_usd",
+    "source",
+    "notes",
 )
 
 

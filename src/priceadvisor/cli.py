@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from priceadvisor import __version__, health, reads, store
+from priceadvisor import render as templates
 from priceadvisor.adapters import REGISTRY, UnknownProviderError, adapter_class
 from priceadvisor.config import ConfigError, Settings, default_db_path, load_settings
 from priceadvisor.export import export_parquet
@@ -54,8 +55,11 @@ class AppState:
         if self._settings is None:
             overrides: dict[str, Any] = {"db": self.db} if self.db else {}
             self._settings = load_settings(self.config, **overrides)
-            logging.basicConfig(level=self._settings.log_level, stream=sys.stderr,
-                                format="%(levelname)s %(name)s: %(message)s")
+            logging.basicConfig(
+                level=self._settings.log_level,
+                stream=sys.stderr,
+                format="%(levelname)s %(name)s: %(message)s",
+            )
             # httpx logs every request at INFO; the fetch summary already counts them.
             logging.getLogger("httpx").setLevel(logging.WARNING)
         return self._settings
@@ -77,16 +81,25 @@ def _version(value: bool) -> None:
 def _global(
     ctx: typer.Context,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file.")] = None,
-    db: Annotated[Path | None, typer.Option(
-        "--db", help=f"DuckDB file (env PRICEADVISOR_DB; default {default_db_path()}).")] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Show the version and exit.")] = False,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db", help=f"DuckDB file (env PRICEADVISOR_DB; default {default_db_path()})."
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = AppState(config, db)
 
 
-ProviderOpt = Annotated[list[str] | None, typer.Option(
-    "--provider", "-p", help="Provider id; repeat for several.")]
+ProviderOpt = Annotated[
+    list[str] | None, typer.Option("--provider", "-p", help="Provider id; repeat for several.")
+]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 
 
@@ -100,8 +113,9 @@ def _known_providers(ids: list[str] | None) -> list[str]:
 def fetch(
     ctx: typer.Context,
     provider: ProviderOpt = None,
-    offline: Annotated[bool, typer.Option(
-        "--offline", help="Use the recorded responses shipped with the package.")] = False,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Use the recorded responses shipped with the package.")
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Fetch current prices from providers into the database (all enabled by default)."""
@@ -121,12 +135,35 @@ def _fetch_with_progress(settings: Settings, ids: list[str], offline: bool) -> l
 
 
 def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
-    columns = ["provider", "status", "offers", "new", "changed", "closed", "rejected",
-               "unmapped", "requests", "bytes", "seconds", "error"]
+    columns = [
+        "provider",
+        "status",
+        "offers",
+        "new",
+        "changed",
+        "closed",
+        "rejected",
+        "unmapped",
+        "requests",
+        "bytes",
+        "seconds",
+        "error",
+    ]
     rows = [
-        (s.provider, str(s.status), s.offers_seen, s.offers_new, s.offers_changed,
-         s.offers_closed, s.offers_rejected, s.unmapped, s.requests, s.bytes,
-         round(s.duration_s, 3), s.error)
+        (
+            s.provider,
+            str(s.status),
+            s.offers_seen,
+            s.offers_new,
+            s.offers_changed,
+            s.offers_closed,
+            s.offers_rejected,
+            s.unmapped,
+            s.requests,
+            s.bytes,
+            round(s.duration_s, 3),
+            s.error,
+        )
         for s in summaries
     ]
     return reads.Table(columns, rows)
@@ -148,12 +185,20 @@ def _continent(value: str | None) -> str | None:
 
 
 def _offer_filter(
-    gpu: str | None, provider: list[str] | None, country: str | None, continent: str | None,
-    eu: bool, pricing: str | None,
+    gpu: str | None,
+    provider: list[str] | None,
+    country: str | None,
+    continent: str | None,
+    eu: bool,
+    pricing: str | None,
 ) -> reads.OfferFilter:
     return reads.OfferFilter(
-        gpu=gpu, providers=_known_providers(provider), country=country,
-        continent=_continent(continent), eu=eu, pricing=_pricing(pricing),
+        gpu=gpu,
+        providers=_known_providers(provider),
+        country=country,
+        continent=_continent(continent),
+        eu=eu,
+        pricing=_pricing(pricing),
     )
 
 
@@ -174,8 +219,9 @@ def prices(
     continent: ContinentOpt = None,
     eu: EuOpt = False,
     pricing: PricingOpt = None,
-    sort: Annotated[str, typer.Option(
-        help=f"Sort by: {', '.join(reads.PRICE_SORTS)}.")] = "gpu-hour",
+    sort: Annotated[
+        str, typer.Option(help=f"Sort by: {', '.join(reads.PRICE_SORTS)}.")
+    ] = "gpu-hour",
     limit: LimitOpt = 50,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
@@ -240,8 +286,10 @@ def _check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
 @app.command()
 def export(
     ctx: typer.Context,
-    out_dir: Annotated[Path | None, typer.Option(
-        "--out", help="Target folder (default: 'export' beside the database).")] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", help="Target folder (default: 'export' beside the database)."),
+    ] = None,
 ) -> None:
     """Write the public views as Parquet, hive-partitioned by day."""
     settings = _state(ctx).settings
@@ -272,21 +320,36 @@ def providers(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 @app.command()
 def demo(
     ctx: typer.Context,
-    replace: Annotated[bool, typer.Option(
-        "--replace", help="Overwrite the database given by --db / PRICEADVISOR_DB.")] = False,
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="Overwrite the database given by --db / PRICEADVISOR_DB."),
+    ] = False,
 ) -> None:
     """The whole pipeline offline into a fresh database, ending with a table of offers."""
     state = _state(ctx)
     settings = state.settings
     path = _demo_path(settings, replace)
-    summaries = _fetch_with_progress(settings.model_copy(update={"db": path}),
-                                     list(REGISTRY), offline=True)
+    summaries = _fetch_with_progress(
+        settings.model_copy(update={"db": path}), list(REGISTRY), offline=True
+    )
     render(_summary_table(summaries), Format.TABLE, out, title="Offline fetch (recorded data)")
     with store.reader(path, settings.lock_timeout) as con:
         table = reads.prices(con, reads.OfferFilter(), "gpu-hour", 25)
+        [(offers, cheapest)] = con.execute(
+            "SELECT count(*), min(price_gpu_hour_usd) FROM offers"
+        ).fetchall()
     render(table, Format.TABLE, out, title="Cheapest current GPU offers (USD)")
-    out.print(f"\nDatabase: {path}\nTry: PRICEADVISOR_DB={path} priceadvisor sql "
-              "\"select gpu_model, min(price_gpu_hour_usd) from offers group by 1 order by 2\"")
+    out.out(
+        templates.render(
+            "cli/demo_next_steps.txt.j2",
+            db_path=path,
+            offers=offers,
+            cheapest=cheapest,
+            providers=[s.provider for s in summaries],
+        ),
+        highlight=False,
+        end="",
+    )
 
 
 def _demo_path(settings: Settings, replace: bool) -> Path:

@@ -26,12 +26,15 @@ def export_parquet(con: duckdb.DuckDBPyConnection, target: Path) -> dict[str, in
     counts = {}
     for view, column in _PARTITIONED.items():
         counts[view] = _copy(
-            con, f"SELECT *, CAST({column} AS DATE) AS day FROM {view}", staging / view,
+            con,
+            f"SELECT *, CAST({column} AS DATE) AS day FROM {view}",
+            staging / view,
             "FORMAT parquet, PARTITION_BY (day)",
         )
     for view in _SNAPSHOTS:
-        counts[view] = _copy(con, f"SELECT * FROM {view}", staging / f"{view}.parquet",
-                             "FORMAT parquet")
+        counts[view] = _copy(
+            con, f"SELECT * FROM {view}", staging / f"{view}.parquet", "FORMAT parquet"
+        )
     _swap(staging, target)
     return counts
 

@@ -45,15 +45,20 @@ def plan(settings: Settings, provider_id: str, offline_mode: bool) -> ProviderPl
     overrides = {} if offline_mode else settings.provider(provider_id).endpoints
     unknown = set(overrides) - set(spec.endpoints)
     if unknown:
+        name, known = sorted(unknown)[0], ", ".join(spec.endpoints)
         raise ConfigError(
-            f"invalid config: providers.{provider_id}.endpoints: unknown endpoint {sorted(unknown)[0]!r} "
-            f"(known: {', '.join(spec.endpoints)})"
+            f"invalid config: providers.{provider_id}.endpoints: unknown endpoint {name!r} "
+            f"(known: {known})"
         )
     endpoints = {n: resolve_endpoint(u, overrides.get(n)) for n, u in spec.endpoints.items()}
     credential = _credential(settings, provider_id)
-    return ProviderPlan(provider_id, endpoints, credential,
-                        _skip_reason(provider_id, credential, offline_mode),
-                        settings.provider(provider_id).deadline)
+    return ProviderPlan(
+        provider_id,
+        endpoints,
+        credential,
+        _skip_reason(provider_id, credential, offline_mode),
+        settings.provider(provider_id).deadline,
+    )
 
 
 def _credential(settings: Settings, provider_id: str) -> SecretStr | None:
@@ -76,14 +81,20 @@ def enabled_providers(settings: Settings, registry_ids: list[str]) -> list[str]:
 
 
 async def fetch_one(
-    settings: Settings, plan_: ProviderPlan, offline_mode: bool, progress: ProgressSink,
+    settings: Settings,
+    plan_: ProviderPlan,
+    offline_mode: bool,
+    progress: ProgressSink,
     cache: ValidatorCache | None = None,
 ) -> FetchResult:
     """Fetch one provider; never raises: every failure is a failed FetchResult."""
     result = FetchResult(provider=plan_.provider, status=RunStatus.FAILED)
     if plan_.skip_reason:
         result.status, result.error, result.finished_at = (
-            RunStatus.SKIPPED, plan_.skip_reason, utcnow())
+            RunStatus.SKIPPED,
+            plan_.skip_reason,
+            utcnow(),
+        )
         return result
     transport = offline.transport(plan_.provider) if offline_mode else None
     async with build_client(settings.http, transport=transport) as client:
@@ -101,7 +112,10 @@ def _adapter(plan_: ProviderPlan) -> Adapter:
 
 
 async def _run_adapter(
-    adapter: Adapter, session: HttpSession, result: FetchResult, plan_: ProviderPlan,
+    adapter: Adapter,
+    session: HttpSession,
+    result: FetchResult,
+    plan_: ProviderPlan,
     progress: ProgressSink,
 ) -> None:
     try:
@@ -130,7 +144,10 @@ async def fetch_all(
 
 
 def run_cycle(
-    settings: Settings, provider_ids: list[str], offline_mode: bool, progress: ProgressSink,
+    settings: Settings,
+    provider_ids: list[str],
+    offline_mode: bool,
+    progress: ProgressSink,
     db_path: Path | None = None,
 ) -> list[IngestSummary]:
     """Record the runs as started, fetch concurrently, then ingest each result."""

@@ -7,6 +7,7 @@ successful fetch is within twice its interval (DESIGN §7).
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,26 +47,44 @@ def check(settings: Settings) -> HealthReport:
     path = settings.db_path()
     empty = Table([], [])
     if not path.is_file():
-        return HealthReport(str(path), None, None, empty, empty, empty,
-                            [f"no database at {path}: run `priceadvisor fetch` first"])
+        return HealthReport(
+            str(path),
+            None,
+            None,
+            empty,
+            empty,
+            empty,
+            [f"no database at {path}: run `priceadvisor fetch` first"],
+        )
     with store.reader(path, settings.lock_timeout) as con:
-        runs, unmapped, rejections = provider_health(con), unmapped_names(con), recent_rejections(con)
+        runs, unmapped = provider_health(con), unmapped_names(con)
+        rejections = recent_rejections(con)
         version = store.latest_version()
-    report = HealthReport(str(path), path.stat().st_size, version,
-                          _freshness(settings, runs), unmapped, rejections)
+    report = HealthReport(
+        str(path), path.stat().st_size, version, _freshness(settings, runs), unmapped, rejections
+    )
     report.problems = _problems(report.providers)
     return report
 
 
 def _freshness(settings: Settings, runs: Table) -> Table:
     by_provider = {row[0]: dict(zip(runs.columns, row, strict=True)) for row in runs.rows}
-    columns = ["provider", "state", "last_success", "max_age", "consecutive_failures",
-               "offers", "last_error"]
+    columns = [
+        "provider",
+        "state",
+        "last_success",
+        "max_age",
+        "consecutive_failures",
+        "offers",
+        "last_error",
+    ]
     rows = [_provider_state(settings, p, by_provider.get(p)) for p in sorted(REGISTRY)]
     return Table(columns, rows)
 
 
-def _provider_state(settings: Settings, provider_id: str, run: dict[str, Any] | None) -> tuple[Any, ...]:
+def _provider_state(
+    settings: Settings, provider_id: str, run: dict[str, Any] | None
+) -> tuple[Any, ...]:
     max_age = 2 * interval(settings, provider_id)
     base = (format_duration(max_age),)
     if not settings.provider(provider_id).enabled:
@@ -77,8 +96,15 @@ def _provider_state(settings: Settings, provider_id: str, run: dict[str, Any] | 
     state = "fresh" if fresh else ("stale" if last_ok else "failing")
     if fresh and run["consecutive_failures"]:
         state = "fresh, last run failed"
-    return (provider_id, state, last_ok, *base, run["consecutive_failures"], run["offers"],
-            run["last_error"])
+    return (
+        provider_id,
+        state,
+        last_ok,
+        *base,
+        run["consecutive_failures"],
+        run["offers"],
+        run["last_error"],
+    )
 
 
 def _problems(providers: Table) -> list[str]:
@@ -102,29 +128,51 @@ def render_report(report: HealthReport, fmt: Format, console: Console) -> None:
 
 def _report_json(report: HealthReport) -> str:
     parts = {
-        "db_path": report.db_path, "db_bytes": report.db_bytes,
-        "schema_version": report.schema_version, "healthy": report.healthy,
+        "db_path": report.db_path,
+        "db_bytes": report.db_bytes,
+        "schema_version": report.schema_version,
+        "healthy": report.healthy,
         "problems": report.problems,
     }
-    import json
-
-    tables = {name: json.loads(to_json(t)) for name, t in (
-        ("providers", report.providers), ("unmapped", report.unmapped),
-        ("rejections", report.rejections))}
+    tables = {
+        name: json.loads(to_json(t))
+        for name, t in (
+            ("providers", report.providers),
+            ("unmapped", report.unmapped),
+            ("rejections", report.rejections),
+        )
+    }
     return json.dumps(parts | tables, indent=2)
 
 
 def providers_table(settings: Settings) -> Table:
     last = _last_runs(settings)
-    columns = ["id", "name", "enabled", "configured", "interval", "endpoints", "last_status",
-               "last_run"]
+    columns = [
+        "id",
+        "name",
+        "enabled",
+        "configured",
+        "interval",
+        "endpoints",
+        "last_status",
+        "last_run",
+    ]
     rows = []
     for provider_id in sorted(REGISTRY):
         spec, plan_ = manifest(provider_id), plan(settings, provider_id, offline_mode=False)
         status, when = last.get(provider_id, (None, None))
-        rows.append((provider_id, spec.name, settings.provider(provider_id).enabled,
-                     plan_.skip_reason or "yes", format_duration(interval(settings, provider_id)),
-                     plan_.endpoints, status, when))
+        rows.append(
+            (
+                provider_id,
+                spec.name,
+                settings.provider(provider_id).enabled,
+                plan_.skip_reason or "yes",
+                format_duration(interval(settings, provider_id)),
+                plan_.endpoints,
+                status,
+                when,
+            )
+        )
     return Table(columns, rows)
 
 

@@ -34,13 +34,25 @@ MAX_GPU_HOUR_USD = 200.0
 MAX_NODE_HOUR_USD = 5000.0
 MAX_GPUS_PER_OFFER = 128
 
-_QUOTE_SCHEMA = pa.schema([
-    ("region", pa.string()), ("zone", pa.string()), ("instance_type", pa.string()),
-    ("pricing", pa.string()), ("price", pa.float64()), ("price_basis", pa.string()),
-    ("currency", pa.string()), ("gpu_name_raw", pa.string()), ("gpu_count", pa.float64()),
-    ("gpu_memory_gb", pa.float64()), ("vcpus", pa.float64()), ("ram_gb", pa.float64()),
-    ("available", pa.bool_()), ("interruption_rate", pa.float64()), ("source_url", pa.string()),
-])
+_QUOTE_SCHEMA = pa.schema(
+    [
+        ("region", pa.string()),
+        ("zone", pa.string()),
+        ("instance_type", pa.string()),
+        ("pricing", pa.string()),
+        ("price", pa.float64()),
+        ("price_basis", pa.string()),
+        ("currency", pa.string()),
+        ("gpu_name_raw", pa.string()),
+        ("gpu_count", pa.float64()),
+        ("gpu_memory_gb", pa.float64()),
+        ("vcpus", pa.float64()),
+        ("ram_gb", pa.float64()),
+        ("available", pa.bool_()),
+        ("interruption_rate", pa.float64()),
+        ("source_url", pa.string()),
+    ]
+)
 
 
 def quotes_table(quotes: list[RawQuote]) -> pa.Table:
@@ -54,17 +66,25 @@ def resolution_table(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> pa.T
         "SELECT DISTINCT instance_type, gpu_name_raw, gpu_memory_gb FROM _raw"
     ).fetchall()
     rows = [_resolve(manifest, *key) for key in distinct]
-    names = ["instance_type", "gpu_name_raw", "gpu_memory_gb", "gpu_model", "spec_gpus",
-             "spec_vcpus", "spec_ram_gb", "catalog_memory_gb"]
-    return pa.table(dict(zip(names, zip(*rows, strict=True), strict=True)) if rows
-                    else {n: [] for n in names}, schema=_RESOLVED_SCHEMA)
+    columns: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA.names}
+    for row in rows:
+        for name, value in zip(_RESOLVED_SCHEMA.names, row, strict=True):
+            columns[name].append(value)
+    return pa.table(columns, schema=_RESOLVED_SCHEMA)
 
 
-_RESOLVED_SCHEMA = pa.schema([
-    ("instance_type", pa.string()), ("gpu_name_raw", pa.string()), ("gpu_memory_gb", pa.float64()),
-    ("gpu_model", pa.string()), ("spec_gpus", pa.float64()), ("spec_vcpus", pa.float64()),
-    ("spec_ram_gb", pa.float64()), ("catalog_memory_gb", pa.float64()),
-])
+_RESOLVED_SCHEMA = pa.schema(
+    [
+        ("instance_type", pa.string()),
+        ("gpu_name_raw", pa.string()),
+        ("gpu_memory_gb", pa.float64()),
+        ("gpu_model", pa.string()),
+        ("spec_gpus", pa.float64()),
+        ("spec_vcpus", pa.float64()),
+        ("spec_ram_gb", pa.float64()),
+        ("catalog_memory_gb", pa.float64()),
+    ]
+)
 
 
 def _resolve(
@@ -72,13 +92,13 @@ def _resolve(
 ) -> tuple[Any, ...]:
     catalog = gpu_catalog()
     spec = manifest.instance_types.get(instance_type or "")
+    hardware: tuple[float | None, float | None, float | None] = (None, None, None)
     if spec is not None:
         model = spec.gpu
         hardware = (spec.gpus, spec.vcpus, spec.ram_gb)
     else:
         model = manifest.gpu_names.get(raw or "") or catalog.resolve(raw, memory)
-        hardware = (None, None, None)
-    memory_gb = catalog.gpus[model].memory_gb if model in catalog else None
+    memory_gb = catalog.gpus[model].memory_gb if model is not None and model in catalog else None
     return (instance_type, raw, memory, model, *hardware, memory_gb)
 
 
@@ -244,7 +264,10 @@ def ingest(
 
 
 def _merge(
-    con: duckdb.DuckDBPyConnection, run_id: int, result: FetchResult, manifest: Manifest,
+    con: duckdb.DuckDBPyConnection,
+    run_id: int,
+    result: FetchResult,
+    manifest: Manifest,
     now: Any,
 ) -> tuple[dict[str, int], RunStatus, str | None]:
     con.register("_raw", quotes_table(result.quotes))
@@ -271,9 +294,7 @@ def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return {"total": row[0], "rejected": row[1], "unmapped": row[2], "top_reason": row[3]}
 
 
-def _effective_status(
-    result: FetchResult, counts: dict[str, Any]
-) -> tuple[RunStatus, str | None]:
+def _effective_status(result: FetchResult, counts: dict[str, Any]) -> tuple[RunStatus, str | None]:
     if result.status not in (RunStatus.OK, RunStatus.PARTIAL):
         return result.status, result.error
     total, rejected = counts["total"], counts["rejected"]
@@ -307,15 +328,28 @@ def _apply_changes(
 
 
 def _finish_run(
-    con: duckdb.DuckDBPyConnection, run_id: int, result: FetchResult, status: RunStatus,
-    error: str | None, counts: dict[str, Any], now: Any, started: float,
+    con: duckdb.DuckDBPyConnection,
+    run_id: int,
+    result: FetchResult,
+    status: RunStatus,
+    error: str | None,
+    counts: dict[str, Any],
+    now: Any,
+    started: float,
 ) -> IngestSummary:
     summary = IngestSummary(
-        run_id=run_id, provider=result.provider, status=status,
-        offers_seen=counts.get("seen", 0), offers_changed=counts.get("changed", 0),
-        offers_new=counts.get("new", 0), offers_closed=counts.get("closed", 0),
-        offers_rejected=counts["rejected"], unmapped=counts["unmapped"],
-        requests=result.requests, bytes=result.bytes, error=error,
+        run_id=run_id,
+        provider=result.provider,
+        status=status,
+        offers_seen=counts.get("seen", 0),
+        offers_changed=counts.get("changed", 0),
+        offers_new=counts.get("new", 0),
+        offers_closed=counts.get("closed", 0),
+        offers_rejected=counts["rejected"],
+        unmapped=counts["unmapped"],
+        requests=result.requests,
+        bytes=result.bytes,
+        error=error,
         duration_s=time.perf_counter() - started,
     )
     con.execute(
@@ -323,8 +357,20 @@ def _finish_run(
                offers_changed = ?, offers_new = ?, offers_closed = ?, offers_rejected = ?,
                unmapped = ?, http_requests = ?, http_bytes = ?, error = ?, complete_scopes = ?
            WHERE run_id = ?""",
-        [now, str(status), summary.offers_seen, summary.offers_changed, summary.offers_new,
-         summary.offers_closed, summary.offers_rejected, summary.unmapped, summary.requests,
-         summary.bytes, error, sorted(result.complete_scopes) or None, run_id],
+        [
+            now,
+            str(status),
+            summary.offers_seen,
+            summary.offers_changed,
+            summary.offers_new,
+            summary.offers_closed,
+            summary.offers_rejected,
+            summary.unmapped,
+            summary.requests,
+            summary.bytes,
+            error,
+            sorted(result.complete_scopes) or None,
+            run_id,
+        ],
     )
     return summary

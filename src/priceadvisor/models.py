@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 
+def utcnow() -> dt.datetime:
+    """Naive UTC now: every timestamp in the database is UTC without a zone (docs/sql.md)."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
 class Pricing(StrEnum):
     ON_DEMAND = "on_demand"
     SPOT = "spot"
@@ -67,7 +72,7 @@ class FetchResult:
     error: str | None = None
     requests: int = 0
     bytes: int = 0
-    started_at: dt.datetime = field(default_factory=lambda: utcnow())
+    started_at: dt.datetime = field(default_factory=utcnow)
     finished_at: dt.datetime | None = None
 
 
@@ -88,8 +93,3 @@ class IngestSummary:
     bytes: int
     error: str | None
     duration_s: float
-
-
-def utcnow() -> dt.datetime:
-    """Naive UTC now: every timestamp in the database is UTC without a zone (docs/sql.md)."""
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)

@@ -48,8 +48,9 @@ def to_csv(table: Table) -> str:
 def to_rich(table: Table, title: str | None = None) -> RichTable:
     out = RichTable(title=title, header_style="bold", show_lines=False)
     for column in table.columns:
-        numeric = bool(table.rows) and isinstance(table.rows[0][table.columns.index(column)],
-                                                  int | float)
+        numeric = bool(table.rows) and isinstance(
+            table.rows[0][table.columns.index(column)], int | float
+        )
         out.add_column(column, justify="right" if numeric else "left")
     for row in table.rows:
         out.add_row(*(_text(v) for v in row))
@@ -59,19 +60,24 @@ def to_rich(table: Table, title: str | None = None) -> RichTable:
 
 
 def _json_value(value: Any) -> Any:
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, bytes):
-        return value.hex()
+    """DuckDB values as JSON: ISO times, floats for decimals, null for NaN/inf."""
     if isinstance(value, list | tuple):
         return [_json_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    for kind, convert in _JSON_CONVERSIONS:
+        if isinstance(value, kind):
+            return convert(value)
     return value
+
+
+_JSON_CONVERSIONS: tuple[tuple[type | tuple[type, ...], Any], ...] = (
+    ((dt.datetime, dt.date, dt.time), lambda v: v.isoformat()),
+    (decimal.Decimal, float),
+    (bytes, lambda v: v.hex()),
+)
 
 
 def _text(value: Any) -> str:

@@ -11,9 +11,12 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 class FetchProgress:
     def __init__(self, console: Console, providers: list[str]) -> None:
         self._progress = Progress(
-            SpinnerColumn(), TextColumn("[bold]{task.fields[provider]}"),
-            TextColumn("{task.description}"), TimeElapsedColumn(),
-            console=console, transient=True,
+            SpinnerColumn(),
+            TextColumn("[bold]{task.fields[provider]}"),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
         )
         self._tasks: dict[str, TaskID] = {
             p: self._progress.add_task("waiting", provider=p, total=None) for p in providers
@@ -24,7 +27,9 @@ class FetchProgress:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self._progress.stop()

@@ -15,8 +15,16 @@ PRICE_SORTS = {
 }
 
 PRICE_COLUMNS = (
-    "provider", "region", "country", "instance_type", "gpu_model", "gpu_count", "pricing",
-    "price_hour_usd", "price_gpu_hour_usd", "available",
+    "provider",
+    "region",
+    "country",
+    "instance_type",
+    "gpu_model",
+    "gpu_count",
+    "pricing",
+    "price_hour_usd",
+    "price_gpu_hour_usd",
+    "available",
 )
 
 
@@ -36,13 +44,14 @@ class OfferFilter:
     pricing: str | None = None
 
     def where(self) -> tuple[str, list[Any]]:
-        clauses, params = ["TRUE"], []
+        clauses: list[str] = ["TRUE"]
+        params: list[Any] = []
         if self.gpu:
             clauses.append("(gpu_model ILIKE ? OR gpu_name_raw ILIKE ?)")
             params += [f"%{self.gpu}%", f"%{self.gpu}%"]
         if self.providers:
             clauses.append("list_contains(?, provider)")
-            params.append(self.providers)
+            params.append(list(self.providers))
         if self.country:
             clauses.append("(country = upper(?) OR country_name ILIKE ?)")
             params += [self.country, self.country]
@@ -77,8 +86,11 @@ def prices(con: duckdb.DuckDBPyConnection, flt: OfferFilter, sort: str, limit: i
 
 
 def history(
-    con: duckdb.DuckDBPyConnection, flt: OfferFilter, region: str | None,
-    instance_type: str | None, limit: int,
+    con: duckdb.DuckDBPyConnection,
+    flt: OfferFilter,
+    region: str | None,
+    instance_type: str | None,
+    limit: int,
 ) -> Table:
     where, params = flt.where()
     extra = ""
@@ -100,16 +112,21 @@ def history(
 
 
 def unmapped_names(con: duckdb.DuckDBPyConnection) -> Table:
-    return fetch_table(con, """
+    return fetch_table(
+        con,
+        """
         SELECT provider, gpu_name_raw, count(*) AS offers,
                list(DISTINCT instance_type ORDER BY instance_type)[1:3] AS example_instance_types
         FROM offers WHERE gpu_model IS NULL
-        GROUP BY ALL ORDER BY offers DESC, provider, gpu_name_raw""")
+        GROUP BY ALL ORDER BY offers DESC, provider, gpu_name_raw""",
+    )
 
 
 def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
     """Per provider: last run, last success, and how many runs in a row have failed."""
-    return fetch_table(con, """
+    return fetch_table(
+        con,
+        """
         WITH ranked AS (
             SELECT *, row_number() OVER (PARTITION BY provider ORDER BY run_id DESC) AS n
             FROM core.fetch_runs WHERE status NOT IN ('running', 'skipped')
@@ -126,14 +143,18 @@ def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
                s.consecutive_failures, r.error AS last_error,
                (SELECT count(*) FROM offers o WHERE o.provider = r.provider) AS offers
         FROM ranked AS r JOIN streak AS s USING (provider)
-        WHERE r.n = 1 ORDER BY r.provider""")
+        WHERE r.n = 1 ORDER BY r.provider""",
+    )
 
 
 def recent_rejections(con: duckdb.DuckDBPyConnection) -> Table:
-    return fetch_table(con, """
+    return fetch_table(
+        con,
+        """
         SELECT q.provider, q.reason, count(*) AS quotes
         FROM core.rejected_quotes q
         JOIN (SELECT provider, max(run_id) AS run_id FROM core.fetch_runs
               WHERE status IN ('ok', 'partial', 'failed') GROUP BY provider) AS latest
             USING (provider, run_id)
-        GROUP BY ALL ORDER BY quotes DESC""")
+        GROUP BY ALL ORDER BY quotes DESC""",
+    )

@@ -154,8 +154,15 @@ def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
     Rows go in as Arrow tables: executemany costs ~1 ms a row in DuckDB, this ~1 ms in all.
     """
     gpu_rows = [
-        {"gpu_model": g.id, "name": g.name, "vendor": g.vendor, "family": g.family,
-         "variant": g.variant, "memory_gb": g.memory_gb, **g.specs}
+        {
+            "gpu_model": g.id,
+            "name": g.name,
+            "vendor": g.vendor,
+            "family": g.family,
+            "variant": g.variant,
+            "memory_gb": g.memory_gb,
+            **g.specs,
+        }
         for g in gpu_catalog().gpus.values()
     ]
     region_rows = [asdict(r) for r in region_catalog().values()]

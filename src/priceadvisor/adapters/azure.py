@@ -32,8 +32,16 @@ FILTER = (
     "serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
     "and contains(armSkuName, 'Standard_N') and contains(productName, 'Windows') eq false"
 )
-REQUIRED = ("armRegionName", "armSkuName", "retailPrice", "skuName", "productName", "type",
-            "unitOfMeasure", "currencyCode")
+REQUIRED = (
+    "armRegionName",
+    "armSkuName",
+    "retailPrice",
+    "skuName",
+    "productName",
+    "type",
+    "unitOfMeasure",
+    "currencyCode",
+)
 _WINDOWS = re.compile(r"\b(Windows|Win)\s*$")
 _NOT_GPU = re.compile(r"^Standard_NP", re.IGNORECASE)
 MAX_PAGES = 500  # ~150 pages hold every region's VM meters; a loop beyond this is a server bug

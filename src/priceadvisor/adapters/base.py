@@ -59,8 +59,9 @@ def resolve_endpoint(default: str, override: str | None) -> str:
         return default
     target = httpx.URL(override)
     if target.path in ("", "/"):
-        return str(httpx.URL(default).copy_with(scheme=target.scheme, host=target.host,
-                                                port=target.port))
+        return str(
+            httpx.URL(default).copy_with(scheme=target.scheme, host=target.host, port=target.port)
+        )
     return override
 
 

@@ -1,0 +1,3 @@
+from priceadvisor.cli import main
+
+main()

@@ -1,0 +1,74 @@
+"""A real HTTP server on 127.0.0.1 that serves a provider's recordings, with injectable faults."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+from priceadvisor import offline
+
+# A fault gets (path, query) and returns (status, headers, body) to send instead, or None.
+Fault = Callable[[str, dict[str, str]], tuple[int, dict[str, str], bytes] | None]
+
+
+@dataclass
+class RecordingServer:
+    provider: str
+    faults: list[Fault] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    delay: float = 0.0
+    base_url: str = ""
+
+
+def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            query = dict(parse_qsl(parts.query, keep_blank_values=True))
+            state.requests.append(self.path)
+            if state.delay:
+                time.sleep(state.delay)
+            for fault in state.faults:
+                answer = fault(parts.path, query)
+                if answer is not None:
+                    return self._send(*answer)
+            found = offline.find(state.provider, parts.path, query)
+            if found is None:
+                return self._send(404, {}, b"no recording")
+            return self._send(
+                found.status, {"Content-Type": found.content_type}, found.file.read_bytes()
+            )
+
+        def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def serving(provider: str) -> Iterator[RecordingServer]:
+    state = RecordingServer(provider)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
