@@ -118,3 +118,14 @@ def test_bad_durations(bad: object) -> None:
 def test_format_duration() -> None:
     assert format_duration(5400) == "1h30m"
     assert format_duration(43200) == "12h"
+
+
+def test_example_config_is_valid_and_documents_every_key() -> None:
+    from priceadvisor.config import HttpSettings, ProviderSettings, Settings
+
+    example = Path(__file__).resolve().parents[1] / "deploy" / "config.example.toml"
+    load_settings(example)
+    text = example.read_text()
+    for model in (Settings, HttpSettings, ProviderSettings):
+        for name in model.model_fields:
+            assert f"{name} =" in text or f"[{name}" in text or f".{name}]" in text, name
