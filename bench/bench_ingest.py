@@ -21,16 +21,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gen_snapshot import snapshots  # noqa: E402
+from gen_snapshot import snapshots
 
-from priceadvisor import store  # noqa: E402
-from priceadvisor.ingest import ingest  # noqa: E402
-from priceadvisor.manifest import Manifest  # noqa: E402
-from priceadvisor.models import FetchResult, RunStatus  # noqa: E402
+from priceadvisor import store
+from priceadvisor.ingest import ingest
+from priceadvisor.manifest import Manifest
+from priceadvisor.models import FetchResult, RunStatus
 
 MANIFEST = Manifest(
-    id="bench", name="Synthetic", homepage="https://example.invalid", interval=900,
-    price_basis="gpu", endpoints={"prices": "https://example.invalid/prices"},
+    id="bench",
+    name="Synthetic",
+    homepage="https://example.invalid",
+    interval=900,
+    price_basis="gpu",
+    endpoints={"prices": "https://example.invalid/prices"},
 )
 
 
@@ -57,13 +61,17 @@ def run(db: Path, offers: int, count: int, change: float) -> None:
             summary = ingest(con, run_id, result, MANIFEST)
             elapsed = time.perf_counter() - started
             history = con.execute("SELECT count(*) FROM core.price_intervals").fetchone()[0]
-            print(f"snapshot {i}: {len(quotes)} quotes, {changed} changed -> new={summary.offers_new}"
-                  f" changed={summary.offers_changed} rejected={summary.offers_rejected}"
-                  f" unmapped={summary.unmapped} history={history} in {elapsed:.3f} s")
+            print(
+                f"snapshot {i}: {len(quotes)} quotes, {changed} changed -> new={summary.offers_new}"
+                f" changed={summary.offers_changed} rejected={summary.offers_rejected}"
+                f" unmapped={summary.unmapped} history={history} in {elapsed:.3f} s"
+            )
             if i:
                 timings.append(elapsed)
-    print(f"steady-state ingest median {statistics.median(timings):.3f} s, "
-          f"min {min(timings):.3f} s, max {max(timings):.3f} s over {len(timings)} snapshots")
+    print(
+        f"steady-state ingest median {statistics.median(timings):.3f} s, "
+        f"min {min(timings):.3f} s, max {max(timings):.3f} s over {len(timings)} snapshots"
+    )
 
 
 if __name__ == "__main__":
