@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import respx
 import stamina
 
 from priceadvisor.config import Settings, load_settings
@@ -73,3 +75,15 @@ def with_price(
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def serve_azure(pages: list[Any], base: str = AZURE_URL) -> respx.Route:
+    """Mock the Retail Prices API (inside respx.mock): page 1 for the first request, page N+1
+    for $skip=N*1000. A page may be an httpx.Response to inject a fault."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        skip = request.url.params.get("$skip")
+        page = pages[int(skip) // 1000 if skip else 0]
+        return page if isinstance(page, httpx.Response) else httpx.Response(200, json=page)
+
+    return respx.get(base).mock(side_effect=answer)

@@ -12,20 +12,9 @@ from priceadvisor.config import HttpSettings
 from priceadvisor.http import FetchError, HttpSession, build_client
 from priceadvisor.manifest import manifest
 from tests.conftest import AZURE_URL, azure_pages
+from tests.conftest import serve_azure as serve
 
 pytestmark = pytest.mark.anyio
-
-
-def serve(pages: list[Any], base: str = AZURE_URL) -> respx.Route:
-    """Answer the first request with page 1 and $skip=N requests with the following pages."""
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        skip = request.url.params.get("$skip")
-        index = int(skip) // 1000 if skip else 0
-        page = pages[index]
-        return page if isinstance(page, httpx.Response) else httpx.Response(200, json=page)
-
-    return respx.get(base).mock(side_effect=answer)
 
 
 async def fetch(endpoint: str = AZURE_URL) -> list[Any]:

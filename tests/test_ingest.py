@@ -15,16 +15,8 @@ from priceadvisor.fetch import run_cycle
 from priceadvisor.ingest import ingest
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from tests.conftest import AZURE_URL, azure_pages, with_price
-
-
-def serve(pages: list[Any]) -> respx.Route:
-    def answer(request: httpx.Request) -> httpx.Response:
-        skip = request.url.params.get("$skip")
-        page = pages[int(skip) // 1000 if skip else 0]
-        return page if isinstance(page, httpx.Response) else httpx.Response(200, json=page)
-
-    return respx.get(AZURE_URL).mock(side_effect=answer)
+from tests.conftest import azure_pages, with_price
+from tests.conftest import serve_azure as serve
 
 
 def cycle(settings: Settings, pages: list[Any]) -> Any:
