@@ -210,7 +210,7 @@ def _region(
     city, country = place[0] or None, place[1] or None
     if country is not None and country not in countries:
         raise ValueError(f"regions.toml: {provider}/{region} names unknown country {country!r}")
-    continent = countries[country][1] if country else place[2]
+    continent = countries[country][1] if country else (place[2] or None)
     return RegionInfo(
         provider=provider,
         region=region,

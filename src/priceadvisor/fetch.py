@@ -130,6 +130,7 @@ async def _run_adapter(
         result.error = f"internal error in the {plan_.provider} adapter: {type(exc).__name__}"
     else:
         result.quotes = output.quotes
+        result.fx_rates = output.fx_rates
         result.complete_scopes = frozenset(output.complete_scopes)
         result.status = RunStatus.PARTIAL if output.failed_scopes else RunStatus.OK
         if output.failed_scopes:
@@ -156,8 +157,15 @@ def run_cycle(
     with store.writer(path, settings.lock_timeout) as con:
         run_ids = [store.start_run(con, p.provider) for p in plans]
     results = asyncio.run(fetch_all(settings, plans, offline_mode, progress))
+    # FX first, so this cycle's non-USD prices convert at this cycle's rates.
+    runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
     with store.writer(path, settings.lock_timeout) as con:
-        return [
-            ingest(con, run_id, result, manifest(result.provider))
-            for run_id, result in zip(run_ids, results, strict=True)
-        ]
+        summaries = {
+            result.provider: ingest(con, run_id, result, manifest(result.provider))
+            for run_id, result in runs
+        }
+    return [summaries[p.provider] for p in plans]
+
+
+def _fx_first(provider_id: str) -> int:
+    return 0 if manifest(provider_id).kind == "fx" else 1

@@ -227,7 +227,8 @@ FROM _changes WHERE change IN ('new', 'changed')
 _CLOSE_VANISHED_SQL = """
 UPDATE core.price_intervals SET valid_to = $now
 WHERE provider = $provider AND valid_to IS NULL AND last_run <> $run
-  AND ($complete OR list_contains($scopes, region))
+  AND ($complete OR list_contains($scopes, region)
+       OR list_contains($scopes, region || '|' || pricing))
 """
 
 _REJECTED_SQL = f"""
@@ -263,6 +264,24 @@ def ingest(
     return summary
 
 
+def _merge_fx(
+    con: duckdb.DuckDBPyConnection, result: FetchResult, now: Any
+) -> tuple[dict[str, Any], RunStatus, str | None]:
+    """Rates of an FX source: upserted by (day, currency); EUR itself is 1 per euro."""
+    counts: dict[str, Any] = {"total": len(result.fx_rates), "rejected": 0, "unmapped": 0}
+    if result.status not in (RunStatus.OK, RunStatus.PARTIAL):
+        return counts, result.status, result.error
+    valid = [r for r in result.fx_rates if r.per_eur > 0 and len(r.currency) == 3]
+    counts["rejected"] = len(result.fx_rates) - len(valid)
+    if not valid:
+        return counts, RunStatus.FAILED, "the source returned no usable rates; nothing changed"
+    rows = [(r.day, r.currency.upper(), r.per_eur, result.provider, now) for r in valid]
+    rows += [(day, "EUR", 1.0, result.provider, now) for day in {r.day for r in valid}]
+    con.executemany("INSERT OR REPLACE INTO core.fx_rates VALUES (?, ?, ?, ?, ?)", rows)
+    counts["seen"] = counts["new"] = len(valid)
+    return counts, result.status, result.error
+
+
 def _merge(
     con: duckdb.DuckDBPyConnection,
     run_id: int,
@@ -270,6 +289,8 @@ def _merge(
     manifest: Manifest,
     now: Any,
 ) -> tuple[dict[str, int], RunStatus, str | None]:
+    if manifest.kind == "fx":
+        return _merge_fx(con, result, now)
     con.register("_raw", quotes_table(result.quotes))
     con.register("_resolved", resolution_table(con, manifest))
     fx_table(con, now)

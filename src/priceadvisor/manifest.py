@@ -9,7 +9,7 @@ from __future__ import annotations
 import tomllib
 from functools import cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -36,6 +36,7 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
+    kind: Literal["prices", "fx"] = "prices"
     name: str
     homepage: str
     interval: Seconds
@@ -43,8 +44,14 @@ class Manifest(BaseModel):
     endpoints: dict[str, str]
     credential_env: str | None = None
     credential_required: bool = False
+    regions: dict[str, str] = Field(
+        default_factory=dict, description="region code -> the source's own name for it"
+    )
     notes: str | None = None
     gpu_names: dict[str, str] = Field(default_factory=dict)
+    source: dict[str, Any] = Field(
+        default_factory=dict, description="adapter-specific data, read by that adapter only"
+    )
     instance_types: dict[str, InstanceTypeSpec] = Field(default_factory=dict)
 
 

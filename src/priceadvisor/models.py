@@ -57,12 +57,22 @@ class RawQuote:
     source_url: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class FxRate:
+    """ECB convention: `per_eur` units of `currency` buy one euro on `day`."""
+
+    day: dt.date
+    currency: str
+    per_eur: float
+
+
 @dataclass(slots=True)
 class FetchResult:
     """What one fetch of one provider produced, and how complete it is.
 
-    `complete_scopes` names the regions whose data is complete when status is PARTIAL: only
-    there may offers that were not seen be closed (DESIGN §4).
+    `complete_scopes` names what is complete when status is PARTIAL: a region ("eastus") or a
+    region and pricing kind ("us-east-1|spot"). Only there may offers that were not seen be
+    closed (DESIGN §4).
     """
 
     provider: str
@@ -74,6 +84,7 @@ class FetchResult:
     bytes: int = 0
     started_at: dt.datetime = field(default_factory=utcnow)
     finished_at: dt.datetime | None = None
+    fx_rates: list[FxRate] = field(default_factory=list)
 
 
 @dataclass(slots=True, frozen=True)

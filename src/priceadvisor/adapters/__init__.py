@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from priceadvisor.adapters.azure import AzureAdapter
 from priceadvisor.adapters.base import Adapter
+from priceadvisor.adapters.ecb import EcbAdapter
+from priceadvisor.adapters.oracle import OracleAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
     AzureAdapter.id: AzureAdapter,
+    EcbAdapter.id: EcbAdapter,
+    OracleAdapter.id: OracleAdapter,
 }
 
 

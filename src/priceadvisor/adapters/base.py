@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from priceadvisor.http import HttpSession
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import RawQuote
+from priceadvisor.models import FxRate, RawQuote
 
 ProgressCallback = Callable[[str], None]
 
@@ -28,9 +28,10 @@ class SourceFormatError(Exception):
 @dataclass(slots=True)
 class AdapterOutput:
     """Quotes plus completeness: `failed_scopes` non-empty makes the run partial, and then only
-    `complete_scopes` (regions) may have offers closed."""
+    `complete_scopes` ("region" or "region|pricing") may have offers closed."""
 
     quotes: list[RawQuote] = field(default_factory=list)
+    fx_rates: list[FxRate] = field(default_factory=list)
     complete_scopes: set[str] = field(default_factory=set)
     failed_scopes: dict[str, str] = field(default_factory=dict)
 
