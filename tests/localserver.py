@@ -28,6 +28,13 @@ class RecordingServer:
 def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            self._answer(b"")
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self._answer(self.rfile.read(length))
+
+        def _answer(self, body: bytes) -> None:
             parts = urlsplit(self.path)
             query = dict(parse_qsl(parts.query, keep_blank_values=True))
             state.requests.append(self.path)
@@ -37,7 +44,7 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
                 answer = fault(parts.path, query)
                 if answer is not None:
                     return self._send(*answer)
-            found = offline.find(state.provider, parts.path, query)
+            found = offline.find(state.provider, self.command, parts.path, query, body)
             if found is None:
                 return self._send(404, {}, b"no recording")
             return self._send(

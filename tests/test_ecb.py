@@ -26,7 +26,8 @@ def test_history_file_with_several_days_and_double_quotes() -> None:
     doc = b"""<?xml version="1.0"?><gesmes:Envelope xmlns:gesmes="http://www.gesmes.org/xml/2002-08-01"
       xmlns="http://www.ecb.int/vocabulary/2002-08-01/eurofxref"><Cube>
       <Cube time="2026-11-20"><Cube currency="USD" rate="1.1585"/></Cube>
-      <Cube time="2026-11-19"><Cube currency="USD" rate="1.1601"/></Cube></Cube></gesmes:Envelope>"""
+      <Cube time="2026-11-19"><Cube currency="USD" rate="1.1601"/></Cube>
+      </Cube></gesmes:Envelope>"""
     assert [(r.day.day, r.per_eur) for r in parse_rates(doc)] == [(20, 1.1585), (19, 1.1601)]
 
 
@@ -55,10 +56,8 @@ def test_rates_land_and_convert_eur_prices(db_path: Path) -> None:
     import duckdb
 
     con = duckdb.connect(str(db_path), read_only=True)
-    usd_per_eur = con.execute(
-        "SELECT usd_per_unit FROM fx_rates WHERE currency = 'EUR'").fetchone()
-    usd_per_gbp = con.execute(
-        "SELECT usd_per_unit FROM fx_rates WHERE currency = 'GBP'").fetchone()
+    usd_per_eur = con.execute("SELECT usd_per_unit FROM fx_rates WHERE currency = 'EUR'").fetchone()
+    usd_per_gbp = con.execute("SELECT usd_per_unit FROM fx_rates WHERE currency = 'GBP'").fetchone()
     con.close()
     assert usd_per_eur == (1.1585,)
     assert usd_per_gbp is not None and usd_per_gbp[0] == pytest.approx(1.1585 / 0.87915)

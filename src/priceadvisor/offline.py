@@ -6,6 +6,8 @@ local HTTP server. Each provider's folder under the recordings directory has a
     endpoint = "prices"               # endpoint name from the provider's manifest
     query = { "$skip" = "1000" }      # optional: these query parameters must be present
     file = "prices-page2.json"
+    method = "GET"                    # optional; POST for GraphQL
+    body_contains = "US-TX-3"         # optional: the request body (spaces removed) contains this
     status = 200                      # optional
     content_type = "application/json" # optional
 
@@ -32,9 +34,20 @@ class Recording:
     file: Path
     status: int
     content_type: str
+    method: str = "GET"
+    body_contains: str | None = None
 
-    def matches(self, path: str, query: dict[str, str]) -> bool:
-        return path == self.path and all(query.get(k) == v for k, v in self.query.items())
+    def matches(self, method: str, path: str, query: dict[str, str], body: bytes = b"") -> bool:
+        return (
+            method == self.method
+            and path == self.path
+            and all(query.get(k) == v for k, v in self.query.items())
+            and (self.body_contains is None or self.body_contains.encode() in _compact(body))
+        )
+
+
+def _compact(body: bytes) -> bytes:
+    return b"".join(body.split())
 
 
 @cache
@@ -52,18 +65,23 @@ def recordings(provider_id: str, folder: Path | None = None) -> tuple[Recording,
             file=base / e["file"],
             status=int(e.get("status", 200)),
             content_type=str(e.get("content_type", "application/json")),
+            method=str(e.get("method", "GET")),
+            body_contains=e.get("body_contains"),
         )
         for e in entries
     )
 
 
-def find(provider_id: str, path: str, query: dict[str, str]) -> Recording | None:
-    return next((r for r in recordings(provider_id) if r.matches(path, query)), None)
+def find(
+    provider_id: str, method: str, path: str, query: dict[str, str], body: bytes = b""
+) -> Recording | None:
+    candidates = recordings(provider_id)
+    return next((r for r in candidates if r.matches(method, path, query, body)), None)
 
 
 def respond(provider_id: str, request: httpx.Request) -> httpx.Response:
     query = dict(request.url.params.multi_items())
-    found = find(provider_id, request.url.path, query)
+    found = find(provider_id, request.method, request.url.path, query, request.read())
     if found is None:
         return httpx.Response(404, text=f"no recording for {request.url.path}", request=request)
     return httpx.Response(

@@ -37,8 +37,12 @@ def parse_rates(content: bytes) -> list[FxRate]:
         root = ET.fromstring(content)  # noqa: S314 - no DTD/entities allowed (checked above)
     except ET.ParseError as exc:
         raise SourceFormatError(f"not valid XML ({exc})") from None
-    rates = [rate for day in root.iter(f"{NAMESPACE}Cube") if "time" in day.attrib
-             for rate in _day_rates(day)]
+    rates = [
+        rate
+        for day in root.iter(f"{NAMESPACE}Cube")
+        if "time" in day.attrib
+        for rate in _day_rates(day)
+    ]
     if not rates:
         raise SourceFormatError("no <Cube time=…> with rates (format changed?)")
     return rates
