@@ -20,6 +20,9 @@ Fault = Callable[[str, dict[str, str]], tuple[int, dict[str, str], bytes] | None
 class RecordingServer:
     provider: str
     faults: list[Fault] = field(default_factory=list)
+    post_faults: list[Callable[[bytes], tuple[int, dict[str, str], bytes] | None]] = field(
+        default_factory=list
+    )
     requests: list[str] = field(default_factory=list)
     delay: float = 0.0
     base_url: str = ""
@@ -40,8 +43,9 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
             state.requests.append(self.path)
             if state.delay:
                 time.sleep(state.delay)
-            for fault in state.faults:
-                answer = fault(parts.path, query)
+            answers = [fault(parts.path, query) for fault in state.faults]
+            answers += [fault(body) for fault in state.post_faults if self.command == "POST"]
+            for answer in answers:
                 if answer is not None:
                     return self._send(*answer)
             found = offline.find(state.provider, self.command, parts.path, query, body)

@@ -6,11 +6,13 @@ from priceadvisor.adapters.azure import AzureAdapter
 from priceadvisor.adapters.base import Adapter
 from priceadvisor.adapters.ecb import EcbAdapter
 from priceadvisor.adapters.oracle import OracleAdapter
+from priceadvisor.adapters.runpod import RunPodAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
     AzureAdapter.id: AzureAdapter,
     EcbAdapter.id: EcbAdapter,
     OracleAdapter.id: OracleAdapter,
+    RunPodAdapter.id: RunPodAdapter,
 }
 
 
