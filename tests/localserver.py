@@ -24,6 +24,7 @@ class RecordingServer:
         default_factory=list
     )
     requests: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
     delay: float = 0.0
     base_url: str = ""
 
@@ -41,6 +42,7 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             query = dict(parse_qsl(parts.query, keep_blank_values=True))
             state.requests.append(self.path)
+            state.agents.append(self.headers.get("User-Agent", ""))
             if state.delay:
                 time.sleep(state.delay)
             answers = [fault(parts.path, query) for fault in state.faults]

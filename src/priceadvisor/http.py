@@ -110,6 +110,10 @@ class HttpSession:
         response = await self.request("GET", url, params=params)
         return decode_json(response)
 
+    async def get_text(self, url: str, headers: dict[str, str] | None = None) -> str:
+        response = await self.request("GET", url, headers=headers)
+        return response.text
+
     async def post_json(self, url: str, payload: Any) -> Any:
         response = await self.request("POST", url, json=payload)
         return decode_json(response)
@@ -130,9 +134,11 @@ class HttpSession:
             raise FetchError(f"cannot reach {_short(url)}: {type(exc).__name__}") from None
         raise AssertionError("unreachable: stamina re-raises the last error")  # pragma: no cover
 
-    async def _send_once(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    async def _send_once(
+        self, method: str, url: str, headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> httpx.Response:
         cached = self.cache.get(url) if (self.cache and method == "GET") else None
-        headers = _conditional_headers(cached)
+        headers = (headers or {}) | _conditional_headers(cached)
         self.requests += 1
         response = await self.client.request(method, url, headers=headers, **kwargs)
         self.bytes += len(response.content)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from priceadvisor.adapters.azure import AzureAdapter
 from priceadvisor.adapters.base import Adapter
+from priceadvisor.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.adapters.ecb import EcbAdapter
 from priceadvisor.adapters.oracle import OracleAdapter
 from priceadvisor.adapters.runpod import RunPodAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
     AzureAdapter.id: AzureAdapter,
+    CoreWeaveAdapter.id: CoreWeaveAdapter,
     EcbAdapter.id: EcbAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
