@@ -69,7 +69,7 @@ def _gpu_rows(soup: BeautifulSoup) -> list[tuple[str, Tag]]:
 
 
 def _is_row(element: Tag) -> bool:
-    classes = element.get("class") or []
+    classes: list[str] = list(element.get("class") or [])
     return element.get("role") == "listitem" and "table-row-v2" in classes
 
 
