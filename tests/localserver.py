@@ -25,6 +25,7 @@ class RecordingServer:
     )
     requests: list[str] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)
     delay: float = 0.0
     base_url: str = ""
 
@@ -43,6 +44,7 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
             query = dict(parse_qsl(parts.query, keep_blank_values=True))
             state.requests.append(self.path)
             state.agents.append(self.headers.get("User-Agent", ""))
+            state.authorizations.append(self.headers.get("Authorization", ""))
             if state.delay:
                 time.sleep(state.delay)
             answers = [fault(parts.path, query) for fault in state.faults]

@@ -6,6 +6,7 @@ from priceadvisor.adapters.azure import AzureAdapter
 from priceadvisor.adapters.base import Adapter
 from priceadvisor.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.adapters.ecb import EcbAdapter
+from priceadvisor.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.adapters.oracle import OracleAdapter
 from priceadvisor.adapters.runpod import RunPodAdapter
 
@@ -13,6 +14,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     EcbAdapter.id: EcbAdapter,
+    LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
 }
