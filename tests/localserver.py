@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from priceadvisor import offline
 
@@ -41,18 +41,19 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, body: bytes) -> None:
             parts = urlsplit(self.path)
+            path = unquote(parts.path)
             query = dict(parse_qsl(parts.query, keep_blank_values=True))
             state.requests.append(self.path)
             state.agents.append(self.headers.get("User-Agent", ""))
             state.authorizations.append(self.headers.get("Authorization", ""))
             if state.delay:
                 time.sleep(state.delay)
-            answers = [fault(parts.path, query) for fault in state.faults]
+            answers = [fault(path, query) for fault in state.faults]
             answers += [fault(body) for fault in state.post_faults if self.command == "POST"]
             for answer in answers:
                 if answer is not None:
                     return self._send(*answer)
-            found = offline.find(state.provider, self.command, parts.path, query, body)
+            found = offline.find(state.provider, self.command, path, query, body)
             if found is None:
                 return self._send(404, {}, b"no recording")
             return self._send(

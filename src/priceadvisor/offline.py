@@ -4,6 +4,7 @@ local HTTP server. Each provider's folder under the recordings directory has a
 
     [[response]]
     endpoint = "prices"               # endpoint name from the provider's manifest
+    path = "/US East/index.json"      # optional: appended to the endpoint's path (decoded)
     query = { "$skip" = "1000" }      # optional: these query parameters must be present
     file = "prices-page2.json"
     method = "GET"                    # optional; POST for GraphQL
@@ -60,7 +61,7 @@ def recordings(provider_id: str, folder: Path | None = None) -> tuple[Recording,
     entries = tomllib.loads(index.read_text(encoding="utf-8")).get("response", [])
     return tuple(
         Recording(
-            path=httpx.URL(endpoints[e["endpoint"]]).path,
+            path=httpx.URL(endpoints[e["endpoint"]]).path + str(e.get("path", "")),
             query={str(k): str(v) for k, v in e.get("query", {}).items()},
             file=base / e["file"],
             status=int(e.get("status", 200)),

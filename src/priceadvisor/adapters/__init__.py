@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from priceadvisor.adapters.aws import AwsAdapter
 from priceadvisor.adapters.azure import AzureAdapter
 from priceadvisor.adapters.base import Adapter
 from priceadvisor.adapters.coreweave import CoreWeaveAdapter
@@ -11,6 +12,7 @@ from priceadvisor.adapters.oracle import OracleAdapter
 from priceadvisor.adapters.runpod import RunPodAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
+    AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     EcbAdapter.id: EcbAdapter,
