@@ -173,18 +173,19 @@ def parse_spot(content: bytes, known: dict[str, Any]) -> list[tuple[str, str, fl
             for size in group.get("sizes", []):
                 name = size.get("size")
                 if name and (gpu_group or name in known):
-                    price = _linux_price(size)
-                    if price != "not offered":
+                    offered, price = _linux_price(size)
+                    if offered:
                         out.append((str(code), str(name), price))
     return out
 
 
-def _linux_price(size: dict[str, Any]) -> float | None | str:
+def _linux_price(size: dict[str, Any]) -> tuple[bool, float | None]:
+    """(offered, price): "N/A*" or no Linux column means not offered there."""
     for column in size.get("valueColumns", []):
         if column.get("name") == "linux":
             text = str(column.get("prices", {}).get("USD", ""))
-            return "not offered" if text.startswith("N/A") else _price(text)
-    return "not offered"
+            return (False, None) if text.startswith("N/A") else (True, _price(text))
+    return False, None
 
 
 def parse_advisor(document: Any) -> dict[str, dict[str, float]]:
