@@ -202,7 +202,9 @@ def test_prices_filters_sort_and_eu(capsys: pytest.CaptureFixture[str], fetched:
         capsys, "--db", str(fetched), "prices", "--continent", "eu", "-f", "json", "--limit", "500"
     )
     assert "GB" in {r["country"] for r in json.loads(out)}
-    _, out, _ = cli(capsys, "--db", str(fetched), "prices", "--country", "Germany", "-f", "json")
+    _, out, _ = cli(
+        capsys, "--db", str(fetched), "prices", "--country", "Germany", "-p", "azure", "-f", "json"
+    )
     assert {r["region"] for r in json.loads(out)} == {"germanywestcentral"}
 
 

@@ -22,6 +22,8 @@ SELECT
     p.price_hour_original,
     p.available,
     p.interruption_rate,
+    p.offer_count,
+    p.price_hour_median_usd,
     p.first_seen,
     p.last_seen,
     p.source_url

@@ -51,6 +51,8 @@ _QUOTE_SCHEMA = pa.schema(
         ("available", pa.bool_()),
         ("interruption_rate", pa.float64()),
         ("source_url", pa.string()),
+        ("offer_count", pa.int64()),
+        ("price_median", pa.float64()),
     ]
 )
 
@@ -135,7 +137,8 @@ WITH joined AS (
         coalesce(r.gpu_memory_gb, m.catalog_memory_gb) AS gpu_memory_gb,
         coalesce(r.vcpus, m.spec_vcpus) AS vcpus,
         coalesce(r.ram_gb, m.spec_ram_gb) AS ram_gb,
-        r.available, r.interruption_rate, r.source_url, fx.usd_per_unit
+        r.available, r.interruption_rate, r.source_url, r.offer_count, r.price_median,
+        fx.usd_per_unit
     FROM _raw AS r
     LEFT JOIN _resolved AS m
         ON  coalesce(m.instance_type, '') = coalesce(r.instance_type, '')
@@ -145,13 +148,16 @@ WITH joined AS (
 ),
 priced AS (
     SELECT *,
-        CASE WHEN price_basis = 'gpu' THEN price * gpu_count ELSE price END AS node_original
+        CASE WHEN price_basis = 'gpu' THEN price * gpu_count ELSE price END AS node_original,
+        CASE WHEN price_basis = 'gpu' THEN price_median * gpu_count ELSE price_median END
+            AS node_median_original
     FROM joined
 ),
 usd AS (
     SELECT *,
         node_original * usd_per_unit AS price_hour_usd,
-        node_original * usd_per_unit / nullif(gpu_count, 0) AS price_gpu_hour_usd
+        node_original * usd_per_unit / nullif(gpu_count, 0) AS price_gpu_hour_usd,
+        node_median_original * usd_per_unit AS price_hour_median_usd
     FROM priced
 )
 SELECT *,
@@ -203,7 +209,8 @@ UPDATE core.price_intervals AS h SET
     last_seen = $now, last_run = $run, gpu_model = c.gpu_model, gpu_name_raw = c.gpu_name_raw,
     gpu_count = c.gpu_count, gpu_memory_gb = c.gpu_memory_gb, vcpus = c.vcpus, ram_gb = c.ram_gb,
     price_hour_usd = c.price_hour_usd, price_gpu_hour_usd = c.price_gpu_hour_usd,
-    available = c.available, interruption_rate = c.interruption_rate, source_url = c.source_url
+    available = c.available, interruption_rate = c.interruption_rate, source_url = c.source_url,
+    offer_count = c.offer_count, price_hour_median_usd = c.price_hour_median_usd
 FROM _changes AS c
 WHERE c.change = 'same' AND {_KEY_MATCH}
 """
@@ -214,11 +221,12 @@ FROM _changes AS c WHERE c.change = 'changed' AND {_KEY_MATCH}
 """
 
 _OPEN_SQL = """
-INSERT INTO core.price_intervals
-SELECT $provider, region, zone, instance_type, pricing, gpu_model, gpu_name_raw, gpu_count,
-    gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd, currency, node_original,
-    price_basis, available, interruption_rate, source_url,
-    coalesce(previous_first_seen, $now), $now, NULL, $now, $run, $run
+INSERT INTO core.price_intervals BY NAME
+SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model, gpu_name_raw,
+    gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd, currency,
+    node_original AS price_hour_original, price_basis, available, interruption_rate, source_url,
+    coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from, NULL AS valid_to,
+    $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd
 FROM _changes WHERE change IN ('new', 'changed')
 """
 

@@ -55,6 +55,8 @@ class RawQuote:
     available: bool | None = None
     interruption_rate: float | None = None
     source_url: str | None = None
+    offer_count: int | None = None  # marketplaces: asks aggregated into this quote
+    price_median: float | None = None  # marketplaces: their median, same basis as price
 
 
 @dataclass(slots=True, frozen=True)
