@@ -43,6 +43,9 @@ class ProviderSettings(BaseModel):
     endpoints: dict[str, str] = Field(default_factory=dict)
     api_key: SecretStr | None = None
     deadline: Seconds = Field(300.0, description="give up on one fetch after this long")
+    request_spacing: float | None = Field(
+        None, ge=0, description="seconds between requests; overrides the manifest's default"
+    )
 
 
 class HttpSettings(BaseModel):

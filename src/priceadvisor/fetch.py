@@ -36,6 +36,7 @@ class ProviderPlan:
     credential: SecretStr | None
     skip_reason: str | None
     deadline: float
+    request_spacing: float = 0.0
 
 
 def plan(settings: Settings, provider_id: str, offline_mode: bool) -> ProviderPlan:
@@ -52,12 +53,16 @@ def plan(settings: Settings, provider_id: str, offline_mode: bool) -> ProviderPl
         )
     endpoints = {n: resolve_endpoint(u, overrides.get(n)) for n, u in spec.endpoints.items()}
     credential = _credential(settings, provider_id)
+    configured = settings.provider(provider_id).request_spacing
+    default = float(spec.source.get("request_spacing", 0.0))
+    spacing = 0.0 if offline_mode else (default if configured is None else configured)
     return ProviderPlan(
         provider_id,
         endpoints,
         credential,
         _skip_reason(provider_id, credential, offline_mode),
         settings.provider(provider_id).deadline,
+        spacing,
     )
 
 
@@ -98,7 +103,7 @@ async def fetch_one(
         return result
     transport = offline.transport(plan_.provider) if offline_mode else None
     async with build_client(settings.http, transport=transport) as client:
-        session = HttpSession(client, settings.http, cache)
+        session = HttpSession(client, settings.http, cache, plan_.request_spacing)
         adapter = _adapter(plan_)
         await _run_adapter(adapter, session, result, plan_, progress)
         result.requests, result.bytes = session.requests, session.bytes

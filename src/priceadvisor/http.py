@@ -4,9 +4,11 @@ Retry-After, conditional GET, and per-fetch request/byte counts.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import email.utils
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -98,10 +100,13 @@ class HttpSession:
         client: httpx.AsyncClient,
         settings: HttpSettings,
         cache: ValidatorCache | None = None,
+        min_interval: float = 0.0,
     ) -> None:
         self.client = client
         self.settings = settings
         self.cache = cache
+        self.min_interval = min_interval  # politeness: a source's documented rate limit
+        self._last_sent = 0.0
         self.requests = 0
         self.bytes = 0
         self.not_modified = 0
@@ -139,6 +144,7 @@ class HttpSession:
     ) -> httpx.Response:
         cached = self.cache.get(url) if (self.cache and method == "GET") else None
         headers = (headers or {}) | _conditional_headers(cached)
+        await self._space_out()
         self.requests += 1
         response = await self.client.request(method, url, headers=headers, **kwargs)
         self.bytes += len(response.content)
@@ -151,6 +157,12 @@ class HttpSession:
             raise FetchError(_status_message(response, None))
         self._remember(url, response, method)
         return response
+
+    async def _space_out(self) -> None:
+        wait = self._last_sent + self.min_interval - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._last_sent = time.monotonic()
 
     def _remember(self, url: str, response: httpx.Response, method: str) -> None:
         etag, modified = response.headers.get("ETag"), response.headers.get("Last-Modified")

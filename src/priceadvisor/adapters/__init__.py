@@ -10,6 +10,7 @@ from priceadvisor.adapters.ecb import EcbAdapter
 from priceadvisor.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.adapters.oracle import OracleAdapter
 from priceadvisor.adapters.runpod import RunPodAdapter
+from priceadvisor.adapters.vast import VastAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
@@ -19,6 +20,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
+    VastAdapter.id: VastAdapter,
 }
 
 
