@@ -64,12 +64,13 @@ def test_drift_is_a_format_error(document: Any, message: str) -> None:
         parse_offers(document)
 
 
-def test_absurd_prices_are_rejected_by_the_core(db_path: Path) -> None:
+def test_unusable_asks_are_passed_on_for_the_core_to_reject() -> None:
     offers = load("bundles-l40s.json")
-    offers[0]["dph_total"] = 1e6
     offers[1]["dph_total"] = "free"
+    offers[2]["dph_total"] = 0
     quotes = aggregate(offers, "u")
-    assert any(q.price == 1e6 for q in quotes)  # the adapter reports what it read
+    assert sum(q.price is None for q in quotes) == 2
+    assert sum(q.offer_count or 0 for q in quotes if q.pricing == "on_demand") == len(offers) - 2
 
 
 def settings_for(base: str, db: Path):  # type: ignore[no-untyped-def]

@@ -95,21 +95,30 @@ def country(geolocation: Any) -> str:
 
 
 def aggregate(offers: Any, url: str) -> list[RawQuote]:
+    """One quote per market; an ask without a usable price is passed on alone (price None) so
+    the core rejects and counts it instead of it vanishing inside a minimum."""
     markets: dict[tuple[Market, str], list[float]] = defaultdict(list)
     memory: dict[Market, float | None] = {}
+    unusable: list[RawQuote] = []
     for offer in offers:
         market = (country(offer["geolocation"]), str(offer["gpu_name"]), int(offer["num_gpus"]))
         memory[market] = _gb(offer.get("gpu_ram"))
-        for pricing, price in _prices(offer).items():
+        prices = _prices(offer)
+        if prices is None:
+            unusable.append(_quote(market, Pricing.ON_DEMAND, [], memory[market], url))
+            continue
+        for pricing, price in prices.items():
             markets[market, pricing].append(price)
-    return [_quote(m, p, prices, memory[m], url) for (m, p), prices in markets.items()]
+    quotes = [_quote(m, p, prices, memory[m], url) for (m, p), prices in markets.items()]
+    return quotes + unusable
 
 
-def _prices(offer: dict[str, Any]) -> dict[str, float]:
-    total, base = _float(offer["dph_total"]), _float(offer["dph_base"])
+def _prices(offer: dict[str, Any]) -> dict[str, float] | None:
+    total, base, bid = (_float(offer.get(k)) for k in ("dph_total", "dph_base", "min_bid"))
+    if total is None or base is None or total <= 0:
+        return None
     prices = {Pricing.ON_DEMAND.value: total}
-    bid = _float(offer.get("min_bid"))
-    if bid == bid and total == total and base == base:  # not NaN
+    if bid is not None and bid > 0:
         prices[Pricing.SPOT.value] = bid + (total - base)
     return prices
 
@@ -122,7 +131,7 @@ def _quote(
         region=where,
         instance_type=f"{name} x{gpus}",
         pricing=pricing,
-        price=min(prices),
+        price=min(prices) if prices else None,
         price_basis=PriceBasis.NODE,
         gpu_name_raw=name,
         gpu_count=float(gpus),
@@ -130,14 +139,13 @@ def _quote(
         available=True,
         source_url=url,
         offer_count=len(prices),
-        price_median=statistics.median(prices),
+        price_median=statistics.median(prices) if prices else None,
     )
 
 
-def _float(value: Any) -> float:
-    """NaN for anything that is not a number, so the core rejects it and counts it."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return float("nan")
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # noqa: PLR0124 - NaN
+        return None
     return float(value)
 
 
