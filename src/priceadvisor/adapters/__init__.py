@@ -7,6 +7,7 @@ from priceadvisor.adapters.azure import AzureAdapter
 from priceadvisor.adapters.base import Adapter
 from priceadvisor.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.adapters.ecb import EcbAdapter
+from priceadvisor.adapters.gcp import GcpAdapter
 from priceadvisor.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.adapters.oracle import OracleAdapter
 from priceadvisor.adapters.runpod import RunPodAdapter
@@ -17,6 +18,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     EcbAdapter.id: EcbAdapter,
+    GcpAdapter.id: GcpAdapter,
     LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
