@@ -51,6 +51,7 @@ def test_cpu_section_and_inference_column_are_ignored() -> None:
         (HTML.replace("REGION: NORTH AMERICA", "NORTH AMERICA"), "before any 'REGION:'"),
         (HTML.replace('class="table-model-name"', 'class="model"'), "table-model-name"),
         ("<html><body><h1>Access denied</h1></body></html>", "layout changed"),
+        (HTML.replace("On-demand CPU instances", "CPU servers"), "no 'On-demand CPU instances'"),
     ],
 )
 def test_layout_changes_are_format_errors(html: str, message: str) -> None:

@@ -54,6 +54,14 @@ class Adapter(ABC):
         """Request every page of the source and parse it into raw quotes."""
 
 
+def require_complete_html(html: str) -> str:
+    """A page cut short still parses, with rows missing, and missing rows would read as offers
+    that vanished: refuse a page that does not end."""
+    if "</html>" not in html[-4096:].lower():
+        raise SourceFormatError("the page ends before </html> (truncated?)")
+    return html
+
+
 def resolve_endpoint(default: str, override: str | None) -> str:
     """An override with only scheme and host keeps the default's path (DESIGN §8)."""
     if not override:

@@ -20,7 +20,13 @@ from typing import Any, ClassVar
 
 from bs4 import BeautifulSoup, Tag
 
-from priceadvisor.adapters.base import Adapter, AdapterOutput, ProgressCallback, SourceFormatError
+from priceadvisor.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+    require_complete_html,
+)
 from priceadvisor.http import HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
 
@@ -35,7 +41,9 @@ class CoreWeaveAdapter(Adapter):
 
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         url = self.endpoints["pricing"]
-        html = await session.get_text(url, headers={"User-Agent": BROWSER_AGENT})
+        html = require_complete_html(
+            await session.get_text(url, headers={"User-Agent": BROWSER_AGENT})
+        )
         quotes = parse_page(html, url)
         progress(f"{len(quotes)} quotes")
         return AdapterOutput(quotes=quotes)
@@ -51,13 +59,14 @@ def parse_page(html: str, url: str) -> list[RawQuote]:
 
 def _gpu_rows(soup: BeautifulSoup) -> list[tuple[str, Tag]]:
     """(region, row) for every row between the GPU heading and the CPU heading."""
-    inside, region, rows = False, None, []
+    inside, region, rows, ended = False, None, [], False
     for element in soup.find_all(["h2", "h5", "div"]):
         text = element.get_text(" ", strip=True).lower() if element.name != "div" else ""
         if element.name == "h2":
             if START in text:
                 inside = True
             elif END in text and inside:
+                ended = True
                 break
         elif element.name == "h5" and inside and text.startswith("region:"):
             region = text.removeprefix("region:").strip().replace(" ", "-")
@@ -65,6 +74,9 @@ def _gpu_rows(soup: BeautifulSoup) -> list[tuple[str, Tag]]:
             if region is None:
                 raise SourceFormatError("a GPU row comes before any 'REGION:' heading")
             rows.append((region, element))
+    if rows and not ended:
+        # Without the CPU heading, CPU rows (same markup) would be read as GPU offers.
+        raise SourceFormatError("no 'On-demand CPU instances' heading after the GPU tables")
     return rows
 
 

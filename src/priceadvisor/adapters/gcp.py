@@ -84,7 +84,10 @@ def collect(sku: dict[str, Any], prices: Prices) -> None:
     if usage not in _USAGE or match is None or _SKIP.search(description):
         return
     kind = _kind(match.group("kind"))
-    price = int(rate.get("units") or 0) + int(rate.get("nanos") or 0) / 1e9
+    try:
+        price = int(rate.get("units") or 0) + int(rate.get("nanos") or 0) / 1e9
+    except (TypeError, ValueError):
+        raise SourceFormatError(f"SKU {sku.get('skuId', '?')}: price {rate!r}") from None
     for region in regions:
         prices[kind, match.group("what").strip().lower(), usage][region] = price
 

@@ -26,7 +26,13 @@ from typing import Any, ClassVar
 
 from bs4 import BeautifulSoup, Tag
 
-from priceadvisor.adapters.base import Adapter, AdapterOutput, ProgressCallback, SourceFormatError
+from priceadvisor.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+    require_complete_html,
+)
 from priceadvisor.http import HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
 
@@ -51,7 +57,8 @@ class LambdaAdapter(Adapter):
             quotes = parse_instance_types(response.json(), url)
         else:
             url = self.endpoints["pricing_page"]
-            quotes = parse_pricing_page(await session.get_text(url), url)
+            html = require_complete_html(await session.get_text(url))
+            quotes = parse_pricing_page(html, url)
         progress(f"{len(quotes)} quotes")
         return AdapterOutput(quotes=quotes)
 
