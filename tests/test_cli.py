@@ -331,3 +331,18 @@ def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith("error: ")
+
+
+def test_doctor_does_not_count_unconfigured_providers_as_unhealthy(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "c.toml"
+    others = [p for p in REGISTRY if p not in ("azure", "gcp")]
+    config.write_text("".join(f"[providers.{p}]\nenabled = false\n" for p in others))
+    cli(capsys, "--config", str(config), "--db", str(db_path), "fetch", "--offline", "-p", "azure")
+    code, out, _ = cli(
+        capsys, "--config", str(config), "--db", str(db_path), "doctor", "-f", "json"
+    )
+    states = {p["provider"]: p["state"] for p in json.loads(out)["providers"]}
+    assert states["gcp"] == "not configured: set GCP_API_KEY" and states["azure"] == "fresh"
+    assert code == 0

@@ -89,6 +89,9 @@ def _provider_state(
     base = (format_duration(max_age),)
     if not settings.provider(provider_id).enabled:
         return (provider_id, "disabled", None, *base, None, None, None)
+    skip = plan(settings, provider_id, offline_mode=False).skip_reason
+    if skip and (run is None or run["last_success"] is None):
+        return (provider_id, skip, None, *base, None, 0, None)
     if run is None:
         return (provider_id, "never fetched", None, *base, None, 0, None)
     last_ok: dt.datetime | None = run["last_success"]
