@@ -22,20 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 from priceadvisor.adapters import REGISTRY
-from priceadvisor.config import Settings, load_settings
+from priceadvisor.config import Settings
 from priceadvisor.fetch import run_cycle
-from priceadvisor.manifest import manifest
-
-
-def settings(servers: dict, db: Path) -> Settings:
-    providers = {
-        p: {"endpoints": {n: s.base_url for n in manifest(p).endpoints}, "request_spacing": 0}
-        for p, s in servers.items()
-    }
-    return load_settings(db=db, providers=providers)
 
 
 def timed(config: Settings, ids: list[str]) -> tuple[float, int]:
@@ -58,7 +49,7 @@ def main() -> None:
         servers = {p: stack.enter_context(serving(p)) for p in providers}
         for server in servers.values():
             server.delay = args.latency
-        config = settings(servers, Path(tmp) / "bench.duckdb")
+        config = local_settings(Path(tmp) / "bench.duckdb", *servers.values())
         alone = {}
         for p in providers:
             runs = [timed(config, [p]) for _ in range(args.repeat)]

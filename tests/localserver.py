@@ -8,9 +8,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from priceadvisor import offline
+from priceadvisor.config import Settings, load_settings
+from priceadvisor.manifest import manifest
 
 # A fault gets (path, query) and returns (status, headers, body) to send instead, or None.
 Fault = Callable[[str, dict[str, str]], tuple[int, dict[str, str], bytes] | None]
@@ -88,3 +92,19 @@ def serving(provider: str) -> Iterator[RecordingServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def local_settings(
+    db: Path, *servers: RecordingServer, http: dict[str, Any] | None = None, **provider: Any
+) -> Settings:
+    """Settings whose every endpoint of each server's provider points at that local server (an
+    override with only scheme and host keeps each endpoint's default path)."""
+    providers = {
+        s.provider: {
+            "endpoints": {name: s.base_url for name in manifest(s.provider).endpoints},
+            "request_spacing": 0,
+            **provider,
+        }
+        for s in servers
+    }
+    return load_settings(db=db, providers=providers, http=http or {})

@@ -9,12 +9,11 @@ import pytest
 
 from priceadvisor.adapters.aws import parse_advisor, parse_ondemand, parse_spot
 from priceadvisor.adapters.base import SourceFormatError
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "aws"
 KNOWN = manifest("aws").instance_types
@@ -89,18 +88,8 @@ def test_advisor_buckets_become_rates() -> None:
     assert rates["us-east-1"] == {k: expected[v["r"]] for k, v in buckets.items()}
 
 
-def settings_for(base: str, db: Path):  # type: ignore[no-untyped-def]
-    endpoints = {
-        "ondemand": base + "/pricing/2.0/meteredUnitMaps/ec2/USD/current/"
-        "ec2-ondemand-without-sec-sel",
-        "spot": base + "/spot.json",
-        "advisor": base + "/spot-advisor-data.json",
-    }
-    return load_settings(db=db, providers={"aws": {"endpoints": endpoints}})
-
-
 def fetch(db: Path, server: Any) -> Any:
-    [summary] = run_cycle(settings_for(server.base_url, db), ["aws"], False, lambda *_: None)
+    [summary] = run_cycle(local_settings(db, server), ["aws"], False, lambda *_: None)
     return summary
 
 

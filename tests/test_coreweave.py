@@ -7,11 +7,10 @@ import pytest
 
 from priceadvisor.adapters.base import SourceFormatError
 from priceadvisor.adapters.coreweave import BROWSER_AGENT, parse_page
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 HTML = (recordings_dir() / "coreweave" / "pricing.html").read_text()
 
@@ -61,9 +60,7 @@ def test_layout_changes_are_format_errors(html: str, message: str) -> None:
 
 def test_fetch_sends_a_browser_agent_and_maps_every_gpu(db_path: Path) -> None:
     with serving("coreweave") as server:
-        settings = load_settings(
-            db=db_path, providers={"coreweave": {"endpoints": {"pricing": server.base_url}}}
-        )
+        settings = local_settings(db_path, server)
         [summary] = run_cycle(settings, ["coreweave"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.offers_seen == 20
     assert summary.unmapped == 0

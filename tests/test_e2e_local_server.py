@@ -6,16 +6,9 @@ from pathlib import Path
 
 import duckdb
 
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
-from tests.localserver import serving
-
-
-def settings_for(base_url: str, db: Path, **provider: object):  # type: ignore[no-untyped-def]
-    return load_settings(
-        db=db, providers={"azure": {"endpoints": {"prices": base_url}, **provider}}
-    )
+from tests.localserver import local_settings, serving
 
 
 def offers(db: Path) -> list[tuple[object, ...]]:
@@ -28,9 +21,7 @@ def offers(db: Path) -> list[tuple[object, ...]]:
 
 def test_fetch_through_a_local_server_sees_every_page(db_path: Path) -> None:
     with serving("azure") as server:
-        [summary] = run_cycle(
-            settings_for(server.base_url, db_path), ["azure"], False, lambda *_: None
-        )
+        [summary] = run_cycle(local_settings(db_path, server), ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.offers_seen == 58
     assert len(server.requests) == 3  # NextPageLink rebased onto 127.0.0.1, not prices.azure.com
     assert all(r.startswith("/api/retail/prices") for r in server.requests)
@@ -39,7 +30,7 @@ def test_fetch_through_a_local_server_sees_every_page(db_path: Path) -> None:
 
 def test_server_error_on_page_two_keeps_earlier_offers(db_path: Path) -> None:
     with serving("azure") as server:
-        settings = settings_for(server.base_url, db_path)
+        settings = local_settings(db_path, server)
         run_cycle(settings, ["azure"], False, lambda *_: None)
         before = offers(db_path)
         server.faults.append(
@@ -61,9 +52,7 @@ def test_rate_limit_with_retry_after_then_success(db_path: Path) -> None:
             return None
 
         server.faults.append(limited)
-        [summary] = run_cycle(
-            settings_for(server.base_url, db_path), ["azure"], False, lambda *_: None
-        )
+        [summary] = run_cycle(local_settings(db_path, server), ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.requests == 5
 
 
@@ -76,15 +65,13 @@ def test_truncated_body_fails_cleanly(db_path: Path) -> None:
                 b'{"Items": [{"currencyCode": "US',
             )
         )
-        [summary] = run_cycle(
-            settings_for(server.base_url, db_path), ["azure"], False, lambda *_: None
-        )
+        [summary] = run_cycle(local_settings(db_path, server), ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.FAILED and "invalid JSON" in (summary.error or "")
 
 
 def test_hanging_server_hits_the_deadline(db_path: Path) -> None:
     with serving("azure") as server:
         server.delay = 3.0
-        settings = settings_for(server.base_url, db_path, deadline="1s")
+        settings = local_settings(db_path, server, deadline="1s")
         [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.FAILED and "deadline" in (summary.error or "")

@@ -7,11 +7,10 @@ import pytest
 
 from priceadvisor.adapters.base import SourceFormatError
 from priceadvisor.adapters.ecb import parse_rates
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 DAILY = (recordings_dir() / "ecb" / "eurofxref-daily.xml").read_bytes()
 
@@ -48,9 +47,7 @@ def test_bad_documents_are_format_errors(doc: bytes, message: str) -> None:
 
 def test_rates_land_and_convert_eur_prices(db_path: Path) -> None:
     with serving("ecb") as server:
-        settings = load_settings(
-            db=db_path, providers={"ecb": {"endpoints": {"daily": server.base_url}}}
-        )
+        settings = local_settings(db_path, server)
         [summary] = run_cycle(settings, ["ecb"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.offers_seen == 14
     import duckdb
@@ -65,9 +62,7 @@ def test_rates_land_and_convert_eur_prices(db_path: Path) -> None:
 
 def test_server_error_leaves_rates_untouched(db_path: Path) -> None:
     with serving("ecb") as server:
-        settings = load_settings(
-            db=db_path, providers={"ecb": {"endpoints": {"daily": server.base_url}}}
-        )
+        settings = local_settings(db_path, server)
         run_cycle(settings, ["ecb"], False, lambda *_: None)
         server.faults.append(lambda path, q: (503, {"Retry-After": "1"}, b"busy"))
         [summary] = run_cycle(settings, ["ecb"], False, lambda *_: None)

@@ -18,11 +18,10 @@ import pytest
 
 from priceadvisor import offline
 from priceadvisor.adapters import REGISTRY
-from priceadvisor.config import Settings, load_settings
+from priceadvisor.config import Settings
 from priceadvisor.fetch import run_cycle
-from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
-from tests.localserver import RecordingServer, serving
+from tests.localserver import RecordingServer, local_settings, serving
 
 PROVIDERS = sorted(REGISTRY)
 PRICE_KEYS = {
@@ -47,16 +46,8 @@ def _gcp_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GCP_API_KEY", "test-key")
 
 
-def settings_for(servers: dict[str, RecordingServer], db: Path, **http: Any) -> Settings:
-    providers = {
-        p: {
-            "endpoints": {name: s.base_url for name in manifest(p).endpoints},
-            "request_spacing": 0,
-            "deadline": "2s",
-        }
-        for p, s in servers.items()
-    }
-    return load_settings(db=db, providers=providers, http={"attempts": 2, **http})
+def settings_for(servers: dict[str, RecordingServer], db: Path) -> Settings:
+    return local_settings(db, *servers.values(), http={"attempts": 2}, deadline="2s")
 
 
 @contextmanager

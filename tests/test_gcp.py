@@ -15,7 +15,7 @@ from priceadvisor.fetch import plan, run_cycle
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "gcp"
 MACHINES = manifest("gcp").source["machines"]
@@ -100,9 +100,7 @@ def test_fetch_with_key_pages_and_keeps_the_key_out_of_errors(
 ) -> None:
     monkeypatch.setenv("GCP_API_KEY", "AIza-SECRET-KEY")
     with serving("gcp") as server:
-        settings = load_settings(
-            db=db_path, providers={"gcp": {"endpoints": {"skus": server.base_url}}}
-        )
+        settings = local_settings(db_path, server)
         [summary] = run_cycle(settings, ["gcp"], False, lambda *_: None)
         server.faults.append(
             lambda path, q: (

@@ -9,11 +9,10 @@ import pytest
 
 from priceadvisor.adapters.base import SourceFormatError
 from priceadvisor.adapters.lambdalabs import parse_instance_types, parse_pricing_page
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "lambda"
 HTML = (FOLDER / "pricing.html").read_text()
@@ -69,16 +68,9 @@ def test_api_drift_is_a_format_error(document: Any) -> None:
         parse_instance_types(document, "u")
 
 
-def settings_for(base: str, db: Path, **extra: Any):  # type: ignore[no-untyped-def]
-    endpoints = {"pricing_page": base, "instance_types": base}
-    return load_settings(db=db, providers={"lambda": {"endpoints": endpoints, **extra}})
-
-
 def test_page_fetch_through_a_local_server(db_path: Path) -> None:
     with serving("lambda") as server:
-        [summary] = run_cycle(
-            settings_for(server.base_url, db_path), ["lambda"], False, lambda *_: None
-        )
+        [summary] = run_cycle(local_settings(db_path, server), ["lambda"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.offers_seen == 12
     assert summary.unmapped == 0
     con = duckdb.connect(str(db_path), read_only=True)
@@ -91,7 +83,7 @@ def test_page_fetch_through_a_local_server(db_path: Path) -> None:
 
 def test_api_with_key_sends_bearer_and_never_stores_it(db_path: Path) -> None:
     with serving("lambda") as server:
-        settings = settings_for(server.base_url, db_path, api_key="sk-live-SECRET")
+        settings = local_settings(db_path, server, api_key="sk-live-SECRET")
         [summary] = run_cycle(settings, ["lambda"], False, lambda *_: None)
         server.faults.append(lambda path, q: (401, {}, b'{"error": "bad key sk-live-SECRET"}'))
         [failed] = run_cycle(settings, ["lambda"], False, lambda *_: None)

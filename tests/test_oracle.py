@@ -9,12 +9,11 @@ import pytest
 
 from priceadvisor.adapters.base import SourceFormatError
 from priceadvisor.adapters.oracle import items, parse_item
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 DOCUMENT = json.loads((recordings_dir() / "oracle" / "products.json").read_text())
 PARTS = manifest("oracle").source["parts"]
@@ -63,9 +62,7 @@ def test_renamed_field_is_a_format_error() -> None:
 
 def test_fetch_maps_shapes_and_keeps_h100t_unmapped(db_path: Path) -> None:
     with serving("oracle") as server:
-        settings = load_settings(
-            db=db_path, providers={"oracle": {"endpoints": {"products": server.base_url}}}
-        )
+        settings = local_settings(db_path, server)
         [summary] = run_cycle(settings, ["oracle"], False, lambda *_: None)
     assert summary.status is RunStatus.OK
     assert summary.offers_seen == 22 and summary.unmapped == 2  # 11 GPU parts; H100T unmapped

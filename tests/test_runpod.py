@@ -9,11 +9,10 @@ import pytest
 
 from priceadvisor.adapters.base import SourceFormatError
 from priceadvisor.adapters.runpod import parse_data_centers, parse_gpu_types
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "runpod"
 
@@ -80,15 +79,9 @@ def test_schema_drift_is_a_format_error(document: Any, message: str) -> None:
         parse_gpu_types(document, "US-TX-3", "u")
 
 
-def settings_for(base_url: str, db: Path):  # type: ignore[no-untyped-def]
-    return load_settings(db=db, providers={"runpod": {"endpoints": {"graphql": base_url}}})
-
-
 def test_fetch_every_location_through_a_local_server(db_path: Path) -> None:
     with serving("runpod") as server:
-        [summary] = run_cycle(
-            settings_for(server.base_url, db_path), ["runpod"], False, lambda *_: None
-        )
+        [summary] = run_cycle(local_settings(db_path, server), ["runpod"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.requests == 6
     con = duckdb.connect(str(db_path), read_only=True)
     regions = {r[0] for r in con.execute("SELECT DISTINCT region FROM offers").fetchall()}
@@ -103,7 +96,7 @@ def test_fetch_every_location_through_a_local_server(db_path: Path) -> None:
 
 def test_one_failing_data_centre_makes_a_partial_run(db_path: Path) -> None:
     with serving("runpod") as server:
-        settings = settings_for(server.base_url, db_path)
+        settings = local_settings(db_path, server)
         run_cycle(settings, ["runpod"], False, lambda *_: None)
         server.post_faults.append(
             lambda body: (502, {}, b"bad gateway") if b"EU-SE-1" in body else None

@@ -10,11 +10,10 @@ import pytest
 
 from priceadvisor.adapters.base import SourceFormatError
 from priceadvisor.adapters.vast import aggregate, country, parse_offers
-from priceadvisor.config import load_settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
-from tests.localserver import serving
+from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "vast"
 
@@ -73,17 +72,9 @@ def test_unusable_asks_are_passed_on_for_the_core_to_reject() -> None:
     assert sum(q.offer_count or 0 for q in quotes if q.pricing == "on_demand") == len(offers) - 2
 
 
-def settings_for(base: str, db: Path):  # type: ignore[no-untyped-def]
-    return load_settings(
-        db=db, providers={"vast": {"endpoints": {"bundles": base}, "request_spacing": 0}}
-    )
-
-
 def test_fetch_pages_by_price_and_answers_cheapest_in_germany(db_path: Path) -> None:
     with serving("vast") as server:
-        [summary] = run_cycle(
-            settings_for(server.base_url, db_path), ["vast"], False, lambda *_: None
-        )
+        [summary] = run_cycle(local_settings(db_path, server), ["vast"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.unmapped == 0
     assert summary.requests == 25  # 24 GPU names, H100 SXM on two pages
     h100 = [o for n in ("bundles-h100-sxm-1.json", "bundles-h100-sxm-2.json") for o in load(n)]
@@ -110,7 +101,7 @@ def test_fetch_pages_by_price_and_answers_cheapest_in_germany(db_path: Path) -> 
 
 def test_a_failed_gpu_query_fails_the_run_and_keeps_offers(db_path: Path) -> None:
     with serving("vast") as server:
-        settings = settings_for(server.base_url, db_path)
+        settings = local_settings(db_path, server)
         [first] = run_cycle(settings, ["vast"], False, lambda *_: None)
         server.post_faults.append(
             lambda body: (429, {"Retry-After": "1"}, b"") if b"RTX 4090" in body else None
