@@ -402,3 +402,7 @@ def _fail(message: str, code: int) -> None:
 
 def _one_line_text(message: str) -> str:
     return " ".join(message.split())
+
+
+# Commands defined in other modules register themselves on `app` when imported.
+from priceadvisor import cli_sizing  # noqa: E402, F401

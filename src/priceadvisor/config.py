@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import platformdirs
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,6 +31,7 @@ from pydantic_settings import (
 )
 
 from priceadvisor.durations import parse_duration
+from priceadvisor.workloads import WorkloadProfile
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
@@ -71,6 +80,7 @@ class Settings(BaseSettings):
     secrets_dir: Path | None = None
     http: HttpSettings = Field(default_factory=HttpSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    workloads: list[WorkloadProfile] = Field(default_factory=list)
 
     @classmethod
     def settings_customise_sources(
@@ -86,6 +96,21 @@ class Settings(BaseSettings):
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
+
+    @model_validator(mode="after")
+    def _unique_workloads(self) -> Settings:
+        names = [w.name for w in self.workloads]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"workload names must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+    def workload(self, name: str) -> WorkloadProfile:
+        for profile in self.workloads:
+            if profile.name == name:
+                return profile
+        known = ", ".join(w.name for w in self.workloads) or "none configured"
+        raise ConfigError(f"unknown workload {name!r} (configured: {known})")
 
     def db_path(self) -> Path:
         return self.db if self.db is not None else default_db_path()
