@@ -80,5 +80,5 @@ def manifest(provider_id: str) -> Manifest:
 
 def manifest_ids() -> list[str]:
     """Every provider manifest shipped (catalog files excluded)."""
-    catalog_files = {"gpus", "regions", "models"}
+    catalog_files = {"gpus", "regions", "models", "calibration"}
     return sorted(p.stem for p in providers_dir().glob("*.toml") if p.stem not in catalog_files)
