@@ -30,9 +30,12 @@ def test_migrations_apply_once_with_bookkeeping(db_path: Path) -> None:
         assert store.migrate(con) == []  # nothing left to apply
 
 
-def test_every_public_view_exists_and_is_recreated(db_path: Path) -> None:
+def test_every_public_view_exists_and_is_recreated_at_start(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with store.writer(db_path) as con:
         con.execute("DROP VIEW offers")
+    monkeypatch.setattr(store, "_prepared", set())  # as in a new process
     with store.writer(db_path) as con:
         names = {
             r[0]
@@ -150,13 +153,16 @@ def test_reader_gives_up_with_a_clear_message(db_path: Path) -> None:
         stop(proc)
 
 
-def test_runs_of_dead_processes_are_marked_abandoned(db_path: Path) -> None:
+def test_runs_of_dead_processes_are_marked_abandoned(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with store.writer(db_path) as con:
         mine = store.start_run(con, "azure")
         theirs = store.start_run(con, "azure")
         con.execute("UPDATE core.fetch_runs SET pid = ? WHERE run_id = ?", [dead.pid, theirs])
+    monkeypatch.setattr(store, "_prepared", set())  # the next process to open it
     with store.writer(db_path) as con:
         status = dict(con.execute("SELECT run_id, status FROM core.fetch_runs").fetchall())
     assert status == {mine: "running", theirs: "abandoned"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import tempfile
@@ -17,8 +18,10 @@ from priceadvisor import __version__, health, reads, store
 from priceadvisor import render as templates
 from priceadvisor.adapters import REGISTRY, UnknownProviderError, adapter_class
 from priceadvisor.config import ConfigError, Settings, default_db_path, load_settings
+from priceadvisor.daemon import Daemon
 from priceadvisor.export import export_parquet
 from priceadvisor.fetch import enabled_providers, run_cycle
+from priceadvisor.logs import configure
 from priceadvisor.manifest import ManifestError
 from priceadvisor.models import IngestSummary, RunStatus
 from priceadvisor.output import Format, render
@@ -315,6 +318,24 @@ def providers(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """List providers: enabled, configured (or why not), interval, endpoints, last run."""
     table = health.providers_table(_state(ctx).settings)
     render(table, fmt, out, title="Providers")
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Serve the recorded responses instead of the network.")
+    ] = False,
+) -> None:
+    """Run the service: scheduled fetches, advice, health and metrics, until SIGTERM."""
+    settings = _state(ctx).settings
+    configure(settings.log_level)
+    daemon = Daemon(settings, offline=offline)
+    if not daemon.providers:
+        raise UserError(
+            "no provider can run: enable and configure one (see `priceadvisor providers`)"
+        )
+    asyncio.run(daemon.run())
 
 
 @app.command()

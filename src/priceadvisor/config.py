@@ -66,6 +66,17 @@ class HttpSettings(BaseModel):
     contact: str | None = Field(None, description="appended to the User-Agent, e.g. an email")
 
 
+class DaemonSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    health_host: str = Field("127.0.0.1", description="address of /healthz and /metrics")
+    health_port: int = Field(9464, ge=0, le=65535, description="0 picks a free port")
+    jitter: float = Field(0.1, ge=0, le=0.5, description="fetch start jitter, share of interval")
+    failing_after: int = Field(3, ge=1, description="consecutive failed runs = provider failing")
+    export_dir: Path | None = Field(None, description="Parquet export after every fetch job")
+    shutdown_grace: Seconds = Field(5.0, description="wait this long for a running job on stop")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="PRICEADVISOR_",
@@ -81,6 +92,7 @@ class Settings(BaseSettings):
     http: HttpSettings = Field(default_factory=HttpSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     workloads: list[WorkloadProfile] = Field(default_factory=list)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
 
     @classmethod
     def settings_customise_sources(

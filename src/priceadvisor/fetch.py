@@ -149,6 +149,26 @@ async def fetch_all(
     return list(await asyncio.gather(*tasks))
 
 
+def start_runs(settings: Settings, path: Path, providers: list[str]) -> list[int]:
+    """Record runs as started (a short write) so a crash mid-fetch leaves a trace."""
+    with store.writer(path, settings.lock_timeout) as con:
+        return [store.start_run(con, provider) for provider in providers]
+
+
+def ingest_results(
+    settings: Settings, path: Path, run_ids: list[int], results: list[FetchResult]
+) -> list[IngestSummary]:
+    """Ingest fetch results in one writer session; FX first, so this cycle's non-USD prices
+    convert at this cycle's rates. Summaries come back in the order of `results`."""
+    runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
+    with store.writer(path, settings.lock_timeout) as con:
+        summaries = {
+            result.provider: ingest(con, run_id, result, manifest(result.provider))
+            for run_id, result in runs
+        }
+    return [summaries[r.provider] for r in results]
+
+
 def run_cycle(
     settings: Settings,
     provider_ids: list[str],
@@ -159,17 +179,9 @@ def run_cycle(
     """Record the runs as started, fetch concurrently, then ingest each result."""
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     path = db_path or settings.db_path()
-    with store.writer(path, settings.lock_timeout) as con:
-        run_ids = [store.start_run(con, p.provider) for p in plans]
+    run_ids = start_runs(settings, path, [p.provider for p in plans])
     results = asyncio.run(fetch_all(settings, plans, offline_mode, progress))
-    # FX first, so this cycle's non-USD prices convert at this cycle's rates.
-    runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
-    with store.writer(path, settings.lock_timeout) as con:
-        summaries = {
-            result.provider: ingest(con, run_id, result, manifest(result.provider))
-            for run_id, result in runs
-        }
-    return [summaries[p.provider] for p in plans]
+    return ingest_results(settings, path, run_ids, results)
 
 
 def _fx_first(provider_id: str) -> int:

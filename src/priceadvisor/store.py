@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,17 +47,46 @@ def latest_version() -> int:
     return max(version for version, _ in migrations())
 
 
+# Connections of one process to one file share a database instance, so two threads writing at
+# once would conflict inside it: writes are serialised per process, like across processes.
+_WRITE_LOCK = threading.Lock()
+_prepared: set[Path] = set()
+
+
 @contextmanager
 def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
     """Read-write connection for one write job: migrated, views fresh; checkpointed on close."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = _open(path, read_only=False, lock_timeout=lock_timeout)
+    if not _WRITE_LOCK.acquire(timeout=lock_timeout):
+        raise StoreError(f"another write to {path} in this process did not finish in time")
     try:
-        prepare(con)
-        yield con
-        con.execute("CHECKPOINT")
+        con = _open(path, read_only=False, lock_timeout=lock_timeout)
+        try:
+            _prepare_once(con, path)
+            yield con
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
     finally:
-        con.close()
+        _WRITE_LOCK.release()
+
+
+def _prepare_once(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Migrations, catalogs, views and stale runs: once per process per file (and again if the
+    file was replaced, which its missing bookkeeping table shows)."""
+    key = path.resolve()
+    if key in _prepared and _has_schema(con):
+        return
+    prepare(con)
+    _prepared.add(key)
+
+
+def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'core' "
+        "AND table_name = 'schema_migrations'"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 @contextmanager
@@ -187,6 +217,16 @@ def start_run(con: duckdb.DuckDBPyConnection, provider: str) -> int:
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def abandon_own_runs(con: duckdb.DuckDBPyConnection) -> int:
+    """At shutdown: runs this process started and will not finish."""
+    row = con.execute(
+        "UPDATE core.fetch_runs SET status = 'abandoned', finished_at = ?, "
+        "error = 'abandoned at shutdown' WHERE status = 'running' AND pid = ? AND host = ?",
+        [utcnow(), os.getpid(), socket.gethostname()],
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def mark_abandoned_runs(con: duckdb.DuckDBPyConnection) -> int:
