@@ -15,7 +15,6 @@ import typer
 from rich.console import Console
 
 from priceadvisor import __version__, health, reads, store
-from priceadvisor import render as templates
 from priceadvisor.adapters import REGISTRY, UnknownProviderError, adapter_class
 from priceadvisor.config import ConfigError, Settings, default_db_path, load_settings
 from priceadvisor.daemon import Daemon
@@ -360,6 +359,9 @@ def demo(
             "SELECT count(*), min(price_gpu_hour_usd) FROM offers"
         ).fetchall()
     render(table, Format.TABLE, out, title="Cheapest current GPU offers (USD)")
+    # Jinja is imported here only: the daemon, which never renders, stays ~10 MB smaller.
+    from priceadvisor import render as templates  # noqa: PLC0415
+
     out.out(
         templates.render(
             "cli/demo_next_steps.txt.j2",

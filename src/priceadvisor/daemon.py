@@ -15,6 +15,8 @@ it; an abandoned run is marked so at the next start (its process is gone).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import datetime as dt
 import logging
 import signal
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -40,6 +43,27 @@ from priceadvisor.models import IngestSummary, RunStatus, utcnow
 log = logging.getLogger("priceadvisor.daemon")
 
 AfterFetchHook = Callable[[Settings, IngestSummary], None]
+
+
+def _bound_memory() -> None:
+    """A long-running process on a small VM: DuckDB gets a modest buffer pool, and glibc keeps
+    two malloc arenas instead of one per thread that ever touched the database."""
+    store.CONNECTION_CONFIG.update(
+        {"memory_limit": "128MB", "allocator_flush_threshold": "4MB", "threads": 1}
+    )
+    # Arrow's own allocator keeps freed blocks; the system one gives them back with malloc_trim.
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-8, 2)  # M_ARENA_MAX (malloc.h)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to tune
+
+
+def _release_free_memory() -> None:
+    """Hand freed heap pages back to the OS after a job (glibc keeps them otherwise)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class Daemon:
@@ -66,6 +90,7 @@ class Daemon:
         return runnable
 
     async def run(self) -> None:
+        _bound_memory()
         await asyncio.to_thread(self._prepare_database)
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
         for provider in self.providers:
@@ -163,6 +188,7 @@ class Daemon:
         )
 
     def _after_fetch(self, summary: IngestSummary) -> None:
+        _release_free_memory()
         for hook in self.after_fetch:
             try:
                 hook(self.settings, summary)

@@ -50,6 +50,8 @@ def latest_version() -> int:
 # Connections of one process to one file share a database instance, so two threads writing at
 # once would conflict inside it: writes are serialised per process, like across processes.
 _WRITE_LOCK = threading.Lock()
+# Extra DuckDB settings for every connection this process opens; the daemon bounds memory here.
+CONNECTION_CONFIG: dict[str, str | bool | int | float | list[str]] = {}
 _prepared: set[Path] = set()
 
 
@@ -107,7 +109,7 @@ def _open(path: Path, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyCo
     delay = 0.05
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
                 raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
