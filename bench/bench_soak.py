@@ -140,6 +140,7 @@ def main() -> None:
 def report(
     db: Path, samples: list[tuple[float, float]], runs: int, code: int, seconds: float
 ) -> None:
+    samples = [s for s in samples if s[1] > 0]  # before the process had mapped anything
     half = len(samples) // 2
     first, second = samples[:half], samples[half:]
     with store.reader(db) as con:
@@ -162,6 +163,9 @@ def report(
         f"second-half max {max(r for _, r in second):.0f} MB, min {min(r for _, r in second):.0f}"
         f" MB, second-half slope {slope(second):+.2f} MB/min"
     )
+    quarters = [samples[i * len(samples) // 4 : (i + 1) * len(samples) // 4] for i in range(4)]
+    medians = ", ".join(f"{statistics.median(r for _, r in q):.0f}" for q in quarters)
+    print(f"RSS median per quarter: {medians} MB")
     print(f"offers of every provider = its last ok run: {bool(consistent and consistent[0])}")
 
 

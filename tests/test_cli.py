@@ -346,3 +346,27 @@ def test_doctor_does_not_count_unconfigured_providers_as_unhealthy(
     states = {p["provider"]: p["state"] for p in json.loads(out)["providers"]}
     assert states["gcp"] == "not configured: set GCP_API_KEY" and states["azure"] == "fresh"
     assert code == 0
+
+
+def test_provider_failing_after_n_consecutive_failures(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+) -> None:
+    good = tmp_path / "good.toml"
+    others = [p for p in REGISTRY if p not in ("azure", "gcp")]
+    disabled = "".join(f"[providers.{p}]\nenabled = false\n" for p in others)
+    good.write_text(disabled + "[daemon]\nfailing_after = 2\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        disabled + "[daemon]\nfailing_after = 2\n[http]\nattempts = 1\n"
+        '[providers.azure.endpoints]\nprices = "http://127.0.0.1:9"\n'
+    )
+    cli(capsys, "--config", str(good), "--db", str(db_path), "fetch", "--offline", "-p", "azure")
+    states = []
+    for _ in range(2):
+        cli(capsys, "--config", str(bad), "--db", str(db_path), "fetch", "-p", "azure")
+        code, out, _ = cli(
+            capsys, "--config", str(bad), "--db", str(db_path), "doctor", "-f", "json"
+        )
+        report = json.loads(out)
+        states.append(({p["provider"]: p["state"] for p in report["providers"]}["azure"], code))
+    assert states == [("fresh, last run failed", 0), ("failing", 1)]

@@ -11,13 +11,14 @@ on average, i.e. +50 % of the interruption rate; 15 % where the rate is unknown)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
+from priceadvisor import columns
 from priceadvisor.models import utcnow
 from priceadvisor.sizing import TRAINING_TASKS, Estimate, estimate, replicas_for
 from priceadvisor.workloads import WorkloadProfile
@@ -27,34 +28,32 @@ LOST_WORK_SHARE = 0.5
 DEFAULT_INTERRUPTION_RATE = 0.15
 KEEP_PER_WORKLOAD = 100
 
-_ESTIMATE_SCHEMA = pa.schema(
-    [
-        ("workload", pa.string()),
-        ("task", pa.string()),
-        ("gpu_model", pa.string()),
-        ("gpu_count", pa.float64()),
-        ("tokens_per_s", pa.float64()),
-        ("hours", pa.float64()),
-        ("ttft_ms", pa.float64()),
-        ("tpot_ms", pa.float64()),
-        ("binding", pa.string()),
-        ("uncertainty", pa.float64()),
-        ("replicas", pa.int64()),
-        ("cost_factor", pa.float64()),
-    ]
-)
-_WORKLOAD_SCHEMA = pa.schema(
-    [
-        ("name", pa.string()),
-        ("providers", pa.list_(pa.string())),
-        ("countries", pa.list_(pa.string())),
-        ("continents", pa.list_(pa.string())),
-        ("eu_only", pa.bool_()),
-        ("max_gpus", pa.int64()),
-        ("spot_ok", pa.bool_()),
-        ("pricing", pa.list_(pa.string())),
-    ]
-)
+_ESTIMATE_SCHEMA: columns.Schema = {
+    "workload": "string",
+    "task": "string",
+    "gpu_model": "string",
+    "gpu_count": "float",
+    "tokens_per_s": "float",
+    "hours": "float",
+    "ttft_ms": "float",
+    "tpot_ms": "float",
+    "binding": "string",
+    "uncertainty": "float",
+    "replicas": "int",
+    "cost_factor": "float",
+}
+# List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
+_WORKLOAD_SCHEMA: columns.Schema = {
+    "name": "string",
+    "providers": "string",
+    "countries": "string",
+    "continents": "string",
+    "eu_only": "bool",
+    "max_gpus": "int",
+    "spot_ok": "bool",
+    "pricing": "string",
+}
+
 
 # Offers eligible for sizing, numbered, with their effective price (spot overhead included)
 # and a "class" of the attributes constraints look at: constraints are then evaluated once per
@@ -78,6 +77,16 @@ CREATE OR REPLACE TEMP TABLE _advice_classes AS
 SELECT DISTINCT class_id, provider, country, continent, coalesce(is_eu, false) AS is_eu,
     pricing, gpu_count
 FROM _advice_offers;
+"""
+
+WORKLOADS_SQL = """
+CREATE OR REPLACE TEMP TABLE _workloads AS
+SELECT name, eu_only, max_gpus, spot_ok,
+    from_json(providers, '["VARCHAR"]') AS providers,
+    from_json(countries, '["VARCHAR"]') AS countries,
+    from_json(continents, '["VARCHAR"]') AS continents,
+    from_json(pricing, '["VARCHAR"]') AS pricing
+FROM _workloads_json
 """
 
 RANK_SQL = """
@@ -130,15 +139,15 @@ def gpu_shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     return [(str(model), int(count)) for model, count in rows]
 
 
-def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, int]]) -> pa.Table:
-    rows: dict[str, list[Any]] = {name: [] for name in _ESTIMATE_SCHEMA.names}
+def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, int]]) -> Any:
+    rows: dict[str, list[Any]] = {name: [] for name in _ESTIMATE_SCHEMA}
     for profile in profiles:
         work = profile.sizing()
         for gpu_model, count in shapes:
             result = estimate(work, gpu_model, count)
             if result.fits and result.tokens_per_s > 0:
                 _append(rows, profile, result, replicas_for(work, result.tokens_per_s))
-    return pa.table(rows, schema=_ESTIMATE_SCHEMA)
+    return columns.table(rows, _ESTIMATE_SCHEMA)
 
 
 def _append(
@@ -165,21 +174,21 @@ def _append(
         rows[name].append(value)
 
 
-def workloads_table(profiles: Sequence[WorkloadProfile]) -> pa.Table:
+def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
     rows = [
         {
             "name": p.name,
-            "providers": p.providers,
-            "countries": [c.upper() for c in p.countries],
-            "continents": list(p.continents),
+            "providers": json.dumps(p.providers),
+            "countries": json.dumps([c.upper() for c in p.countries]),
+            "continents": json.dumps(list(p.continents)),
             "eu_only": p.eu_only,
             "max_gpus": p.max_gpus,
             "spot_ok": p.spot_ok,
-            "pricing": list(p.pricing),
+            "pricing": json.dumps(list(p.pricing)),
         }
         for p in profiles
     ]
-    return pa.Table.from_pylist(rows, schema=_WORKLOAD_SCHEMA)
+    return columns.from_rows(rows, _WORKLOAD_SCHEMA)
 
 
 @contextmanager
@@ -188,13 +197,17 @@ def _prepared(
 ) -> Iterator[None]:
     con.execute(PREPARE_SQL)
     con.register("_estimates", estimates_table(profiles, gpu_shapes(con)))
-    con.register("_workloads", workloads_table(profiles))
+    con.register("_workloads_json", workloads_table(profiles))
+    con.execute(WORKLOADS_SQL)
     try:
         yield
     finally:
         con.unregister("_estimates")
-        con.unregister("_workloads")
-        con.execute("DROP TABLE IF EXISTS _advice_offers; DROP TABLE IF EXISTS _advice_classes")
+        con.unregister("_workloads_json")
+        con.execute(
+            "DROP TABLE IF EXISTS _advice_offers; DROP TABLE IF EXISTS _advice_classes; "
+            "DROP TABLE IF EXISTS _workloads"
+        )
 
 
 def rank(

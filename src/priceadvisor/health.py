@@ -96,8 +96,11 @@ def _provider_state(
         return (provider_id, "never fetched", None, *base, None, 0, None)
     last_ok: dt.datetime | None = run["last_success"]
     fresh = last_ok is not None and (utcnow() - last_ok).total_seconds() <= max_age
+    failures = run["consecutive_failures"] or 0
     state = "fresh" if fresh else ("stale" if last_ok else "failing")
-    if fresh and run["consecutive_failures"]:
+    if failures >= settings.daemon.failing_after:
+        state = "failing"  # N runs in a row failed: the alerts' "provider failing" state
+    elif fresh and failures:
         state = "fresh, last run failed"
     return (
         provider_id,

@@ -17,8 +17,8 @@ from operator import attrgetter
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
+from priceadvisor import columns
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
@@ -34,59 +34,55 @@ MAX_GPU_HOUR_USD = 200.0
 MAX_NODE_HOUR_USD = 5000.0
 MAX_GPUS_PER_OFFER = 128
 
-_QUOTE_SCHEMA = pa.schema(
-    [
-        ("region", pa.string()),
-        ("zone", pa.string()),
-        ("instance_type", pa.string()),
-        ("pricing", pa.string()),
-        ("price", pa.float64()),
-        ("price_basis", pa.string()),
-        ("currency", pa.string()),
-        ("gpu_name_raw", pa.string()),
-        ("gpu_count", pa.float64()),
-        ("gpu_memory_gb", pa.float64()),
-        ("vcpus", pa.float64()),
-        ("ram_gb", pa.float64()),
-        ("available", pa.bool_()),
-        ("interruption_rate", pa.float64()),
-        ("source_url", pa.string()),
-        ("offer_count", pa.int64()),
-        ("price_median", pa.float64()),
-    ]
-)
+_QUOTE_SCHEMA: columns.Schema = {
+    "region": "string",
+    "zone": "string",
+    "instance_type": "string",
+    "pricing": "string",
+    "price": "float",
+    "price_basis": "string",
+    "currency": "string",
+    "gpu_name_raw": "string",
+    "gpu_count": "float",
+    "gpu_memory_gb": "float",
+    "vcpus": "float",
+    "ram_gb": "float",
+    "available": "bool",
+    "interruption_rate": "float",
+    "source_url": "string",
+    "offer_count": "int",
+    "price_median": "float",
+}
 
 
-def quotes_table(quotes: list[RawQuote]) -> pa.Table:
-    columns = {name: list(map(attrgetter(name), quotes)) for name in _QUOTE_SCHEMA.names}
-    return pa.table(columns, schema=_QUOTE_SCHEMA)
+def quotes_table(quotes: list[RawQuote]) -> Any:
+    values = {name: list(map(attrgetter(name), quotes)) for name in _QUOTE_SCHEMA}
+    return columns.table(values, _QUOTE_SCHEMA)
 
 
-def resolution_table(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> pa.Table:
+def resolution_table(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> Any:
     """Resolve each distinct (instance type, raw GPU name, memory) once, in Python."""
     distinct = con.execute(
         "SELECT DISTINCT instance_type, gpu_name_raw, gpu_memory_gb FROM _raw"
     ).fetchall()
     rows = [_resolve(manifest, *key) for key in distinct]
-    columns: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA.names}
+    values: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA}
     for row in rows:
-        for name, value in zip(_RESOLVED_SCHEMA.names, row, strict=True):
-            columns[name].append(value)
-    return pa.table(columns, schema=_RESOLVED_SCHEMA)
+        for name, value in zip(_RESOLVED_SCHEMA, row, strict=True):
+            values[name].append(value)
+    return columns.table(values, _RESOLVED_SCHEMA)
 
 
-_RESOLVED_SCHEMA = pa.schema(
-    [
-        ("instance_type", pa.string()),
-        ("gpu_name_raw", pa.string()),
-        ("gpu_memory_gb", pa.float64()),
-        ("gpu_model", pa.string()),
-        ("spec_gpus", pa.float64()),
-        ("spec_vcpus", pa.float64()),
-        ("spec_ram_gb", pa.float64()),
-        ("catalog_memory_gb", pa.float64()),
-    ]
-)
+_RESOLVED_SCHEMA: columns.Schema = {
+    "instance_type": "string",
+    "gpu_name_raw": "string",
+    "gpu_memory_gb": "float",
+    "gpu_model": "string",
+    "spec_gpus": "float",
+    "spec_vcpus": "float",
+    "spec_ram_gb": "float",
+    "catalog_memory_gb": "float",
+}
 
 
 def _resolve(
