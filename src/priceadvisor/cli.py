@@ -428,4 +428,4 @@ def _one_line_text(message: str) -> str:
 
 
 # Commands defined in other modules register themselves on `app` when imported.
-from priceadvisor import cli_sizing  # noqa: E402, F401
+from priceadvisor import cli_notify, cli_sizing  # noqa: E402, F401

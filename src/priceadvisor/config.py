@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import (
@@ -77,6 +77,46 @@ class DaemonSettings(BaseModel):
     shutdown_grace: Seconds = Field(5.0, description="wait this long for a running job on stop")
 
 
+class EmailSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str
+    port: int = Field(587, ge=1, le=65535)
+    security: Literal["starttls", "tls", "none"] = "starttls"
+    username: str | None = None
+    password: SecretStr | None = None
+    password_env: str = Field("PRICEADVISOR_SMTP_PASSWORD", description="secret's env/file name")
+    sender: str = Field(min_length=3)
+    recipients: list[str] = Field(min_length=1)
+    timeout: Seconds = 30.0
+    chart: bool = Field(False, description="attach a PNG price chart (needs matplotlib)")
+
+
+class SlackSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    webhook_url: SecretStr | None = None
+    webhook_env: str = Field("SLACK_WEBHOOK_URL", description="secret's env/file name")
+
+
+class NotifySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    email: EmailSettings | None = None
+    slack: SlackSettings | None = None
+    max_attempts: int = Field(12, ge=1)
+    retry_base: Seconds = 30.0
+    retry_max: Seconds = 3600.0
+
+
+class DigestSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cron: str = Field("0 8 * * mon", description="crontab: minute hour day month weekday")
+    timezone: str = "UTC"
+    top: int = Field(5, ge=1, le=20)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="PRICEADVISOR_",
@@ -93,6 +133,8 @@ class Settings(BaseSettings):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     workloads: list[WorkloadProfile] = Field(default_factory=list)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    digest: DigestSettings = Field(default_factory=DigestSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,103 @@
+"""CLI commands of digests and notifications: digest, alerts test, notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from priceadvisor import digest as digests
+from priceadvisor import outbox, reads, store
+from priceadvisor.cli import FormatOpt, UserError, _state, app, out
+from priceadvisor.models import utcnow
+from priceadvisor.notify import Message
+from priceadvisor.output import Format, render
+
+alerts_app = typer.Typer(help="Alerts and notification channels.", no_args_is_help=True)
+app.add_typer(alerts_app, name="alerts")
+
+
+@app.command()
+def digest(
+    ctx: typer.Context,
+    preview: Annotated[
+        Path | None,
+        typer.Option(help="Write digest.html, digest.txt and slack.json into this folder."),
+    ] = None,
+    send: Annotated[bool, typer.Option("--send", help="Queue and deliver it now.")] = False,
+) -> None:
+    """Build this week's digest from the database; preview it and/or send it."""
+    if preview is None and not send:
+        raise UserError("give --preview DIR and/or --send")
+    settings = _state(ctx).settings
+    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+        built = digests.build(con, settings, utcnow())
+    message = digests.render(digests.with_health(built, settings))
+    if preview is not None:
+        _write_preview(preview, message)
+    if send:
+        _send(ctx, "digest", message)
+
+
+def _write_preview(folder: Path, message: Message) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "digest.html").write_text(message.html, encoding="utf-8")
+    (folder / "digest.txt").write_text(message.text, encoding="utf-8")
+    (folder / "slack.json").write_text(
+        json.dumps(message.slack, indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    out.print(
+        f"wrote {folder / 'digest.html'}, digest.txt and slack.json "
+        f"({len(message.slack)} Slack message(s))"
+    )
+
+
+def _send(ctx: typer.Context, kind: str, message: Message) -> None:
+    settings = _state(ctx).settings
+    available = outbox.channels(settings)
+    if not available:
+        raise UserError(
+            "no notification channel configured: add [notify.email] or "
+            "[notify.slack] (see docs/configuration.md)"
+        )
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        queued = outbox.enqueue(con, kind, message, sorted(available))
+    outcomes = asyncio.run(outbox.deliver(settings, settings.db_path(), available))
+    out.print(
+        f"queued {queued} new, delivery: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due")
+    )
+    if outcomes.get("retry") or outcomes.get("failed"):
+        raise typer.Exit(1)
+
+
+@alerts_app.command("test")
+def alerts_test(ctx: typer.Context) -> None:
+    """Send a test message to every configured channel."""
+    now = utcnow()
+    text = f"priceadvisor test message, {now:%Y-%m-%d %H:%M:%S} UTC: this channel works."
+    message = Message(
+        key=f"test:{now.isoformat()}",
+        subject="priceadvisor test message",
+        text=text,
+        html=f"<p>{text}</p>",
+        slack=[
+            {
+                "text": text,
+                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+            }
+        ],
+    )
+    _send(ctx, "test", message)
+
+
+@app.command()
+def notifications(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
+    """Alerts and digests queued, sent or failed (the outbox)."""
+    settings = _state(ctx).settings
+    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+        table = reads.fetch_table(con, "SELECT * FROM notifications ORDER BY id DESC LIMIT 50")
+    render(table, fmt, out, title="Notifications")

@@ -1,0 +1,28 @@
+"""Delivery channels (email, Slack): each sends one rendered message or raises DeliveryError."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class DeliveryError(Exception):
+    """A channel could not deliver now; the outbox retries later. One line, no secrets."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One notification, rendered for every channel."""
+
+    key: str  # idempotency key (also the email Message-ID's local part)
+    subject: str
+    text: str
+    html: str
+    slack: list[dict[str, Any]] = field(default_factory=list)  # Block Kit payloads (≥ 1)
+    images: dict[str, bytes] = field(default_factory=dict)  # CID -> PNG
+
+
+class Channel(Protocol):
+    name: str
+
+    async def send(self, message: Message) -> None: ...
