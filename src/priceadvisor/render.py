@@ -23,7 +23,7 @@ def usd(value: float | None, digits: int = 2) -> str:
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir()),
-        # ".html.j2" too: select_autoescape matches the end of the name, and ".j2" alone is not HTML.
+        # ".html.j2" too: select_autoescape matches name endings; ".j2" alone is not HTML.
         autoescape=jinja2.select_autoescape(["html", "htm", "xml", "html.j2", "htm.j2"]),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
