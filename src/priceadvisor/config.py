@@ -89,7 +89,6 @@ class EmailSettings(BaseModel):
     sender: str = Field(min_length=3)
     recipients: list[str] = Field(min_length=1)
     timeout: Seconds = 30.0
-    chart: bool = Field(False, description="attach a PNG price chart (needs matplotlib)")
 
 
 class SlackSettings(BaseModel):
