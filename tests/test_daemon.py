@@ -256,3 +256,36 @@ def test_kill_9_during_ingests_leaves_a_consistent_database(tmp_path: Path, db_p
     assert open_now == last_ok
     con = duckdb.connect(str(db_path), read_only=True)
     con.close()
+
+
+def test_weekly_digest_catches_up_once_and_not_again_after_restart(
+    tmp_path: Path, db_path: Path
+) -> None:
+    from tests.test_notify import Webhook, webhook_server
+
+    hook = Webhook(fail_first=0)
+    with servers("azure") as s, webhook_server(hook) as url:
+        config = config_for(tmp_path, s, "1s")
+        config.write_text(
+            config.read_text() + f'\n[notify.slack]\nwebhook_url = "{url}"\n'
+            '[digest]\ncron = "0 0 * * mon"\ntimezone = "Europe/Berlin"\n'
+        )
+        with daemon(config, db_path) as d:
+            try:
+                wait_for(lambda: len(hook.posts) >= 1, 30, "the caught-up digest")
+            except AssertionError:
+                raise AssertionError("\n".join(d.lines[-15:])) from None
+            d.proc.send_signal(signal.SIGTERM)
+            assert d.proc.wait(timeout=15) == 0
+        with daemon(config, db_path) as d:  # restarted: this week's digest is already sent
+            try:
+                wait_for(lambda: count(db_path, "azure", "ok") >= 3, 30, "more fetches")
+            except AssertionError:
+                raise AssertionError("\n".join(d.lines[-10:]) + repr(runs(db_path))) from None
+            d.proc.send_signal(signal.SIGTERM)
+            assert d.proc.wait(timeout=15) == 0
+    assert len(hook.posts) == 1 and hook.posts[0]["text"].startswith("GPU prices")
+    with store.reader(db_path) as con:
+        rows = con.execute("SELECT kind, channel, status FROM notifications").fetchall()
+    assert rows == [("digest", "slack", "sent")]
+    assert not any("SECRETPATH" in line for line in d.lines)

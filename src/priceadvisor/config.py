@@ -12,8 +12,10 @@ import os
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
+from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -114,6 +116,18 @@ class DigestSettings(BaseModel):
     cron: str = Field("0 8 * * mon", description="crontab: minute hour day month weekday")
     timezone: str = "UTC"
     top: int = Field(5, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _valid_schedule(self) -> DigestSettings:
+        try:
+            zone = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {self.timezone!r}") from None
+        try:
+            CronTrigger.from_crontab(self.cron, timezone=zone)
+        except ValueError as exc:
+            raise ValueError(f"invalid cron {self.cron!r}: {exc}") from None
+        return self
 
 
 class Settings(BaseSettings):

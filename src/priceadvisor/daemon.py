@@ -24,12 +24,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from priceadvisor import digest as digests
 from priceadvisor import metrics as metrics_module
-from priceadvisor import store
+from priceadvisor import outbox, store
 from priceadvisor.adapters import REGISTRY
 from priceadvisor.advisor import store_advice
 from priceadvisor.config import Settings
@@ -57,6 +60,11 @@ def _bound_memory() -> None:
         pass  # not glibc: nothing to tune
 
 
+def _start_now(now: bool) -> dict[str, Any]:
+    """APScheduler 3 reads next_run_time=None as "paused": pass it only to start at once."""
+    return {"next_run_time": dt.datetime.now(dt.UTC)} if now else {}
+
+
 def _release_free_memory() -> None:
     """Hand freed heap pages back to the OS after a job (glibc keeps them otherwise)."""
     with contextlib.suppress(OSError, AttributeError):
@@ -75,6 +83,7 @@ class Daemon:
         self.providers = self._runnable_providers()
         self.last_success: dict[str, dt.datetime] = {}
         self.health_port: int | None = None
+        self.channels: dict[str, Any] = {}
 
     def _runnable_providers(self) -> list[str]:
         runnable = []
@@ -92,6 +101,7 @@ class Daemon:
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
         for provider in self.providers:
             self._schedule(scheduler, provider)
+        self._schedule_notifications(scheduler)
         server = await self._start_health()
         self._handle_signals()
         scheduler.start()
@@ -120,7 +130,7 @@ class Daemon:
             max_instances=1,
             coalesce=True,
             misfire_grace_time=max(1, int(seconds / 2)),
-            next_run_time=dt.datetime.now(dt.UTC) if stale else None,
+            **_start_now(stale),
         )
         log.info(
             "scheduled every %.0f s%s",
@@ -128,6 +138,87 @@ class Daemon:
             ", fetching now" if stale else "",
             extra={"provider": provider, "job": f"fetch:{provider}"},
         )
+
+    def _schedule_notifications(self, scheduler: AsyncIOScheduler) -> None:
+        """The weekly digest (cron, in its time zone; caught up at start when this week's was
+        due and is not in the outbox) and outbox delivery every minute."""
+        self.channels = outbox.channels(self.settings)
+        if not self.channels:
+            log.info(
+                "no notification channel configured: no digest or delivery jobs",
+                extra={"job": "daemon"},
+            )
+            return
+        digest = self.settings.digest
+        trigger = CronTrigger.from_crontab(digest.cron, timezone=ZoneInfo(digest.timezone))
+        missed = self._digest_missed(trigger)
+        scheduler.add_job(
+            self.digest_job,
+            trigger,
+            id="digest",
+            name="weekly digest",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=3600,
+            **_start_now(missed),
+        )
+        scheduler.add_job(
+            self.deliver_job,
+            IntervalTrigger(seconds=60),
+            id="outbox",
+            name="outbox delivery",
+            max_instances=1,
+            coalesce=True,
+        )
+        log.info(
+            "digest scheduled (%s %s)%s",
+            digest.cron,
+            digest.timezone,
+            ", catching up this week's now" if missed else "",
+            extra={"job": "digest"},
+        )
+
+    def _digest_missed(self, trigger: CronTrigger) -> bool:
+        now = dt.datetime.now(dt.UTC)
+        local = now.astimezone(ZoneInfo(self.settings.digest.timezone))
+        week_start = (local - dt.timedelta(days=local.weekday())).replace(
+            hour=0, minute=0, second=0, microsecond=0
+        )
+        due = trigger.get_next_fire_time(None, week_start)
+        if due is None or due > now:
+            return False
+        with store.reader(self.path, self.settings.lock_timeout) as con:
+            year, week, _ = utcnow().isocalendar()
+            row = con.execute(
+                "SELECT count(*) FROM notifications WHERE key LIKE ?",
+                [f"digest:{year}-W{week:02d}:%"],
+            ).fetchone()
+        return not (row and row[0])
+
+    async def digest_job(self) -> None:
+        try:
+            await asyncio.to_thread(self._queue_digest)
+        except Exception:
+            log.exception("digest job failed", extra={"job": "digest"})
+            return
+        await self.deliver_job()
+
+    def _queue_digest(self) -> None:
+        with store.reader(self.path, self.settings.lock_timeout) as con:
+            built = digests.build(con, self.settings, utcnow())
+        message = digests.render(digests.with_health(built, self.settings))
+        with store.writer(self.path, self.settings.lock_timeout) as con:
+            queued = outbox.enqueue(con, "digest", message, sorted(self.channels))
+        log.info("digest %s: %d queued", message.key, queued, extra={"job": "digest"})
+
+    async def deliver_job(self) -> None:
+        try:
+            outcomes = await outbox.deliver(self.settings, self.path, self.channels)
+        except Exception:
+            log.exception("outbox delivery failed", extra={"job": "outbox"})
+            return
+        for outcome, count in outcomes.items():
+            self.metrics.notifications.labels("all", outcome).inc(count)
 
     async def fetch_job(self, provider: str) -> None:
         """Fetch one provider and ingest it; never raises (a job failure is logged)."""

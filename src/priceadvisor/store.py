@@ -96,12 +96,19 @@ def reader(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyCo
     """Read-only connection; refuses a file that is missing or from another schema version."""
     if not path.is_file():
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
-    con = _open(path, read_only=True, lock_timeout=lock_timeout)
+    # In one process a read-only and a read-write connection to the same file cannot coexist
+    # (DuckDB refuses a second configuration), so in-process readers take turns with writers.
+    if not _WRITE_LOCK.acquire(timeout=lock_timeout):
+        raise StoreError(f"a write to {path} in this process did not finish in time")
     try:
-        _check_version(con, path)
-        yield con
+        con = _open(path, read_only=True, lock_timeout=lock_timeout)
+        try:
+            _check_version(con, path)
+            yield con
+        finally:
+            con.close()
     finally:
-        con.close()
+        _WRITE_LOCK.release()
 
 
 def _open(path: Path, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
