@@ -289,3 +289,53 @@ def test_weekly_digest_catches_up_once_and_not_again_after_restart(
         rows = con.execute("SELECT kind, channel, status FROM notifications").fetchall()
     assert rows == [("digest", "slack", "sent")]
     assert not any("SECRETPATH" in line for line in d.lines)
+
+
+def test_run_offline_exports_parquet_after_each_fetch(tmp_path: Path, db_path: Path) -> None:
+    export = tmp_path / "export"
+    config = tmp_path / "offline.toml"
+    disabled = "".join(
+        f"[providers.{p}]\nenabled = false\n" for p in REGISTRY if p not in ("ecb", "oracle")
+    )
+    config.write_text(f'[daemon]\nhealth_port = 0\nexport_dir = "{export}"\n' + disabled)
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "priceadvisor",
+            "--config",
+            str(config),
+            "--db",
+            str(db_path),
+            "run",
+            "--offline",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    running = Running(proc)
+    threading.Thread(target=_collect, args=(running,), daemon=True).start()
+    try:
+        wait_for(
+            lambda: (
+                count(db_path, "oracle", "ok") >= 1
+                and count(db_path, "ecb", "ok") >= 1
+                and (export / "offers.parquet").exists()
+            ),
+            60,
+            "offline fetches and an export",
+        )
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        assert proc.stderr is not None
+        proc.stderr.close()
+    con = duckdb.connect()
+    [(n,)] = con.execute(f"SELECT count(*) FROM read_parquet('{export}/offers.parquet')").fetchall()
+    assert n == 22  # the recorded Oracle offers
