@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from priceadvisor import alerts, outbox, reads, store
 from priceadvisor import digest as digests
-from priceadvisor import outbox, reads, store
 from priceadvisor.cli import FormatOpt, UserError, _state, app, out
+from priceadvisor.durations import parse_duration
 from priceadvisor.models import utcnow
 from priceadvisor.notify import Message
 from priceadvisor.output import Format, render
@@ -101,3 +103,83 @@ def notifications(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         table = reads.fetch_table(con, "SELECT * FROM notifications ORDER BY id DESC LIMIT 50")
     render(table, fmt, out, title="Notifications")
+
+
+@alerts_app.command("evaluate")
+def alerts_evaluate(ctx: typer.Context) -> None:
+    """Evaluate the alert rules against the current data now, and deliver what fires."""
+    settings = _state(ctx).settings
+    if not settings.alerts.rules:
+        raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
+    available = outbox.channels(settings)
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        queued = alerts.evaluate_and_queue(con, settings.alerts, sorted(available), utcnow())
+    outcomes = asyncio.run(outbox.deliver(settings, settings.db_path(), available))
+    out.print(
+        f"{queued} alert notification(s) queued; delivery: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due")
+    )
+
+
+@alerts_app.command("list")
+def alerts_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
+    """Every alert's state: firing, pending count, reference and latest value."""
+    settings = _state(ctx).settings
+    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+        table = reads.fetch_table(con, "SELECT * FROM alerts ORDER BY firing DESC, fingerprint")
+    render(table, fmt, out, title="Alerts")
+
+
+silence_app = typer.Typer(help="Mute alerts matching labels until an expiry.", no_args_is_help=True)
+alerts_app.add_typer(silence_app, name="silence")
+
+
+@silence_app.command("add")
+def silence_add(
+    ctx: typer.Context,
+    match: Annotated[list[str], typer.Option(help="label=value; repeat for several.")],
+    duration: Annotated[str, typer.Option(help="e.g. 2h, 1d.")] = "1d",
+    comment: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Silence alerts whose labels match every given label=value."""
+    matchers = {}
+    for item in match:
+        label, sep, value = item.partition("=")
+        if not sep or not label or not value:
+            raise UserError(f"--match takes label=value, got {item!r}")
+        matchers[label] = value
+    try:
+        seconds = parse_duration(duration)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    settings = _state(ctx).settings
+    now = utcnow()
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        silence_id = alerts.silence(
+            con, matchers, now + dt.timedelta(seconds=seconds), comment, now
+        )
+    out.print(
+        f"silence {silence_id} until {now + dt.timedelta(seconds=seconds):%Y-%m-%d %H:%M} UTC"
+    )
+
+
+@silence_app.command("list")
+def silence_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
+    """Silences, active and expired."""
+    settings = _state(ctx).settings
+    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+        table = reads.fetch_table(con, "SELECT * FROM silences ORDER BY id DESC")
+    render(table, fmt, out, title="Silences")
+
+
+@silence_app.command("rm")
+def silence_rm(ctx: typer.Context, silence_id: Annotated[int, typer.Argument()]) -> None:
+    """Remove a silence."""
+    settings = _state(ctx).settings
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        row = con.execute(
+            "DELETE FROM core.silences WHERE id = ? RETURNING id", [silence_id]
+        ).fetchone()
+    if row is None:
+        raise UserError(f"no silence {silence_id}")
+    out.print(f"silence {silence_id} removed")

@@ -108,6 +108,37 @@ class NotifySettings(BaseModel):
     max_attempts: int = Field(12, ge=1)
     retry_base: Seconds = 30.0
     retry_max: Seconds = 3600.0
+    deliver_every: Seconds = Field(60.0, description="the daemon's outbox delivery interval")
+
+
+class AlertRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["cheaper", "price_drop", "new_offer", "provider_failing"]
+    workload: str | None = Field(None, description="cheaper: the workload watched")
+    gpu_model: str | None = Field(None, description="price_drop/new_offer: canonical GPU id")
+    pricing: Literal["on_demand", "spot"] | None = None
+    threshold_pct: float = Field(10.0, gt=0, lt=100)
+    baseline: float | None = Field(None, gt=0, description="cheaper: what you pay today")
+    providers: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _needs(self) -> AlertRule:
+        if self.kind == "cheaper" and not self.workload:
+            raise ValueError("a 'cheaper' rule needs workload")
+        if self.kind == "price_drop" and not self.gpu_model:
+            raise ValueError("a 'price_drop' rule needs gpu_model")
+        return self
+
+
+class AlertSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[AlertRule] = Field(default_factory=list)
+    for_fetches: int = Field(2, ge=1, description="the condition must hold this many times")
+    repeat_interval: Seconds = Field(86400.0, description="an unchanged alert repeats after")
+    failing_after: int = Field(3, ge=1, description="failed runs in a row = provider failing")
+    send_resolved: bool = False
 
 
 class DigestSettings(BaseModel):
@@ -148,6 +179,7 @@ class Settings(BaseSettings):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     digest: DigestSettings = Field(default_factory=DigestSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
 
     @classmethod
     def settings_customise_sources(

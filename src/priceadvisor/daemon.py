@@ -30,9 +30,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from priceadvisor import alerts, outbox, store
 from priceadvisor import digest as digests
 from priceadvisor import metrics as metrics_module
-from priceadvisor import outbox, store
 from priceadvisor.adapters import REGISTRY
 from priceadvisor.advisor import store_advice
 from priceadvisor.config import Settings
@@ -78,7 +78,7 @@ class Daemon:
         self.path: Path = settings.db_path()
         self.metrics = metrics_module.Metrics()
         self.caches: dict[str, MemoryValidatorCache] = {}
-        self.after_fetch: list[AfterFetchHook] = [self._advise, self._export]
+        self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
         self.providers = self._runnable_providers()
         self.last_success: dict[str, dt.datetime] = {}
@@ -291,6 +291,15 @@ class Daemon:
         if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
             with store.writer(self.path, settings.lock_timeout) as con:
                 store_advice(con, settings.workloads)
+
+    def _alert(self, settings: Settings, summary: IngestSummary) -> None:
+        if settings.alerts.rules and self.channels:
+            with store.writer(self.path, settings.lock_timeout) as con:
+                queued = alerts.evaluate_and_queue(
+                    con, settings.alerts, sorted(self.channels), utcnow()
+                )
+            if queued:
+                log.info("%d alert notifications queued", queued, extra={"job": "alerts"})
 
     def _export(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.daemon.export_dir is not None:
