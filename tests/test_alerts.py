@@ -196,3 +196,43 @@ webhook_url = "{url}"
     assert SECRET.encode() not in raw
     [state] = json.loads(out)
     assert state["firing"] is True and state["value"] == 7.5
+
+
+def test_resolved_message_when_asked_for(db_path: Path) -> None:
+    settings = DROP.model_copy(update={"send_resolved": True})
+    fetch(db_path, {"eastus": 98.32})
+    evaluate(db_path, settings)
+    for _ in range(2):
+        fetch(db_path, {"eastus": 80.0})
+        fired = evaluate(db_path, settings)
+    assert len(fired) == 1 and not fired[0].resolved
+    fetch(db_path, {"eastus": 98.32})  # recovered past half the threshold
+    [resolved] = evaluate(db_path, settings)
+    assert resolved.resolved
+    [message] = alerts.messages([resolved], utcnow())
+    assert message.subject.endswith("(resolved)")
+
+
+def test_silence_cli_add_list_rm(capsys: pytest.CaptureFixture[str], db_path: Path) -> None:
+    fetch(db_path, {"eastus": 98.32})
+    base = ["--db", str(db_path), "alerts", "silence"]
+    code, out, _ = cli(
+        capsys,
+        *base,
+        "add",
+        "--match",
+        "gpu_model=H100-SXM-80GB",
+        "--duration",
+        "2h",
+        "--comment",
+        "tender",
+    )
+    assert code == 0 and out.startswith("silence 1 until")
+    code, out, _ = cli(capsys, *base, "list", "--format", "json")
+    [row] = json.loads(out)
+    assert json.loads(row["matchers"]) == {"gpu_model": "H100-SXM-80GB"} and row["active"]
+    assert cli(capsys, *base, "add", "--match", "nolabel")[0] == 1
+    assert cli(capsys, *base, "add", "--match", "a=b", "--duration", "soon")[0] == 1
+    assert cli(capsys, *base, "rm", "1")[0] == 0
+    code, _, err = cli(capsys, *base, "rm", "1")
+    assert code == 1 and "no silence 1" in err

@@ -318,3 +318,28 @@ def test_alerts_test_reaches_every_channel_and_unconfigured_is_an_error(
         config.write_text("[notify.slack]\n")
         code, _, _ = cli(capsys, "--config", str(config), "--db", str(database), "alerts", "test")
     assert code == 0 and "test message" in json.dumps(hook.posts)
+
+
+def test_email_with_inline_chart_references_its_cid(
+    capsys: pytest.CaptureFixture[str],
+    database: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PRICEADVISOR_SMTP_PASSWORD", SECRET)
+    port, inbox = free_port(), Inbox()
+    config = email_config(tmp_path, port)
+    config.write_text(config.read_text() + "chart = true\n")
+    with smtp_server(port, inbox):
+        code, _, err = cli(
+            capsys, "--config", str(config), "--db", str(database), "digest", "--send"
+        )
+    assert code == 0, err
+    [(_, mail, _)] = inbox.messages
+    images = [p for p in mail.walk() if p.get_content_type() == "image/png"]
+    [image] = images
+    assert image["Content-ID"] == "<price-chart>"
+    assert image.get_payload(decode=True).startswith(b"\x89PNG")
+    html = next(p for p in mail.walk() if p.get_content_type() == "text/html")
+    assert 'src="cid:price-chart"' in html.get_payload(decode=True).decode()
+    assert any(p.get_content_type() == "text/plain" for p in mail.walk())  # readable without

@@ -37,7 +37,7 @@ def digest(
     settings = _state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         built = digests.build(con, settings, utcnow())
-    message = digests.render(digests.with_health(built, settings))
+    message = digests.render_for(digests.with_health(built, settings), settings)
     if preview is not None:
         _write_preview(preview, message)
     if send:

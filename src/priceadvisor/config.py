@@ -91,6 +91,7 @@ class EmailSettings(BaseModel):
     sender: str = Field(min_length=3)
     recipients: list[str] = Field(min_length=1)
     timeout: Seconds = 30.0
+    chart: bool = Field(False, description="inline PNG price chart (needs the chart extra)")
 
 
 class SlackSettings(BaseModel):

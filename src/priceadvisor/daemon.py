@@ -206,7 +206,7 @@ class Daemon:
     def _queue_digest(self) -> None:
         with store.reader(self.path, self.settings.lock_timeout) as con:
             built = digests.build(con, self.settings, utcnow())
-        message = digests.render(digests.with_health(built, self.settings))
+        message = digests.render_for(digests.with_health(built, self.settings), self.settings)
         with store.writer(self.path, self.settings.lock_timeout) as con:
             queued = outbox.enqueue(con, "digest", message, sorted(self.channels))
         log.info("digest %s: %d queued", message.key, queued, extra={"job": "digest"})

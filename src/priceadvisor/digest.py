@@ -8,15 +8,20 @@ Slack Block Kit (built here, mrkdwn-escaped, split to Slack's limits).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from priceadvisor import health
+from priceadvisor.chart import CID as price_chart_cid
+from priceadvisor.chart import ChartUnavailable, price_chart
 from priceadvisor.config import Settings
 from priceadvisor.notify import Message
 from priceadvisor.notify import slack as blocks
+
+log = logging.getLogger(__name__)
 
 WEEKS = 8
 SPARK = "▁▂▃▄▅▆▇█"
@@ -157,10 +162,11 @@ def sparkline(values: list[float | None]) -> str:
     return "".join(" " if v is None else SPARK[round((v - low) / span * 7)] for v in values)
 
 
-def render(digest: Digest) -> Message:
+def render(digest: Digest, chart: bool = False) -> Message:
     from priceadvisor.render import render as template  # noqa: PLC0415 - Jinja on demand
 
-    context = {"d": digest}
+    images = {price_chart_cid: price_chart(digest.gpu_prices)} if chart else {}
+    context = {"d": digest, "chart_cid": price_chart_cid if images else None}
     subject = f"GPU prices, week of {digest.week_ago:%d %b} – {digest.generated_at:%d %b %Y}"
     return Message(
         key=digest.key,
@@ -168,7 +174,18 @@ def render(digest: Digest) -> Message:
         text=template("digest.txt.j2", subject=subject, **context),
         html=template("digest.html.j2", subject=subject, **context),
         slack=slack_payloads(digest, subject),
+        images=images,
     )
+
+
+def render_for(digest: Digest, settings: Settings) -> Message:
+    """Render with the PNG chart when email asks for it and matplotlib is there."""
+    wanted = settings.notify.email is not None and settings.notify.email.chart
+    try:
+        return render(digest, chart=wanted)
+    except ChartUnavailable as exc:
+        log.warning("digest without chart: %s", exc)
+        return render(digest)
 
 
 def _pct(value: float | None) -> str:

@@ -10,6 +10,7 @@ Message-ID, derived from the key, lets the receiving side recognise the resend.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import logging
@@ -49,7 +50,8 @@ def enqueue(
     con: duckdb.DuckDBPyConnection, kind: str, message: Message, channel_names: list[str]
 ) -> int:
     """Queue the message once per channel; returns how many rows were new."""
-    payload = json.dumps(asdict(message) | {"images": {}})
+    images = {cid: base64.b64encode(png).decode() for cid, png in message.images.items()}
+    payload = json.dumps(asdict(message) | {"images": images})
     before = _count(con)
     con.executemany(
         "INSERT INTO core.notifications (kind, channel, key, payload, created_at, status, "
@@ -74,7 +76,13 @@ def due(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> list[tuple[int, str
         "AND next_attempt_at <= ? ORDER BY id",
         [now],
     ).fetchall()
-    return [(int(i), str(ch), Message(**json.loads(p))) for i, ch, p in rows]
+    return [(int(i), str(ch), _message(p)) for i, ch, p in rows]
+
+
+def _message(payload: str) -> Message:
+    fields = json.loads(payload)
+    fields["images"] = {cid: base64.b64decode(png) for cid, png in fields["images"].items()}
+    return Message(**fields)
 
 
 async def deliver(settings: Settings, path: Path, available: dict[str, Channel]) -> dict[str, int]:
