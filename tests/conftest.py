@@ -87,3 +87,13 @@ def serve_azure(pages: list[Any], base: str = AZURE_URL) -> respx.Route:
         return page if isinstance(page, httpx.Response) else httpx.Response(200, json=page)
 
     return respx.get(base).mock(side_effect=answer)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the console entry point in-process: (exit code, stdout, stderr)."""
+    from priceadvisor.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(list(args))
+    captured = capsys.readouterr()
+    return int(done.value.code or 0), captured.out, captured.err

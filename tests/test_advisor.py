@@ -20,6 +20,7 @@ from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.sizing import Workload, estimate
 from priceadvisor.workloads import WorkloadProfile
+from tests.conftest import cli
 
 EXAMPLES = """
 [[workloads]]
@@ -42,13 +43,6 @@ train_tokens = 2e8
 spot_ok = true
 continents = ["EU"]
 """
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    captured = capsys.readouterr()
-    return int(done.value.code or 0), captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

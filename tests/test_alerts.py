@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from priceadvisor import alerts, store
-from priceadvisor.cli import main
 from priceadvisor.config import AlertRule, AlertSettings, ConfigError, load_settings
 from priceadvisor.ingest import ingest
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from tests.conftest import cli
 from tests.test_notify import SECRET, Inbox, Webhook, free_port, smtp_server, webhook_server
 
 H100 = "Standard_ND96isr_H100_v5"
@@ -143,13 +143,6 @@ def test_bad_rules_are_config_errors(tmp_path: Path) -> None:
     config.write_text('[[alerts.rules]]\nkind = "louder"\n')
     with pytest.raises(ConfigError, match=r"alerts\.rules\.0\.kind"):
         load_settings(config)
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    captured = capsys.readouterr()
-    return int(done.value.code or 0), captured.out, captured.err
 
 
 def test_scripted_drop_raises_one_grouped_alert_through_both_channels(

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from priceadvisor.adapters import REGISTRY
-from priceadvisor.cli import main
+from tests.conftest import cli
 
 EU_MEMBERS = {
     "AT",
@@ -40,13 +40,6 @@ EU_MEMBERS = {
     "ES",
     "SE",
 }
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    captured = capsys.readouterr()
-    return int(done.value.code or 0), captured.out, captured.err
 
 
 @pytest.fixture

@@ -25,16 +25,10 @@ from priceadvisor.ingest import ingest
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.notify.slack import MAX_BLOCKS, MAX_SECTION_CHARS, paginate, sections
+from tests.conftest import cli
 
 SECRET = "hunter2-SMTP-PASSWORD"
 EVIL = "<!channel> <script>alert(1)</script> & co"
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    captured = capsys.readouterr()
-    return int(done.value.code or 0), captured.out, captured.err
 
 
 @pytest.fixture

@@ -47,8 +47,7 @@ def latest_version() -> int:
     return max(version for version, _ in migrations())
 
 
-# Connections of one process to one file share a database instance, so two threads writing at
-# once would conflict inside it: writes are serialised per process, like across processes.
+# Connections of one process to one file share a database instance: see _connection.
 _WRITE_LOCK = threading.Lock()
 # Extra DuckDB settings for every connection this process opens; the daemon bounds memory here.
 CONNECTION_CONFIG: dict[str, str | bool | int | float | list[str]] = {}
@@ -56,21 +55,32 @@ _prepared: set[Path] = set()
 
 
 @contextmanager
-def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Read-write connection for one write job: migrated, views fresh; checkpointed on close."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _connection(
+    path: Path, read_only: bool, lock_timeout: float
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection opened on this process's turn. In one process a read-only and a read-write
+    connection to the same file cannot coexist (DuckDB refuses a second configuration) and two
+    writers would conflict inside the shared instance, so all of them take turns."""
     if not _WRITE_LOCK.acquire(timeout=lock_timeout):
-        raise StoreError(f"another write to {path} in this process did not finish in time")
+        raise StoreError(f"another use of {path} in this process did not finish in time")
     try:
-        con = _open(path, read_only=False, lock_timeout=lock_timeout)
+        con = _open(path, read_only=read_only, lock_timeout=lock_timeout)
         try:
-            _prepare_once(con, path)
             yield con
-            con.execute("CHECKPOINT")
         finally:
             con.close()
     finally:
         _WRITE_LOCK.release()
+
+
+@contextmanager
+def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-write connection for one write job: migrated, views fresh; checkpointed on close."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _connection(path, read_only=False, lock_timeout=lock_timeout) as con:
+        _prepare_once(con, path)
+        yield con
+        con.execute("CHECKPOINT")
 
 
 def _prepare_once(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -96,19 +106,9 @@ def reader(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyCo
     """Read-only connection; refuses a file that is missing or from another schema version."""
     if not path.is_file():
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
-    # In one process a read-only and a read-write connection to the same file cannot coexist
-    # (DuckDB refuses a second configuration), so in-process readers take turns with writers.
-    if not _WRITE_LOCK.acquire(timeout=lock_timeout):
-        raise StoreError(f"a write to {path} in this process did not finish in time")
-    try:
-        con = _open(path, read_only=True, lock_timeout=lock_timeout)
-        try:
-            _check_version(con, path)
-            yield con
-        finally:
-            con.close()
-    finally:
-        _WRITE_LOCK.release()
+    with _connection(path, read_only=True, lock_timeout=lock_timeout) as con:
+        _check_version(con, path)
+        yield con
 
 
 def _open(path: Path, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
