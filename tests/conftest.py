@@ -97,3 +97,31 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         main(list(args))
     captured = capsys.readouterr()
     return int(done.value.code or 0), captured.out, captured.err
+
+
+def query(db: Path, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """Rows of one query on a read-only connection that is closed again at once."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def ingest_quotes(
+    db: Path, provider: str, quotes: list[Any], status: Any = None, error: str | None = None
+) -> Any:
+    """One recorded run of `provider` with these quotes, ingested like a fetch."""
+    from priceadvisor import store
+    from priceadvisor.ingest import ingest
+    from priceadvisor.manifest import manifest
+    from priceadvisor.models import FetchResult, RunStatus, utcnow
+
+    with store.writer(db) as con:
+        run_id = store.start_run(con, provider)
+        result = FetchResult(
+            provider, status or RunStatus.OK, quotes, error=error, finished_at=utcnow()
+        )
+        return ingest(con, run_id, result, manifest(provider))

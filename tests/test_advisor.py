@@ -15,12 +15,10 @@ from priceadvisor.advisor import rank, store_advice
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.cli import main
 from priceadvisor.config import ConfigError, load_settings
-from priceadvisor.ingest import ingest
-from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from priceadvisor.models import RawQuote
 from priceadvisor.sizing import Workload, estimate
 from priceadvisor.workloads import WorkloadProfile
-from tests.conftest import cli
+from tests.conftest import cli, ingest_quotes
 
 EXAMPLES = """
 [[workloads]]
@@ -286,14 +284,7 @@ def _db_with_prices(db: Path, prices: list[float]) -> None:
         )
         for i, p in enumerate(prices)
     ]
-    with store.writer(db) as con:
-        run_id = store.start_run(con, "azure")
-        ingest(
-            con,
-            run_id,
-            FetchResult("azure", RunStatus.OK, quotes, finished_at=utcnow()),
-            manifest("azure"),
-        )
+    ingest_quotes(db, "azure", quotes)
 
 
 @settings(max_examples=15, deadline=None)

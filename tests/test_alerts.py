@@ -10,10 +10,8 @@ import pytest
 
 from priceadvisor import alerts, store
 from priceadvisor.config import AlertRule, AlertSettings, ConfigError, load_settings
-from priceadvisor.ingest import ingest
-from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
-from tests.conftest import cli
+from priceadvisor.models import RawQuote, RunStatus, utcnow
+from tests.conftest import cli, ingest_quotes
 from tests.test_notify import SECRET, Inbox, Webhook, free_port, smtp_server, webhook_server
 
 H100 = "Standard_ND96isr_H100_v5"
@@ -34,20 +32,8 @@ def fetch(
         )
         for r, p in prices.items()
     ]
-    with store.writer(db) as con:
-        run_id = store.start_run(con, provider)
-        ingest(
-            con,
-            run_id,
-            FetchResult(
-                provider,
-                status,
-                quotes if status is RunStatus.OK else [],
-                error=None if status is RunStatus.OK else "HTTP 500",
-                finished_at=utcnow(),
-            ),
-            manifest(provider),
-        )
+    failed = status is not RunStatus.OK
+    ingest_quotes(db, provider, [] if failed else quotes, status, "HTTP 500" if failed else None)
 
 
 def evaluate(

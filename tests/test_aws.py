@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from priceadvisor.adapters.aws import parse_advisor, parse_ondemand, parse_spot
@@ -13,6 +12,7 @@ from priceadvisor.fetch import run_cycle
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from tests.conftest import query
 from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "aws"
@@ -94,11 +94,7 @@ def fetch(db: Path, server: Any) -> Any:
 
 
 def offers(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return query(db, sql)
 
 
 def test_full_fetch_through_a_local_server(db_path: Path) -> None:

@@ -76,10 +76,20 @@ def config_for(
 
 
 @contextmanager
-def daemon(config: Path, db: Path) -> Iterator[Running]:
+def daemon(config: Path, db: Path, *run_args: str) -> Iterator[Running]:
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "priceadvisor", "--config", str(config), "--db", str(db), "run"],
+        [
+            sys.executable,
+            "-m",
+            "priceadvisor",
+            "--config",
+            str(config),
+            "--db",
+            str(db),
+            "run",
+            *run_args,
+        ],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -298,27 +308,7 @@ def test_run_offline_exports_parquet_after_each_fetch(tmp_path: Path, db_path: P
         f"[providers.{p}]\nenabled = false\n" for p in REGISTRY if p not in ("ecb", "oracle")
     )
     config.write_text(f'[daemon]\nhealth_port = 0\nexport_dir = "{export}"\n' + disabled)
-    env = os.environ | {"PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "priceadvisor",
-            "--config",
-            str(config),
-            "--db",
-            str(db_path),
-            "run",
-            "--offline",
-        ],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    running = Running(proc)
-    threading.Thread(target=_collect, args=(running,), daemon=True).start()
-    try:
+    with daemon(config, db_path, "--offline") as d:
         wait_for(
             lambda: (
                 count(db_path, "oracle", "ok") >= 1
@@ -328,14 +318,8 @@ def test_run_offline_exports_parquet_after_each_fetch(tmp_path: Path, db_path: P
             60,
             "offline fetches and an export",
         )
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=30)
-        assert proc.stderr is not None
-        proc.stderr.close()
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(timeout=15) == 0
     con = duckdb.connect()
     [(n,)] = con.execute(f"SELECT count(*) FROM read_parquet('{export}/offers.parquet')").fetchall()
     assert n == 22  # the recorded Oracle offers

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
+from tests.conftest import query
 from tests.localserver import local_settings, serving
 
 
 def offers(db: Path) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute("SELECT * EXCLUDE (last_seen) FROM offers ORDER BY ALL").fetchall()
-    finally:
-        con.close()
+    return query(db, "SELECT * EXCLUDE (last_seen) FROM offers ORDER BY ALL")
 
 
 def test_fetch_through_a_local_server_sees_every_page(db_path: Path) -> None:

@@ -21,6 +21,7 @@ from priceadvisor.adapters import REGISTRY
 from priceadvisor.config import Settings
 from priceadvisor.fetch import run_cycle
 from priceadvisor.models import RunStatus
+from tests.conftest import query
 from tests.localserver import RecordingServer, local_settings, serving
 
 PROVIDERS = sorted(REGISTRY)
@@ -57,23 +58,13 @@ def servers_for(providers: list[str]) -> Iterator[dict[str, RecordingServer]]:
 
 
 def snapshot(db: Path, provider: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(
-            "SELECT * EXCLUDE (last_seen) FROM offers WHERE provider = ? ORDER BY ALL", [provider]
-        ).fetchall()
-    finally:
-        con.close()
+    return query(
+        db, "SELECT * EXCLUDE (last_seen) FROM offers WHERE provider = ? ORDER BY ALL", [provider]
+    )
 
 
 def fx_snapshot(db: Path) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(
-            "SELECT rate_date, currency, per_eur FROM fx_rates ORDER BY ALL"
-        ).fetchall()
-    finally:
-        con.close()
+    return query(db, "SELECT rate_date, currency, per_eur FROM fx_rates ORDER BY ALL")
 
 
 def recorded_body(server: RecordingServer, path: str, query: dict[str, str], body: bytes) -> bytes:

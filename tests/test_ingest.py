@@ -4,7 +4,6 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import pytest
 import respx
@@ -15,7 +14,7 @@ from priceadvisor.fetch import run_cycle
 from priceadvisor.ingest import ingest
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from tests.conftest import azure_pages, with_price
+from tests.conftest import azure_pages, query, with_price
 from tests.conftest import serve_azure as serve
 
 
@@ -24,14 +23,6 @@ def cycle(settings: Settings, pages: list[Any]) -> Any:
         serve(pages)
         [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
     return summary
-
-
-def query(db: Path, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def test_same_recording_twice_adds_no_history(settings: Settings, db_path: Path) -> None:

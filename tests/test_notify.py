@@ -14,18 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from priceadvisor import store
 from priceadvisor.cli import main
-from priceadvisor.ingest import ingest
-from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from priceadvisor.models import RawQuote
 from priceadvisor.notify.slack import MAX_BLOCKS, MAX_SECTION_CHARS, paginate, sections
-from tests.conftest import cli
+from tests.conftest import cli, ingest_quotes, query
 
 SECRET = "hunter2-SMTP-PASSWORD"
 EVIL = "<!channel> <script>alert(1)</script> & co"
@@ -46,14 +43,8 @@ def database(db_path: Path) -> Path:
             gpu_count=1.0,
         )
     ]
+    ingest_quotes(db_path, "lambda", quotes)
     with store.writer(db_path) as con:
-        run_id = store.start_run(con, "lambda")
-        ingest(
-            con,
-            run_id,
-            FetchResult("lambda", RunStatus.OK, quotes, finished_at=utcnow()),
-            manifest("lambda"),
-        )
         # a week ago the hostile offer cost twice as much: it becomes a mover
         con.execute(
             "UPDATE core.price_intervals SET valid_from = now()::TIMESTAMP - "
@@ -164,13 +155,7 @@ timeout = "5s"
 
 
 def notifications(db: Path) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(
-            "SELECT channel, status, attempts, last_error FROM notifications"
-        ).fetchall()
-    finally:
-        con.close()
+    return query(db, "SELECT channel, status, attempts, last_error FROM notifications")
 
 
 def test_email_digest_multipart_to_every_recipient_without_secrets(

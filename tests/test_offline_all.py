@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from priceadvisor.adapters import REGISTRY
 from priceadvisor.cli import main
 from priceadvisor.manifest import manifest
+from tests.conftest import query
 
 PRICE_PROVIDERS = sorted(p for p in REGISTRY if manifest(p).kind == "prices")
 
@@ -25,11 +25,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return query(db, sql)
 
 
 def test_every_price_provider_has_current_offers(database: Path) -> None:

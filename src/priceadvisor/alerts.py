@@ -21,7 +21,6 @@ import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 import duckdb
 
@@ -334,7 +333,3 @@ def evaluate_and_queue(
         con.execute("ROLLBACK")
         raise
     return queued
-
-
-def table(con: duckdb.DuckDBPyConnection) -> Any:
-    return con.execute("SELECT * FROM alerts ORDER BY firing DESC, fingerprint")

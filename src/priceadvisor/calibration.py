@@ -113,9 +113,7 @@ def _fit(ratios: list[float]) -> float:
 
 @cache
 def fitted_scales() -> dict[str, float]:
-    """Scale per group fitted on every case; 1.0 while the priors themselves are evaluated."""
-    if _raw_priors.get():
-        return {}
+    """Scale per group fitted on every case (cached: the cases are shipped data)."""
     priors = prior_predictions()
     scales = {}
     for group in ("train", "throughput", "tpot"):
@@ -125,6 +123,7 @@ def fitted_scales() -> dict[str, float]:
 
 
 def fitted_scales_or_raw() -> dict[str, float]:
+    """The scales, or none while the priors themselves are being evaluated."""
     return {} if _raw_priors.get() else fitted_scales()
 
 

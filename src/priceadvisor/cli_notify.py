@@ -13,9 +13,10 @@ import typer
 from priceadvisor import alerts, outbox, reads, store
 from priceadvisor import digest as digests
 from priceadvisor.cli import FormatOpt, UserError, _state, app, out
+from priceadvisor.config import Settings
 from priceadvisor.durations import parse_duration
 from priceadvisor.models import utcnow
-from priceadvisor.notify import Message
+from priceadvisor.notify import Channel, Message
 from priceadvisor.output import Format, render
 
 alerts_app = typer.Typer(help="Alerts and notification channels.", no_args_is_help=True)
@@ -57,23 +58,38 @@ def _write_preview(folder: Path, message: Message) -> None:
     )
 
 
-def _send(ctx: typer.Context, kind: str, message: Message) -> None:
-    settings = _state(ctx).settings
+def _channels(settings: Settings) -> dict[str, Channel]:
     available = outbox.channels(settings)
     if not available:
         raise UserError(
             "no notification channel configured: add [notify.email] or "
             "[notify.slack] (see docs/configuration.md)"
         )
-    with store.writer(settings.db_path(), settings.lock_timeout) as con:
-        queued = outbox.enqueue(con, kind, message, sorted(available))
+    return available
+
+
+def _deliver(settings: Settings, available: dict[str, Channel], queued: str) -> None:
+    """Deliver what is due, say how it went; exit 1 when something is left to retry."""
     outcomes = asyncio.run(outbox.deliver(settings, settings.db_path(), available))
-    out.print(
-        f"queued {queued} new, delivery: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due")
-    )
+    done = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due"
+    out.print(f"{queued}; delivery: {done}")
     if outcomes.get("retry") or outcomes.get("failed"):
         raise typer.Exit(1)
+
+
+def _show(ctx: typer.Context, sql: str, fmt: Format, title: str) -> None:
+    settings = _state(ctx).settings
+    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+        table = reads.fetch_table(con, sql)
+    render(table, fmt, out, title=title)
+
+
+def _send(ctx: typer.Context, kind: str, message: Message) -> None:
+    settings = _state(ctx).settings
+    available = _channels(settings)
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        queued = outbox.enqueue(con, kind, message, sorted(available))
+    _deliver(settings, available, f"queued {queued} new")
 
 
 @alerts_app.command("test")
@@ -99,10 +115,7 @@ def alerts_test(ctx: typer.Context) -> None:
 @app.command()
 def notifications(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """Alerts and digests queued, sent or failed (the outbox)."""
-    settings = _state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        table = reads.fetch_table(con, "SELECT * FROM notifications ORDER BY id DESC LIMIT 50")
-    render(table, fmt, out, title="Notifications")
+    _show(ctx, "SELECT * FROM notifications ORDER BY id DESC LIMIT 50", fmt, "Notifications")
 
 
 @alerts_app.command("evaluate")
@@ -111,23 +124,16 @@ def alerts_evaluate(ctx: typer.Context) -> None:
     settings = _state(ctx).settings
     if not settings.alerts.rules:
         raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
-    available = outbox.channels(settings)
+    available = _channels(settings)
     with store.writer(settings.db_path(), settings.lock_timeout) as con:
         queued = alerts.evaluate_and_queue(con, settings.alerts, sorted(available), utcnow())
-    outcomes = asyncio.run(outbox.deliver(settings, settings.db_path(), available))
-    out.print(
-        f"{queued} alert notification(s) queued; delivery: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due")
-    )
+    _deliver(settings, available, f"{queued} alert notification(s) queued")
 
 
 @alerts_app.command("list")
 def alerts_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """Every alert's state: firing, pending count, reference and latest value."""
-    settings = _state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        table = reads.fetch_table(con, "SELECT * FROM alerts ORDER BY firing DESC, fingerprint")
-    render(table, fmt, out, title="Alerts")
+    _show(ctx, "SELECT * FROM alerts ORDER BY firing DESC, fingerprint", fmt, "Alerts")
 
 
 silence_app = typer.Typer(help="Mute alerts matching labels until an expiry.", no_args_is_help=True)
@@ -166,10 +172,7 @@ def silence_add(
 @silence_app.command("list")
 def silence_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """Silences, active and expired."""
-    settings = _state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        table = reads.fetch_table(con, "SELECT * FROM silences ORDER BY id DESC")
-    render(table, fmt, out, title="Silences")
+    _show(ctx, "SELECT * FROM silences ORDER BY id DESC", fmt, "Silences")
 
 
 @silence_app.command("rm")

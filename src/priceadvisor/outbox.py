@@ -16,7 +16,6 @@ import json
 import logging
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -143,9 +142,3 @@ def _mark(settings: Settings, path: Path, row_id: int, error: str, notify: Notif
             ],
         )
     return give_up
-
-
-def pending_count(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    return dict(
-        con.execute("SELECT status, count(*) FROM core.notifications GROUP BY 1").fetchall()
-    )
