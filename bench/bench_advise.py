@@ -29,17 +29,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_ingest import MANIFEST
 from gen_snapshot import base_quotes
 
-from priceadvisor import llm, store
-from priceadvisor.advisor import (
+from priceadvisor import llm
+from priceadvisor.config import WorkloadProfile
+from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.sizing.advisor import (
     CHECKPOINT_OVERHEAD,
     DEFAULT_INTERRUPTION_RATE,
     LOST_WORK_SHARE,
     rank,
 )
-from priceadvisor.ingest import ingest
-from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.sizing import estimate, replicas_for
-from priceadvisor.workloads import WorkloadProfile
+from priceadvisor.sizing.estimate import estimate, replicas_for
+from priceadvisor.sizing.workloads import to_workload
+from priceadvisor.store import db as store
+from priceadvisor.store.ingest import ingest
 
 TASKS = ["serve", "batch", "lora", "finetune", "serve"]
 
@@ -75,7 +77,7 @@ def python_baseline(con: Any, profiles: list[WorkloadProfile], memoise: bool) ->
     ).fetchall()
     kept = 0
     for profile in profiles:
-        work = profile.sizing()
+        work = to_workload(profile)
         size = (
             cache(lambda g, c, w=work: estimate(w, g, c))
             if memoise

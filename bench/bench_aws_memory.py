@@ -135,7 +135,7 @@ def ondemand(rng: random.Random) -> dict:
 
 PROBE = """
 import resource, sys, pathlib
-from priceadvisor.adapters import aws
+from priceadvisor.collect.adapters import aws
 from priceadvisor.manifest import manifest
 known = manifest("aws").instance_types
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.localserver import local_settings, serving
 
-from priceadvisor.adapters import REGISTRY
+from priceadvisor.collect.adapters import REGISTRY
+from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings
-from priceadvisor.fetch import run_cycle
 
 
 def timed(config: Settings, ids: list[str]) -> tuple[float, int]:

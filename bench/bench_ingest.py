@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from gen_snapshot import snapshots
 
-from priceadvisor import store
-from priceadvisor.ingest import ingest
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.store import db as store
+from priceadvisor.store.ingest import ingest
 
 MANIFEST = Manifest(
     id="bench",

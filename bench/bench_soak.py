@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.localserver import RecordingServer, serving
 
-from priceadvisor import store
-from priceadvisor.adapters import REGISTRY
+from priceadvisor.collect.adapters import REGISTRY
 from priceadvisor.manifest import manifest
+from priceadvisor.store import db as store
 
 PROVIDERS = [p for p in sorted(REGISTRY) if p != "vast"]  # vast: 25 calls per run, see note
 

@@ -91,7 +91,7 @@ def serve_azure(pages: list[Any], base: str = AZURE_URL) -> respx.Route:
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """Run the console entry point in-process: (exit code, stdout, stderr)."""
-    from priceadvisor.cli import main
+    from priceadvisor.cli.app import main
 
     with pytest.raises(SystemExit) as done:
         main(list(args))
@@ -114,10 +114,10 @@ def ingest_quotes(
     db: Path, provider: str, quotes: list[Any], status: Any = None, error: str | None = None
 ) -> Any:
     """One recorded run of `provider` with these quotes, ingested like a fetch."""
-    from priceadvisor import store
-    from priceadvisor.ingest import ingest
     from priceadvisor.manifest import manifest
     from priceadvisor.models import FetchResult, RunStatus, utcnow
+    from priceadvisor.store import db as store
+    from priceadvisor.store.ingest import ingest
 
     with store.writer(db) as con:
         run_id = store.start_run(con, provider)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from priceadvisor import offline
+from priceadvisor.collect import offline
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
 

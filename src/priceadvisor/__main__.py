@@ -1,3 +1,3 @@
-from priceadvisor.cli import main
+from priceadvisor.cli.app import main
 
 main()

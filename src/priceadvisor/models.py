@@ -10,11 +10,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 
 def utcnow() -> dt.datetime:
     """Naive UTC now: every timestamp in the database is UTC without a zone (docs/sql.md)."""
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+# What a workload is and the number format it runs in (config and sizing share these).
+Task = Literal["pretrain", "finetune", "lora", "qlora", "serve", "batch"]
+Precision = Literal["bf16", "fp16", "fp8", "int8", "int4"]
+TRAINING_TASKS = ("pretrain", "finetune", "lora", "qlora")
 
 
 class Pricing(StrEnum):

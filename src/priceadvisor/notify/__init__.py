@@ -1,4 +1,8 @@
-"""Delivery channels (email, Slack): each sends one rendered message or raises DeliveryError."""
+"""Where results leave: alerts, the weekly digest, the outbox and its email/Slack channels.
+
+This module holds what every channel shares: a rendered Message, the Channel protocol and
+DeliveryError (each channel sends one rendered message or raises it).
+"""
 
 from __future__ import annotations
 

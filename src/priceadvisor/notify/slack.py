@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from priceadvisor.collect.http import FetchError, HttpSession, build_client
 from priceadvisor.config import HttpSettings
-from priceadvisor.http import FetchError, HttpSession, build_client
 from priceadvisor.notify import DeliveryError, Message
 
 MAX_BLOCKS = 50

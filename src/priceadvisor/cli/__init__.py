@@ -1,0 +1,1 @@
+"""The command line: Typer commands, table/CSV/JSON output and progress; the top stage."""

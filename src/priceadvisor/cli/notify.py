@@ -1,0 +1,192 @@
+"""CLI commands of digests and notifications: digest, alerts test, notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from priceadvisor.cli.common import FormatOpt, UserError, out, state
+from priceadvisor.cli.output import Format, render
+from priceadvisor.config import Settings
+from priceadvisor.durations import parse_duration
+from priceadvisor.models import utcnow
+from priceadvisor.notify import Channel, Message, alerts, outbox
+from priceadvisor.notify import digest as digests
+from priceadvisor.store import db as store
+from priceadvisor.store import reads
+
+commands = typer.Typer()
+
+
+alerts_app = typer.Typer(help="Alerts and notification channels.", no_args_is_help=True)
+commands.add_typer(alerts_app, name="alerts")
+
+
+@commands.command()
+def digest(
+    ctx: typer.Context,
+    preview: Annotated[
+        Path | None,
+        typer.Option(help="Write digest.html, digest.txt and slack.json into this folder."),
+    ] = None,
+    send: Annotated[bool, typer.Option("--send", help="Queue and deliver it now.")] = False,
+) -> None:
+    """Build this week's digest from the database; preview it and/or send it."""
+    if preview is None and not send:
+        raise UserError("give --preview DIR and/or --send")
+    settings = state(ctx).settings
+    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+        built = digests.build(con, settings, utcnow())
+    message = digests.render_for(digests.with_health(built, settings), settings)
+    if preview is not None:
+        _write_preview(preview, message)
+    if send:
+        _send(ctx, "digest", message)
+
+
+def _write_preview(folder: Path, message: Message) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "digest.html").write_text(message.html, encoding="utf-8")
+    (folder / "digest.txt").write_text(message.text, encoding="utf-8")
+    (folder / "slack.json").write_text(
+        json.dumps(message.slack, indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    out.print(
+        f"wrote {folder / 'digest.html'}, digest.txt and slack.json "
+        f"({len(message.slack)} Slack message(s))"
+    )
+
+
+def _channels(settings: Settings) -> dict[str, Channel]:
+    available = outbox.channels(settings)
+    if not available:
+        raise UserError(
+            "no notification channel configured: add [notify.email] or "
+            "[notify.slack] (see docs/configuration.md)"
+        )
+    return available
+
+
+def _deliver(settings: Settings, available: dict[str, Channel], queued: str) -> None:
+    """Deliver what is due, say how it went; exit 1 when something is left to retry."""
+    outcomes = asyncio.run(outbox.deliver(settings, settings.db_path(), available))
+    done = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due"
+    out.print(f"{queued}; delivery: {done}")
+    if outcomes.get("retry") or outcomes.get("failed"):
+        raise typer.Exit(1)
+
+
+def _show(ctx: typer.Context, sql: str, fmt: Format, title: str) -> None:
+    settings = state(ctx).settings
+    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+        table = reads.fetch_table(con, sql)
+    render(table, fmt, out, title=title)
+
+
+def _send(ctx: typer.Context, kind: str, message: Message) -> None:
+    settings = state(ctx).settings
+    available = _channels(settings)
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        queued = outbox.enqueue(con, kind, message, sorted(available))
+    _deliver(settings, available, f"queued {queued} new")
+
+
+@alerts_app.command("test")
+def alerts_test(ctx: typer.Context) -> None:
+    """Send a test message to every configured channel."""
+    now = utcnow()
+    text = f"priceadvisor test message, {now:%Y-%m-%d %H:%M:%S} UTC: this channel works."
+    message = Message(
+        key=f"test:{now.isoformat()}",
+        subject="priceadvisor test message",
+        text=text,
+        html=f"<p>{text}</p>",
+        slack=[
+            {
+                "text": text,
+                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+            }
+        ],
+    )
+    _send(ctx, "test", message)
+
+
+@commands.command()
+def notifications(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
+    """Alerts and digests queued, sent or failed (the outbox)."""
+    _show(ctx, "SELECT * FROM notifications ORDER BY id DESC LIMIT 50", fmt, "Notifications")
+
+
+@alerts_app.command("evaluate")
+def alerts_evaluate(ctx: typer.Context) -> None:
+    """Evaluate the alert rules against the current data now, and deliver what fires."""
+    settings = state(ctx).settings
+    if not settings.alerts.rules:
+        raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
+    available = _channels(settings)
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        queued = alerts.evaluate_and_queue(con, settings.alerts, sorted(available), utcnow())
+    _deliver(settings, available, f"{queued} alert notification(s) queued")
+
+
+@alerts_app.command("list")
+def alerts_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
+    """Every alert's state: firing, pending count, reference and latest value."""
+    _show(ctx, "SELECT * FROM alerts ORDER BY firing DESC, fingerprint", fmt, "Alerts")
+
+
+silence_app = typer.Typer(help="Mute alerts matching labels until an expiry.", no_args_is_help=True)
+alerts_app.add_typer(silence_app, name="silence")
+
+
+@silence_app.command("add")
+def silence_add(
+    ctx: typer.Context,
+    match: Annotated[list[str], typer.Option(help="label=value; repeat for several.")],
+    duration: Annotated[str, typer.Option(help="e.g. 2h, 1d.")] = "1d",
+    comment: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Silence alerts whose labels match every given label=value."""
+    matchers = {}
+    for item in match:
+        label, sep, value = item.partition("=")
+        if not sep or not label or not value:
+            raise UserError(f"--match takes label=value, got {item!r}")
+        matchers[label] = value
+    try:
+        seconds = parse_duration(duration)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    settings = state(ctx).settings
+    now = utcnow()
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        silence_id = alerts.silence(
+            con, matchers, now + dt.timedelta(seconds=seconds), comment, now
+        )
+    out.print(
+        f"silence {silence_id} until {now + dt.timedelta(seconds=seconds):%Y-%m-%d %H:%M} UTC"
+    )
+
+
+@silence_app.command("list")
+def silence_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
+    """Silences, active and expired."""
+    _show(ctx, "SELECT * FROM silences ORDER BY id DESC", fmt, "Silences")
+
+
+@silence_app.command("rm")
+def silence_rm(ctx: typer.Context, silence_id: Annotated[int, typer.Argument()]) -> None:
+    """Remove a silence."""
+    settings = state(ctx).settings
+    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+        row = con.execute(
+            "DELETE FROM core.silences WHERE id = ? RETURNING id", [silence_id]
+        ).fetchone()
+    if row is None:
+        raise UserError(f"no silence {silence_id}")
+    out.print(f"silence {silence_id} removed")

@@ -1,0 +1,115 @@
+"""Azure Retail Prices API (no authentication).
+
+Format: providers/azure.toml and shared/reference/provider-apis.md §1. One paged walk over every
+region, following `NextPageLink` (rebased onto the configured endpoint). Prices are per VM
+(node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on skuName/meterName;
+"Low Priority" meters (being retired), Windows products (productName ending in "Windows"/"Win"),
+Cloud Services, reservations and dev/test rows are skipped here because they are not offers of
+the product this tool tracks; zero prices are passed on so the core rejects and counts them.
+The feed has no hardware data: armSkuName → GPU model/count comes from the manifest table.
+
+Uncertain: the server-side `$filter` on armSkuName assumes `contains` works on that field as it
+does on productName (documented); the client-side filters below hold either way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+    rebase_link,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import Pricing, RawQuote
+
+# GPU VM families are the N series (NC, ND, NG, NV); NP is FPGA, not GPU.
+FILTER = (
+    "serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
+    "and contains(armSkuName, 'Standard_N') and contains(productName, 'Windows') eq false"
+)
+REQUIRED = (
+    "armRegionName",
+    "armSkuName",
+    "retailPrice",
+    "skuName",
+    "productName",
+    "type",
+    "unitOfMeasure",
+    "currencyCode",
+)
+_WINDOWS = re.compile(r"\b(Windows|Win)\s*$")
+_NOT_GPU = re.compile(r"^Standard_NP", re.IGNORECASE)
+MAX_PAGES = 500  # ~150 pages hold every region's VM meters; a loop beyond this is a server bug
+
+
+class AzureAdapter(Adapter):
+    id: ClassVar[str] = "azure"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        endpoint = self.endpoints["prices"]
+        url = endpoint
+        params: dict[str, str] | None = {"$filter": FILTER}
+        output = AdapterOutput()
+        for page_number in range(1, MAX_PAGES + 1):
+            page = await session.get_json(url, params=params)
+            items, next_link = parse_page(page, page_number)
+            output.quotes.extend(q for q in map(parse_item, items) if q is not None)
+            progress(f"page {page_number}, {len(output.quotes)} quotes")
+            if not next_link:
+                return output
+            url, params = rebase_link(next_link, endpoint), None
+        raise SourceFormatError(f"more than {MAX_PAGES} pages: NextPageLink never ends")
+
+
+def parse_page(page: Any, number: int) -> tuple[list[dict[str, Any]], str | None]:
+    if not isinstance(page, dict) or not isinstance(page.get("Items"), list):
+        raise SourceFormatError(f"page {number} has no 'Items' list (format changed?)")
+    next_link = page.get("NextPageLink")
+    if next_link is not None and not isinstance(next_link, str):
+        raise SourceFormatError(f"page {number}: NextPageLink is not a string")
+    return page["Items"], next_link
+
+
+def parse_item(item: Any) -> RawQuote | None:
+    """One meter row → a quote, or None for rows that are not Linux VM offers."""
+    if not isinstance(item, dict):
+        raise SourceFormatError("an item is not a JSON object")
+    missing = [key for key in REQUIRED if key not in item]
+    if missing:
+        raise SourceFormatError(f"item lacks {', '.join(repr(k) for k in missing)}")
+    if not _is_linux_vm_offer(item):
+        return None
+    sku_name = str(item["skuName"])
+    return RawQuote(
+        region=str(item["armRegionName"]),
+        instance_type=str(item["armSkuName"]),
+        pricing=Pricing.SPOT if sku_name.endswith(" Spot") else Pricing.ON_DEMAND,
+        price=_number(item["retailPrice"]),
+        currency=str(item["currencyCode"]),
+        source_url="https://prices.azure.com/api/retail/prices",
+    )
+
+
+def _is_linux_vm_offer(item: dict[str, Any]) -> bool:
+    product = str(item["productName"])
+    return (
+        item["type"] == "Consumption"
+        and item["unitOfMeasure"] == "1 Hour"
+        and item.get("serviceName", "Virtual Machines") == "Virtual Machines"
+        and not str(item["skuName"]).endswith("Low Priority")
+        and not _WINDOWS.search(product)
+        and "Cloud Services" not in product
+        and not _NOT_GPU.match(str(item["armSkuName"]))
+    )
+
+
+def _number(value: Any) -> float | None:
+    """Prices are JSON numbers; anything else is passed as None for the core to reject."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

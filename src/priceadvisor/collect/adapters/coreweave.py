@@ -1,0 +1,129 @@
+"""CoreWeave public pricing page (HTML, no authentication).
+
+Format: shared/reference/provider-apis.md §17 and the real markup excerpt beside it. The GPU
+tables lie between the headings "On-demand GPU instances" and "On-demand CPU instances" (the CPU
+tables below reuse the same row markup, so the end heading matters); an `<h5>` "REGION: NORTH
+AMERICA" / "REGION: EUROPE" starts each region's table. Each `div[role=listitem].table-row-v2`
+row names the model in `h3.table-model-name` (twice), its facts in `.table-meta-text-right`
+pairs (value, label) and its prices in `span.instance-price` / `span.spot-price` `.item-value`.
+
+Traps handled: prices are USD per instance; "4^1" (a footnote marker) is a GPU count of 4;
+"N/A" or empty means not offered; "Contact sales" rows have no price and are not offers; the
+"Inference Single GPU Price" is another product and is ignored. The page answers 403 to a
+default Python User-Agent, so a browser-like one is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from bs4 import BeautifulSoup, Tag
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+    require_complete_html,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+BROWSER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) priceadvisor (GPU price tracker)"
+START, END = "on-demand gpu instances", "on-demand cpu instances"
+_NUMBER = re.compile(r"^\s*([\d,]+(?:\.\d+)?)")
+_PRICE = re.compile(r"\$\s*([\d,]+(?:\.\d+)?)")
+
+
+class CoreWeaveAdapter(Adapter):
+    id: ClassVar[str] = "coreweave"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        url = self.endpoints["pricing"]
+        html = require_complete_html(
+            await session.get_text(url, headers={"User-Agent": BROWSER_AGENT})
+        )
+        quotes = parse_page(html, url)
+        progress(f"{len(quotes)} quotes")
+        return AdapterOutput(quotes=quotes)
+
+
+def parse_page(html: str, url: str) -> list[RawQuote]:
+    soup = BeautifulSoup(html, "html.parser")
+    rows = list(_gpu_rows(soup))
+    if not rows:
+        raise SourceFormatError("no GPU rows under 'On-demand GPU instances' (layout changed?)")
+    return [quote for region, row in rows for quote in parse_row(row, region, url)]
+
+
+def _gpu_rows(soup: BeautifulSoup) -> list[tuple[str, Tag]]:
+    """(region, row) for every row between the GPU heading and the CPU heading."""
+    inside, region, rows, ended = False, None, [], False
+    for element in soup.find_all(["h2", "h5", "div"]):
+        text = element.get_text(" ", strip=True).lower() if element.name != "div" else ""
+        if element.name == "h2":
+            if START in text:
+                inside = True
+            elif END in text and inside:
+                ended = True
+                break
+        elif element.name == "h5" and inside and text.startswith("region:"):
+            region = text.removeprefix("region:").strip().replace(" ", "-")
+        elif inside and _is_row(element):
+            if region is None:
+                raise SourceFormatError("a GPU row comes before any 'REGION:' heading")
+            rows.append((region, element))
+    if rows and not ended:
+        # Without the CPU heading, CPU rows (same markup) would be read as GPU offers.
+        raise SourceFormatError("no 'On-demand CPU instances' heading after the GPU tables")
+    return rows
+
+
+def _is_row(element: Tag) -> bool:
+    classes: list[str] = list(element.get("class") or [])
+    return element.get("role") == "listitem" and "table-row-v2" in classes
+
+
+def parse_row(row: Tag, region: str, url: str) -> list[RawQuote]:
+    name_tag = row.find("h3", class_="table-model-name")
+    if name_tag is None:
+        raise SourceFormatError("a row has no h3.table-model-name")
+    facts = _facts(row)
+    common: dict[str, Any] = {
+        "region": region,
+        "instance_type": name_tag.get_text(strip=True),
+        "price_basis": PriceBasis.NODE,
+        "gpu_name_raw": name_tag.get_text(strip=True),
+        "gpu_count": _number(facts.get("gpu count")),
+        "gpu_memory_gb": _number(facts.get("vram")),
+        "vcpus": _number(facts.get("vcpus")),
+        "ram_gb": _number(facts.get("system ram")),
+        "source_url": url,
+    }
+    prices = {
+        Pricing.ON_DEMAND: _span_price(row, "instance-price"),
+        Pricing.SPOT: _span_price(row, "spot-price"),
+    }
+    return [RawQuote(pricing=p, price=v, **common) for p, v in prices.items() if v is not None]
+
+
+def _facts(row: Tag) -> dict[str, str]:
+    facts = {}
+    for cell in row.select(".table-meta-text-right"):
+        parts = cell.find_all("div")
+        if len(parts) >= 2:
+            facts[parts[1].get_text(" ", strip=True).lower()] = parts[0].get_text(strip=True)
+    return facts
+
+
+def _span_price(row: Tag, css_class: str) -> float | None:
+    span = row.find("span", class_=css_class)
+    value = span.find("span", class_="item-value") if span else None
+    match = _PRICE.search(value.get_text()) if value else None
+    return float(match.group(1).replace(",", "")) if match else None
+
+
+def _number(text: str | None) -> float | None:
+    match = _NUMBER.match(text or "")  # "4^1" → 4 (footnote), "2,048" → 2048, "N/A" → None
+    return float(match.group(1).replace(",", "")) if match else None

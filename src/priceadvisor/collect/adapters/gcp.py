@@ -1,0 +1,142 @@
+"""Google Cloud Compute Engine via the Cloud Billing Catalog API (needs an API key).
+
+Format: shared/reference/provider-apis.md §3. `GET …/services/6F81-5844-456A/skus?key=…`,
+paged by `nextPageToken`. Each SKU has a description ("Nvidia Tesla A100 GPU running in
+Americas", "Spot Preemptible A2 Instance Core running in EMEA"), category.resourceGroup
+(GPU, CPU, RAM, …), category.usageType (OnDemand, Preemptible = spot, Commit…), serviceRegions
+and pricingInfo[0].pricingExpression.tieredRates[0].unitPrice {units, nanos}: USD per GPU-hour,
+vCPU-hour or GiB-hour.
+
+There is no price per machine type: a machine's price in a region is vCPUs × the family's core
+SKU + GiB × its RAM SKU + GPUs × the GPU SKU, each for the same region and usage type. Machine
+shapes (vCPUs, RAM, GPU SKU name, count) for A2/A3/A4/G2 are in the manifest ([source.machines]).
+SKUs for sole tenancy, reservations, commitments, DWS calendar mode, premium and custom shapes
+are not on-demand or spot list prices and are skipped.
+
+Uncertain: B200 (A4) is priced per "1 gpu slice" and is read here as the whole per-GPU price of
+an A4 machine (core and RAM included); the GPU SKU spellings of A3 Mega / Ultra are taken from
+public client code. The API key only travels in the query string, which never appears in logs or
+errors (the HTTP layer strips query strings from every message).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, ClassVar
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+MAX_PAGES = 200
+_SKIP = re.compile(r"sole tenancy|reserved|commit|premium|custom|suspended|dws", re.IGNORECASE)
+_DESCRIPTION = re.compile(
+    r"^(?:spot preemptible |preemptible )?(?P<what>.+?) (?P<kind>gpu|instance core|instance ram"
+    r"|\(1 gpu slice\))(?: running in .*)?$",
+    re.IGNORECASE,
+)
+_USAGE = {"OnDemand": Pricing.ON_DEMAND, "Preemptible": Pricing.SPOT}
+
+# (kind, name, usage) -> region -> unit price
+Prices = dict[tuple[str, str, str], dict[str, float]]
+
+
+class GcpAdapter(Adapter):
+    id: ClassVar[str] = "gcp"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        # Without a key the provider is skipped before this runs; offline it is not needed.
+        key = self.credential.get_secret_value() if self.credential else ""
+        url, token = self.endpoints["skus"], ""
+        prices: Prices = defaultdict(dict)
+        for page in range(1, MAX_PAGES + 1):
+            params = {"key": key, "currencyCode": "USD", "pageSize": "5000"}
+            if token:
+                params["pageToken"] = token
+            skus, token = parse_page(await session.get_json(url, params=params))
+            for sku in skus:
+                collect(sku, prices)
+            progress(f"page {page}, {len(prices)} price series")
+            if not token:
+                machines = self.manifest.source.get("machines", {})
+                return AdapterOutput(quotes=assemble(machines, prices, url))
+        raise SourceFormatError(f"more than {MAX_PAGES} pages: nextPageToken never ends")
+
+
+def parse_page(document: Any) -> tuple[list[dict[str, Any]], str]:
+    if not isinstance(document, dict) or not isinstance(document.get("skus"), list):
+        raise SourceFormatError("no 'skus' list (format changed?)")
+    token = document.get("nextPageToken") or ""
+    return [s for s in document["skus"] if isinstance(s, dict)], str(token)
+
+
+def collect(sku: dict[str, Any], prices: Prices) -> None:
+    """File one SKU's unit price under (kind, name, usage) for each of its regions."""
+    try:
+        description = str(sku["description"])
+        usage = str(sku["category"]["usageType"])
+        regions = list(sku.get("serviceRegions") or [])
+        rate = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise SourceFormatError(f"SKU {sku.get('skuId', '?')} lacks {exc}") from None
+    match = _DESCRIPTION.match(description)
+    if usage not in _USAGE or match is None or _SKIP.search(description):
+        return
+    kind = _kind(match.group("kind"))
+    try:
+        price = int(rate.get("units") or 0) + int(rate.get("nanos") or 0) / 1e9
+    except (TypeError, ValueError):
+        raise SourceFormatError(f"SKU {sku.get('skuId', '?')}: price {rate!r}") from None
+    for region in regions:
+        prices[kind, match.group("what").strip().lower(), usage][region] = price
+
+
+def _kind(text: str) -> str:
+    lowered = text.lower()
+    return {"instance core": "core", "instance ram": "ram"}.get(lowered, "gpu")
+
+
+def assemble(machines: dict[str, Any], prices: Prices, url: str) -> list[RawQuote]:
+    quotes = []
+    for name, shape in machines.items():
+        for usage, pricing in _USAGE.items():
+            for region, price in _machine_prices(shape, usage, prices).items():
+                quotes.append(
+                    RawQuote(
+                        region=region,
+                        instance_type=name,
+                        pricing=pricing,
+                        price=price,
+                        price_basis=PriceBasis.NODE,
+                        gpu_name_raw=str(shape["gpu"]),
+                        gpu_count=float(shape["gpus"]),
+                        vcpus=float(shape["vcpus"]),
+                        ram_gb=float(shape["ram_gb"]),
+                        source_url=url,
+                    )
+                )
+    return quotes
+
+
+def _machine_prices(shape: dict[str, Any], usage: str, prices: Prices) -> dict[str, float]:
+    """Regions where every part of the machine has a price, and the machine's price there."""
+    gpu = prices.get(("gpu", str(shape["gpu"]).lower(), usage), {})
+    family = str(shape.get("family", "")).lower()
+    parts_included = bool(shape.get("slice_includes_host", False))
+    core = prices.get(("core", family, usage), {})
+    ram = prices.get(("ram", family, usage), {})
+    out = {}
+    for region, gpu_price in gpu.items():
+        total = gpu_price * shape["gpus"]
+        if not parts_included:
+            if region not in core or region not in ram:
+                continue
+            total += core[region] * shape["vcpus"] + ram[region] * shape["ram_gb"]
+        out[region] = round(total, 6)
+    return out

@@ -1,0 +1,159 @@
+"""Lambda Cloud: the public pricing page, or the instance-types API when a key is set.
+
+Format: shared/reference/provider-apis.md §4.
+
+API (`LAMBDA_API_KEY`, Bearer): `data.<name>.instance_type` with `description` ("8x A100 (80 GB
+SXM4)"), `gpu_description`, `price_cents_per_hour` (integer US cents per node-hour), `specs`;
+`regions_with_capacity_available` is availability. Prices do not depend on region: one offer per
+instance type is stored under region "global" (available = capacity anywhere), plus one per
+region that has capacity right now.
+
+Page (no key): rows `<tr data-plan="NVIDIA B200 SXM6">` with `<td data-label="…">` cells (VRAM/GPU,
+vCPUs, RAM, STORAGE, PRICE/GPU/HR*); the price is per GPU and differs by node size (tabs 8x, 4x,
+2x, 1x). The "1-Click Clusters" committed-capacity tables come first and are not on-demand; the
+escaped copies of every table inside `window.__islands` are script text and not parsed.
+
+Uncertain: no capture of the page was available. The node size is read from the closest
+enclosing element whose `data-tab`/`data-w-tab`/`id` is like "8x", else from a "Nx" prefix of
+the plan name; the committed tables are recognised by a preceding heading that mentions
+"cluster". A page without on-demand rows is a format error, not an empty price list.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from bs4 import BeautifulSoup, Tag
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+    require_complete_html,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+REGION = "global"
+_SIZE = re.compile(r"^(\d+)x$", re.IGNORECASE)
+_PLAN_SIZE = re.compile(r"^(\d+)\s*x\s+", re.IGNORECASE)
+_PRICE = re.compile(r"\$\s*(\d+(?:\.\d+)?)")
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
+_TAB_ATTRIBUTES = ("data-tab", "data-w-tab", "id")
+
+
+class LambdaAdapter(Adapter):
+    id: ClassVar[str] = "lambda"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        if self.credential is not None:
+            url = self.endpoints["instance_types"]
+            secret = self.credential.get_secret_value()
+            response = await session.request(
+                "GET", url, headers={"Authorization": f"Bearer {secret}"}
+            )
+            quotes = parse_instance_types(response.json(), url)
+        else:
+            url = self.endpoints["pricing_page"]
+            html = require_complete_html(await session.get_text(url))
+            quotes = parse_pricing_page(html, url)
+        progress(f"{len(quotes)} quotes")
+        return AdapterOutput(quotes=quotes)
+
+
+def parse_instance_types(document: Any, url: str) -> list[RawQuote]:
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, dict):
+        raise SourceFormatError("no 'data' object (format changed?)")
+    return [q for name, entry in data.items() for q in _api_quotes(name, entry, url)]
+
+
+def _api_quotes(name: str, entry: Any, url: str) -> list[RawQuote]:
+    try:
+        kind = entry["instance_type"]
+        cents = kind["price_cents_per_hour"]
+        regions = [r["name"] for r in entry.get("regions_with_capacity_available") or []]
+    except (KeyError, TypeError) as exc:
+        raise SourceFormatError(f"instance type {name!r} lacks {exc}") from None
+    specs = kind.get("specs") or {}
+    common: dict[str, Any] = {
+        "instance_type": name,
+        "pricing": Pricing.ON_DEMAND,
+        "price_basis": PriceBasis.NODE,
+        "price": cents / 100 if isinstance(cents, int | float) else None,
+        "gpu_name_raw": kind.get("gpu_description"),
+        "gpu_count": _gpus(kind, specs),
+        "vcpus": specs.get("vcpus"),
+        "ram_gb": specs.get("memory_gib"),
+        "source_url": url,
+    }
+    anywhere = RawQuote(region=REGION, available=bool(regions), **common)
+    return [anywhere, *(RawQuote(region=r, available=True, **common) for r in regions)]
+
+
+def _gpus(kind: dict[str, Any], specs: dict[str, Any]) -> float | None:
+    if isinstance(specs.get("gpus"), int | float):
+        return float(specs["gpus"])
+    match = _PLAN_SIZE.match(str(kind.get("description", "")))
+    return float(match.group(1)) if match else None
+
+
+def parse_pricing_page(html: str, url: str) -> list[RawQuote]:
+    soup = BeautifulSoup(html, "html.parser")
+    rows = [row for row in soup.find_all("tr", attrs={"data-plan": True}) if not _committed(row)]
+    quotes = [q for row in rows if (q := _page_quote(row, url)) is not None]
+    if not quotes:
+        raise SourceFormatError("no on-demand rows with a price per GPU (layout changed?)")
+    return quotes
+
+
+def _committed(row: Tag) -> bool:
+    heading = row.find_previous(["h1", "h2", "h3"])
+    return heading is not None and "cluster" in heading.get_text(" ", strip=True).lower()
+
+
+def _page_quote(row: Tag, url: str) -> RawQuote | None:
+    cells = {
+        str(td.get("data-label", "")).strip().upper(): td.get_text(" ", strip=True)
+        for td in row.find_all("td")
+    }
+    price_text = next((v for k, v in cells.items() if k.startswith("PRICE/GPU")), None)
+    if price_text is None:
+        raise SourceFormatError("a plan row has no PRICE/GPU/HR cell")
+    price = _PRICE.search(price_text)
+    if price is None:
+        return None  # "Contact us" / sold out: not an offer
+    plan = str(row["data-plan"])
+    size = _node_size(row, plan)
+    return RawQuote(
+        region=REGION,
+        instance_type=f"{size}x {plan}",
+        pricing=Pricing.ON_DEMAND,
+        price=float(price.group(1)),
+        price_basis=PriceBasis.GPU,
+        gpu_name_raw=plan,
+        gpu_count=float(size),
+        gpu_memory_gb=_number(cells.get("VRAM/GPU")),
+        vcpus=_number(cells.get("VCPUS")),
+        ram_gb=_number(cells.get("RAM")),
+        source_url=url,
+    )
+
+
+def _node_size(row: Tag, plan: str) -> int:
+    for parent in row.parents:
+        for attribute in _TAB_ATTRIBUTES:
+            match = _SIZE.match(str(parent.get(attribute, "")))
+            if match:
+                return int(match.group(1))
+    match = _PLAN_SIZE.match(plan)
+    if match:
+        return int(match.group(1))
+    raise SourceFormatError(f"cannot tell the node size of plan {plan!r}")
+
+
+def _number(text: str | None) -> float | None:
+    match = _NUMBER.search((text or "").replace(",", ""))
+    return float(match.group(1)) if match else None

@@ -1,0 +1,97 @@
+"""Oracle Cloud (OCI) public price list (no authentication).
+
+Format: shared/reference/provider-apis.md §8. One JSON document, `items[]` with partNumber,
+displayName, metricName, serviceCategory and `currencyCodeLocalizations[].prices[]`
+(model PAY_AS_YOU_GO). GPU rentals are `metricName: "GPU Per Hour"`, priced per GPU and the same
+in every region.
+
+Traps handled: displayNames are inconsistent, so known GPUs are pinned by part number in the
+manifest ([parts]: shape, GPU, GPUs per shape); look-alikes with the same metric — the NVIDIA AI
+Enterprise licence, Cloud@Customer, VMware "Node Per Hour" and "Resource Possession" rows — are
+not offers. An unpinned "Compute - GPU" part is still passed on (raw name = displayName) so a new
+GPU shows up as unmapped instead of vanishing.
+
+Uncertain / modelled: the list has no regions, so offers are stored under region "global". It
+has no spot prices; OCI documents preemptible capacity at 50 % of on-demand, which is what the
+spot quotes here are (source_url says so).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+PREEMPTIBLE_DISCOUNT = 0.5  # "Preemptible capacity costs 50% less" (OCI pricing docs)
+PREEMPTIBLE_DOC = "https://docs.oracle.com/iaas/Content/Compute/Concepts/preemptible.htm"
+REGION = "global"
+_LOOKALIKES = ("AI Enterprise", "Cloud@Customer", "VMware")
+
+
+class OracleAdapter(Adapter):
+    id: ClassVar[str] = "oracle"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        url = self.endpoints["products"]
+        document = await session.get_json(url, params={"currencyCode": "USD"})
+        parts: dict[str, str] = self.manifest.source.get("parts", {})
+        quotes = [q for item in items(document) for q in parse_item(item, parts, url)]
+        progress(f"{len(quotes)} quotes")
+        return AdapterOutput(quotes=quotes)
+
+
+def items(document: Any) -> list[dict[str, Any]]:
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        raise SourceFormatError("no 'items' list (format changed?)")
+    return [i for i in document["items"] if isinstance(i, dict)]
+
+
+def parse_item(item: dict[str, Any], parts: dict[str, str], url: str) -> list[RawQuote]:
+    """A GPU part → on-demand and modelled spot quotes per shape; anything else → []."""
+    for key in ("partNumber", "displayName", "metricName", "currencyCodeLocalizations"):
+        if key not in item:
+            raise SourceFormatError(f"item lacks {key!r}")
+    shape = parts.get(str(item["partNumber"]))
+    if shape is None and not _unpinned_gpu(item):
+        return []
+    price = _usd_payg(item)
+    # A pinned shape's GPU model and count come from the manifest's [instance_types]; an
+    # unpinned part is one GPU named by its displayName.
+    common: dict[str, Any] = {
+        "region": REGION,
+        "instance_type": shape or str(item["partNumber"]),
+        "price_basis": PriceBasis.GPU,
+        "gpu_name_raw": str(item["displayName"]),
+        "gpu_count": None if shape else 1.0,
+    }
+    spot = None if price is None else round(price * PREEMPTIBLE_DISCOUNT, 6)
+    return [
+        RawQuote(pricing=Pricing.ON_DEMAND, price=price, source_url=url, **common),
+        RawQuote(pricing=Pricing.SPOT, price=spot, source_url=PREEMPTIBLE_DOC, **common),
+    ]
+
+
+def _unpinned_gpu(item: dict[str, Any]) -> bool:
+    name = str(item["displayName"])
+    return (
+        item["metricName"] == "GPU Per Hour"
+        and str(item.get("serviceCategory", "")).startswith("Compute - GPU")
+        and not any(marker in name for marker in _LOOKALIKES)
+    )
+
+
+def _usd_payg(item: dict[str, Any]) -> float | None:
+    for localization in item["currencyCodeLocalizations"]:
+        if localization.get("currencyCode") == "USD":
+            for price in localization.get("prices", []):
+                if price.get("model") == "PAY_AS_YOU_GO":
+                    value = price.get("value")
+                    return float(value) if isinstance(value, int | float) else None
+    return None

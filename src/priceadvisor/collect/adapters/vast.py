@@ -1,0 +1,158 @@
+"""Vast.ai marketplace offers (`bundles`, no key needed).
+
+Format: shared/reference/provider-apis.md §6 and the real captures beside it. One POST per page:
+`{"gpu_name": {"eq": NAME}, "rentable": {"eq": true}, "rented": {"eq": false},
+"external": {"eq": false}, "type": "on-demand", "order": [["dph_total", "asc"]], "limit": 64,
+"dph_total": {"gte": CURSOR}}` for every GPU name in the manifest. The server returns at most
+~64 offers whatever the limit, so pages walk up the price: the next page starts at the last
+page's highest price, offers already seen are dropped by id. Bursts get 429, so requests are
+spaced (manifest source.request_spacing) and 429s retried with Retry-After.
+
+Prices are per offer (node): on-demand is `dph_total` (GPU + the default storage); interruptible
+is `min_bid` plus the same storage cost (`dph_total - dph_base`), as the bid floor covers the GPU
+only. `geolocation` ends with the ISO country code ("Washington, US", ", US"); `gpu_ram` is MB
+per GPU.
+
+Stored as an aggregate, not every ask: one quote per (GPU name, GPU count, country, pricing) at
+the lowest price, with the number of asks and their median. Individual asks appear and vanish
+within minutes; storing each would turn the change log into churn, while the aggregate answers
+"cheapest H100 in Germany on Vast now" exactly and keeps a typical price beside it. Any failed
+GPU query fails the run: a market missing from a snapshot must not look like it closed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any, ClassVar
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+PAGE_LIMIT = 64
+MAX_PAGES = 50
+UNKNOWN_COUNTRY = "unknown"
+
+Market = tuple[str, str, int]  # (country, gpu_name, num_gpus)
+
+
+class VastAdapter(Adapter):
+    id: ClassVar[str] = "vast"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        url = self.endpoints["bundles"]
+        names: list[str] = list(self.manifest.source.get("gpu_names", []))
+        offers: dict[int, dict[str, Any]] = {}
+        for number, name in enumerate(names, 1):
+            await self._walk(session, url, name, offers)
+            progress(f"{number}/{len(names)} GPU names, {len(offers)} offers")
+        return AdapterOutput(quotes=aggregate(offers.values(), url))
+
+    async def _walk(
+        self, session: HttpSession, url: str, name: str, offers: dict[int, dict[str, Any]]
+    ) -> None:
+        cursor = 0.0
+        for _ in range(MAX_PAGES):
+            page = parse_offers(await session.post_json(url, query(name, cursor)))
+            fresh = [o for o in page if o["id"] not in offers]
+            offers.update((o["id"], o) for o in fresh)
+            if len(page) < PAGE_LIMIT or not fresh:
+                return
+            cursor = max(float(o["dph_total"]) for o in page)
+        raise SourceFormatError(f"{name}: more than {MAX_PAGES} pages of offers")
+
+
+def query(gpu_name: str, cursor: float) -> dict[str, Any]:
+    return {
+        "gpu_name": {"eq": gpu_name},
+        "rentable": {"eq": True},
+        "rented": {"eq": False},
+        "external": {"eq": False},
+        "dph_total": {"gte": cursor},
+        "type": "on-demand",
+        "order": [["dph_total", "asc"]],
+        "limit": PAGE_LIMIT,
+    }
+
+
+REQUIRED = ("id", "gpu_name", "num_gpus", "dph_total", "dph_base", "geolocation")
+
+
+def parse_offers(document: Any) -> list[dict[str, Any]]:
+    if not isinstance(document, dict) or not isinstance(document.get("offers"), list):
+        raise SourceFormatError("no 'offers' list (format changed?)")
+    for offer in document["offers"]:
+        missing = [k for k in REQUIRED if not isinstance(offer, dict) or k not in offer]
+        if missing:
+            raise SourceFormatError(f"an offer lacks {', '.join(missing)}")
+    return list(document["offers"])
+
+
+def country(geolocation: Any) -> str:
+    code = str(geolocation or "").rsplit(",", 1)[-1].strip().upper()
+    return code if len(code) == 2 and code.isalpha() else UNKNOWN_COUNTRY
+
+
+def aggregate(offers: Any, url: str) -> list[RawQuote]:
+    """One quote per market; an ask without a usable price is passed on alone (price None) so
+    the core rejects and counts it instead of it vanishing inside a minimum."""
+    markets: dict[tuple[Market, str], list[float]] = defaultdict(list)
+    memory: dict[Market, float | None] = {}
+    unusable: list[RawQuote] = []
+    for offer in offers:
+        market = (country(offer["geolocation"]), str(offer["gpu_name"]), int(offer["num_gpus"]))
+        memory[market] = _gb(offer.get("gpu_ram"))
+        prices = _prices(offer)
+        if prices is None:
+            unusable.append(_quote(market, Pricing.ON_DEMAND, [], memory[market], url))
+            continue
+        for pricing, price in prices.items():
+            markets[market, pricing].append(price)
+    quotes = [_quote(m, p, prices, memory[m], url) for (m, p), prices in markets.items()]
+    return quotes + unusable
+
+
+def _prices(offer: dict[str, Any]) -> dict[str, float] | None:
+    total, base, bid = (_float(offer.get(k)) for k in ("dph_total", "dph_base", "min_bid"))
+    if total is None or base is None or total <= 0:
+        return None
+    prices = {Pricing.ON_DEMAND.value: total}
+    if bid is not None and bid > 0:
+        prices[Pricing.SPOT.value] = bid + (total - base)
+    return prices
+
+
+def _quote(
+    market: Market, pricing: str, prices: list[float], memory: float | None, url: str
+) -> RawQuote:
+    where, name, gpus = market
+    return RawQuote(
+        region=where,
+        instance_type=f"{name} x{gpus}",
+        pricing=pricing,
+        price=min(prices) if prices else None,
+        price_basis=PriceBasis.NODE,
+        gpu_name_raw=name,
+        gpu_count=float(gpus),
+        gpu_memory_gb=memory,
+        available=True,
+        source_url=url,
+        offer_count=len(prices),
+        price_median=statistics.median(prices) if prices else None,
+    )
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # noqa: PLR0124 - NaN
+        return None
+    return float(value)
+
+
+def _gb(megabytes: Any) -> float | None:
+    return round(megabytes / 1024, 1) if isinstance(megabytes, int | float) else None

@@ -1,0 +1,157 @@
+"""Data health for `doctor` and `providers`: freshness per provider, unmapped names, DB facts.
+
+A provider is healthy when it is disabled, not configured (skipped on purpose), or its last
+successful fetch is within twice its interval (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from priceadvisor.collect.adapters import REGISTRY
+from priceadvisor.collect.fetch import plan
+from priceadvisor.config import Settings
+from priceadvisor.durations import format_duration
+from priceadvisor.manifest import manifest
+from priceadvisor.models import utcnow
+from priceadvisor.store import db as store
+from priceadvisor.store.reads import Table, provider_health, recent_rejections, unmapped_names
+
+
+@dataclass(slots=True)
+class HealthReport:
+    db_path: str
+    db_bytes: int | None
+    schema_version: int | None
+    providers: Table
+    unmapped: Table
+    rejections: Table
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+def interval(settings: Settings, provider_id: str) -> float:
+    return settings.provider(provider_id).interval or manifest(provider_id).interval
+
+
+def check(settings: Settings) -> HealthReport:
+    path = settings.db_path()
+    empty = Table([], [])
+    if not path.is_file():
+        return HealthReport(
+            str(path),
+            None,
+            None,
+            empty,
+            empty,
+            empty,
+            [f"no database at {path}: run `priceadvisor fetch` first"],
+        )
+    with store.reader(path, settings.lock_timeout) as con:
+        runs, unmapped = provider_health(con), unmapped_names(con)
+        rejections = recent_rejections(con)
+        version = store.latest_version()
+    report = HealthReport(
+        str(path), path.stat().st_size, version, _freshness(settings, runs), unmapped, rejections
+    )
+    report.problems = _problems(report.providers)
+    return report
+
+
+def _freshness(settings: Settings, runs: Table) -> Table:
+    by_provider = {row[0]: dict(zip(runs.columns, row, strict=True)) for row in runs.rows}
+    columns = [
+        "provider",
+        "state",
+        "last_success",
+        "max_age",
+        "consecutive_failures",
+        "offers",
+        "last_error",
+    ]
+    rows = [_provider_state(settings, p, by_provider.get(p)) for p in sorted(REGISTRY)]
+    return Table(columns, rows)
+
+
+def _provider_state(
+    settings: Settings, provider_id: str, run: dict[str, Any] | None
+) -> tuple[Any, ...]:
+    max_age = 2 * interval(settings, provider_id)
+    base = (format_duration(max_age),)
+    if not settings.provider(provider_id).enabled:
+        return (provider_id, "disabled", None, *base, None, None, None)
+    skip = plan(settings, provider_id, offline_mode=False).skip_reason
+    if skip and (run is None or run["last_success"] is None):
+        return (provider_id, skip, None, *base, None, 0, None)
+    if run is None:
+        return (provider_id, "never fetched", None, *base, None, 0, None)
+    last_ok: dt.datetime | None = run["last_success"]
+    fresh = last_ok is not None and (utcnow() - last_ok).total_seconds() <= max_age
+    failures = run["consecutive_failures"] or 0
+    state = "fresh" if fresh else ("stale" if last_ok else "failing")
+    if failures >= settings.daemon.failing_after:
+        state = "failing"  # N runs in a row failed: the alerts' "provider failing" state
+    elif fresh and failures:
+        state = "fresh, last run failed"
+    return (
+        provider_id,
+        state,
+        last_ok,
+        *base,
+        run["consecutive_failures"],
+        run["offers"],
+        run["last_error"],
+    )
+
+
+def _problems(providers: Table) -> list[str]:
+    bad = {"stale", "failing", "never fetched"}
+    return [f"{row[0]}: {row[1]}" for row in providers.rows if row[1] in bad]
+
+
+def providers_table(settings: Settings) -> Table:
+    last = _last_runs(settings)
+    columns = [
+        "id",
+        "name",
+        "enabled",
+        "configured",
+        "interval",
+        "endpoints",
+        "last_status",
+        "last_run",
+    ]
+    rows = []
+    for provider_id in sorted(REGISTRY):
+        spec, plan_ = manifest(provider_id), plan(settings, provider_id, offline_mode=False)
+        status, when = last.get(provider_id, (None, None))
+        rows.append(
+            (
+                provider_id,
+                spec.name,
+                settings.provider(provider_id).enabled,
+                plan_.skip_reason or "yes",
+                format_duration(interval(settings, provider_id)),
+                plan_.endpoints,
+                status,
+                when,
+            )
+        )
+    return Table(columns, rows)
+
+
+def _last_runs(settings: Settings) -> dict[str, tuple[str, dt.datetime]]:
+    path = settings.db_path()
+    if not path.is_file():
+        return {}
+    with store.reader(path, settings.lock_timeout) as con:
+        rows = con.execute(
+            "SELECT provider, arg_max(status, run_id), max(finished_at) FROM core.fetch_runs "
+            "WHERE status <> 'running' GROUP BY provider"
+        ).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}

@@ -1,0 +1,1 @@
+"""The long-running service: the scheduler daemon, health and metrics endpoints, logging."""

@@ -1,0 +1,369 @@
+"""`priceadvisor run`: the long-running service (DESIGN §7).
+
+An APScheduler 3 AsyncIOScheduler with an in-memory job store rebuilt from config at every
+start: one fetch job per enabled, configured provider (its interval, with jitter,
+max_instances=1, coalescing, a misfire grace of half the interval). Providers whose data is
+older than their interval are fetched at once. Network work runs on the event loop; every
+DuckDB write runs in a worker thread and opens the database only for that write (one writer).
+After each fetch job the after-fetch hooks run: the advice ranking (when workloads are
+configured), the optional Parquet export, and the alert hooks (filled by the alerts feature).
+
+SIGTERM/SIGINT stop the scheduler, give a running job `shutdown_grace` to finish, then cancel
+it; an abandoned run is marked so at the next start (its process is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import datetime as dt
+import logging
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from priceadvisor.collect.adapters import REGISTRY
+from priceadvisor.collect.fetch import (
+    enabled_providers,
+    fetch_one,
+    ingest_results,
+    plan,
+    start_runs,
+)
+from priceadvisor.collect.health import interval
+from priceadvisor.collect.http import MemoryValidatorCache
+from priceadvisor.config import Settings
+from priceadvisor.models import IngestSummary, RunStatus, utcnow
+from priceadvisor.notify import alerts, outbox
+from priceadvisor.notify import digest as digests
+from priceadvisor.service import metrics as metrics_module
+from priceadvisor.sizing.advisor import store_advice
+from priceadvisor.store import db as store
+from priceadvisor.store.export import export_parquet
+
+log = logging.getLogger("priceadvisor.service.daemon")
+
+AfterFetchHook = Callable[[Settings, IngestSummary], None]
+
+
+def _bound_memory() -> None:
+    """A long-running process on a small VM: DuckDB gets a modest buffer pool, and glibc keeps
+    two malloc arenas instead of one per thread that ever touched the database."""
+    store.CONNECTION_CONFIG.update(
+        {"memory_limit": "128MB", "allocator_flush_threshold": "4MB", "threads": 1}
+    )
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-8, 2)  # M_ARENA_MAX (malloc.h)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to tune
+
+
+def _start_now(now: bool) -> dict[str, Any]:
+    """APScheduler 3 reads next_run_time=None as "paused": pass it only to start at once."""
+    return {"next_run_time": dt.datetime.now(dt.UTC)} if now else {}
+
+
+def _release_free_memory() -> None:
+    """Hand freed heap pages back to the OS after a job (glibc keeps them otherwise)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+class Daemon:
+    def __init__(self, settings: Settings, offline: bool = False) -> None:
+        self.settings = settings
+        self.offline = offline
+        self.path: Path = settings.db_path()
+        self.metrics = metrics_module.Metrics()
+        self.caches: dict[str, MemoryValidatorCache] = {}
+        self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
+        self.stopping = asyncio.Event()
+        self.providers = self._runnable_providers()
+        self.last_success: dict[str, dt.datetime] = {}
+        self.health_port: int | None = None
+        self.channels: dict[str, Any] = {}
+
+    def _runnable_providers(self) -> list[str]:
+        runnable = []
+        for provider in enabled_providers(self.settings, sorted(REGISTRY)):
+            reason = plan(self.settings, provider, self.offline).skip_reason
+            if reason:
+                log.warning("not scheduled: %s", reason, extra={"provider": provider})
+            else:
+                runnable.append(provider)
+        return runnable
+
+    async def run(self) -> None:
+        _bound_memory()
+        await asyncio.to_thread(self._prepare_database)
+        scheduler = AsyncIOScheduler(timezone=dt.UTC)
+        for provider in self.providers:
+            self._schedule(scheduler, provider)
+        self._schedule_notifications(scheduler)
+        server = await self._start_health()
+        self._handle_signals()
+        scheduler.start()
+        log.info("running: %d providers scheduled", len(self.providers), extra={"job": "daemon"})
+        await self.stopping.wait()
+        await self._shutdown(scheduler, server)
+
+    def _prepare_database(self) -> None:
+        with store.writer(self.path, self.settings.lock_timeout) as con:
+            rows = con.execute(
+                "SELECT provider, max(finished_at) FROM core.fetch_runs "
+                "WHERE status IN ('ok', 'partial') GROUP BY provider"
+            ).fetchall()
+        self.last_success = {provider: when for provider, when in rows if when}
+
+    def _schedule(self, scheduler: AsyncIOScheduler, provider: str) -> None:
+        seconds = interval(self.settings, provider)
+        last = self.last_success.get(provider)
+        stale = last is None or (utcnow() - last).total_seconds() > seconds
+        scheduler.add_job(
+            self.fetch_job,
+            IntervalTrigger(seconds=seconds, jitter=seconds * self.settings.daemon.jitter),
+            args=[provider],
+            id=f"fetch:{provider}",
+            name=f"fetch {provider}",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(1, int(seconds / 2)),
+            **_start_now(stale),
+        )
+        log.info(
+            "scheduled every %.0f s%s",
+            seconds,
+            ", fetching now" if stale else "",
+            extra={"provider": provider, "job": f"fetch:{provider}"},
+        )
+
+    def _schedule_notifications(self, scheduler: AsyncIOScheduler) -> None:
+        """The weekly digest (cron, in its time zone; caught up at start when this week's was
+        due and is not in the outbox) and outbox delivery every minute."""
+        self.channels = outbox.channels(self.settings)
+        if not self.channels:
+            log.info(
+                "no notification channel configured: no digest or delivery jobs",
+                extra={"job": "daemon"},
+            )
+            return
+        digest = self.settings.digest
+        trigger = CronTrigger.from_crontab(digest.cron, timezone=ZoneInfo(digest.timezone))
+        missed = self._digest_missed(trigger)
+        scheduler.add_job(
+            self.digest_job,
+            trigger,
+            id="digest",
+            name="weekly digest",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=3600,
+            **_start_now(missed),
+        )
+        scheduler.add_job(
+            self.deliver_job,
+            IntervalTrigger(seconds=60),
+            id="outbox",
+            name="outbox delivery",
+            max_instances=1,
+            coalesce=True,
+        )
+        log.info(
+            "digest scheduled (%s %s)%s",
+            digest.cron,
+            digest.timezone,
+            ", catching up this week's now" if missed else "",
+            extra={"job": "digest"},
+        )
+
+    def _digest_missed(self, trigger: CronTrigger) -> bool:
+        now = dt.datetime.now(dt.UTC)
+        local = now.astimezone(ZoneInfo(self.settings.digest.timezone))
+        week_start = (local - dt.timedelta(days=local.weekday())).replace(
+            hour=0, minute=0, second=0, microsecond=0
+        )
+        due = trigger.get_next_fire_time(None, week_start)
+        if due is None or due > now:
+            return False
+        with store.reader(self.path, self.settings.lock_timeout) as con:
+            year, week, _ = utcnow().isocalendar()
+            row = con.execute(
+                "SELECT count(*) FROM notifications WHERE key LIKE ?",
+                [f"digest:{year}-W{week:02d}:%"],
+            ).fetchone()
+        return not (row and row[0])
+
+    async def digest_job(self) -> None:
+        try:
+            await asyncio.to_thread(self._queue_digest)
+        except Exception:
+            log.exception("digest job failed", extra={"job": "digest"})
+            return
+        await self.deliver_job()
+
+    def _queue_digest(self) -> None:
+        with store.reader(self.path, self.settings.lock_timeout) as con:
+            built = digests.build(con, self.settings, utcnow())
+        message = digests.render_for(digests.with_health(built, self.settings), self.settings)
+        with store.writer(self.path, self.settings.lock_timeout) as con:
+            queued = outbox.enqueue(con, "digest", message, sorted(self.channels))
+        log.info("digest %s: %d queued", message.key, queued, extra={"job": "digest"})
+
+    async def deliver_job(self) -> None:
+        try:
+            outcomes = await outbox.deliver(self.settings, self.path, self.channels)
+        except Exception:
+            log.exception("outbox delivery failed", extra={"job": "outbox"})
+            return
+        for outcome, count in outcomes.items():
+            self.metrics.notifications.labels("all", outcome).inc(count)
+
+    async def fetch_job(self, provider: str) -> None:
+        """Fetch one provider and ingest it; never raises (a job failure is logged)."""
+        started = time.monotonic()
+        job = {"provider": provider, "job": f"fetch:{provider}"}
+        try:
+            summary = await self._fetch_and_ingest(provider)
+        except store.StoreError as exc:
+            log.error("database unavailable: %s", exc, extra=job)
+            self.metrics.fetches.labels(provider, "db_error").inc()
+            return
+        except asyncio.CancelledError:
+            log.warning("fetch abandoned at shutdown", extra=job)
+            raise
+        except Exception:
+            log.exception("fetch job crashed", extra=job)
+            self.metrics.fetches.labels(provider, "crashed").inc()
+            return
+        self._record(summary, time.monotonic() - started)
+        await asyncio.to_thread(self._after_fetch, summary)
+
+    async def _fetch_and_ingest(self, provider: str) -> IngestSummary:
+        plan_ = plan(self.settings, provider, self.offline)
+        [run_id] = await asyncio.to_thread(start_runs, self.settings, self.path, [provider])
+        cache = self.caches.setdefault(provider, MemoryValidatorCache())
+        result = await fetch_one(self.settings, plan_, self.offline, lambda *_: None, cache)
+        [summary] = await asyncio.to_thread(
+            ingest_results, self.settings, self.path, [run_id], [result]
+        )
+        return summary
+
+    def _record(self, summary: IngestSummary, seconds: float) -> None:
+        provider, status = summary.provider, str(summary.status)
+        self.metrics.fetches.labels(provider, status).inc()
+        self.metrics.duration.labels(provider).observe(seconds)
+        if summary.status in (RunStatus.OK, RunStatus.PARTIAL):
+            self.last_success[provider] = utcnow()
+            self.metrics.last_success.labels(provider).set(time.time())
+            self.metrics.offers.labels(provider).set(summary.offers_seen)
+        level = logging.INFO if summary.status is RunStatus.OK else logging.WARNING
+        log.log(
+            level,
+            "%s: %d offers, %d changed, %d rejected%s",
+            status,
+            summary.offers_seen,
+            summary.offers_changed,
+            summary.offers_rejected,
+            f" — {summary.error}" if summary.error else "",
+            extra={
+                "provider": provider,
+                "job": f"fetch:{provider}",
+                "run_id": summary.run_id,
+                "status": status,
+            },
+        )
+
+    def _after_fetch(self, summary: IngestSummary) -> None:
+        _release_free_memory()
+        for hook in self.after_fetch:
+            try:
+                hook(self.settings, summary)
+            except Exception:
+                log.exception(
+                    "after-fetch hook %s failed",
+                    getattr(hook, "__name__", hook),
+                    extra={"provider": summary.provider},
+                )
+
+    def _advise(self, settings: Settings, summary: IngestSummary) -> None:
+        if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
+            with store.writer(self.path, settings.lock_timeout) as con:
+                store_advice(con, settings.workloads)
+
+    def _alert(self, settings: Settings, summary: IngestSummary) -> None:
+        if settings.alerts.rules and self.channels:
+            with store.writer(self.path, settings.lock_timeout) as con:
+                queued = alerts.evaluate_and_queue(
+                    con, settings.alerts, sorted(self.channels), utcnow()
+                )
+            if queued:
+                log.info("%d alert notifications queued", queued, extra={"job": "alerts"})
+
+    def _export(self, settings: Settings, summary: IngestSummary) -> None:
+        if settings.daemon.export_dir is not None:
+            with store.reader(self.path, settings.lock_timeout) as con:
+                export_parquet(con, settings.daemon.export_dir)
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Every scheduled provider succeeded within twice its interval."""
+        now, detail = utcnow(), {}
+        for provider in self.providers:
+            last = self.last_success.get(provider)
+            limit = 2 * interval(self.settings, provider)
+            fresh = last is not None and (now - last).total_seconds() <= limit
+            self.metrics.fresh.labels(provider).set(1 if fresh else 0)
+            detail[provider] = {"fresh": fresh, "last_success": last, "max_age_s": limit}
+        return all(d["fresh"] for d in detail.values()), {"providers": detail}
+
+    async def _start_health(self) -> asyncio.Server | None:
+        daemon = self.settings.daemon
+        server = await metrics_module.serve(
+            daemon.health_host, daemon.health_port, self.metrics, self.health
+        )
+        self.health_port = server.sockets[0].getsockname()[1]
+        log.info(
+            "health and metrics on http://%s:%d/healthz",
+            daemon.health_host,
+            self.health_port,
+            extra={"job": "daemon"},
+        )
+        return server
+
+    def _handle_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+
+    def stop(self) -> None:
+        log.info("stopping", extra={"job": "daemon"})
+        self.stopping.set()
+
+    async def _shutdown(self, scheduler: AsyncIOScheduler, server: asyncio.Server | None) -> None:
+        scheduler.shutdown(wait=False)
+        if server is not None:
+            server.close()
+        running = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if running:
+            _, pending = await asyncio.wait(running, timeout=self.settings.daemon.shutdown_grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        # Writes already handed to worker threads finish first; then what this process left
+        # `running` is recorded as abandoned, so nothing looks in progress after it exits.
+        await asyncio.get_running_loop().shutdown_default_executor()
+        with store.writer(self.path, self.settings.lock_timeout) as con:
+            abandoned = store.abandon_own_runs(con)
+        log.info(
+            "stopped%s",
+            f" ({abandoned} run abandoned)" if abandoned else "",
+            extra={"job": "daemon"},
+        )

@@ -1,0 +1,1 @@
+"""Where prices are judged: workload sizing, calibration, rent-vs-buy and the advisor."""

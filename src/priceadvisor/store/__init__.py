@@ -1,0 +1,1 @@
+"""Where data is kept: DuckDB migrations and views, the change-log ingest, reads, export."""

@@ -1,0 +1,305 @@
+"""DuckDB file: connections (one writer, many readers), migrations, views, catalog tables.
+
+One writer (DESIGN §4): read-write connections are opened only around a write (open, write,
+checkpoint, close) and retried while another process holds the lock; readers open read-only and
+retry too. Migrations are numbered SQL files, each applied in one transaction together with its
+bookkeeping row; views are re-created on every writer open.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import duckdb
+
+from priceadvisor.catalog import gpu_catalog, region_catalog
+from priceadvisor.models import utcnow
+from priceadvisor.resources import migrations_dir, views_dir
+from priceadvisor.store import columns
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_LOCK_MARKERS = ("lock", "Conflicting")
+
+
+class StoreError(RuntimeError):
+    """A database problem a user can act on; the message is one line."""
+
+
+def migrations() -> list[tuple[int, Path]]:
+    found = []
+    for path in sorted(migrations_dir().glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise StoreError(f"migration file name {path.name!r} is not NNNN_name.sql")
+        found.append((int(match.group(1)), path))
+    return found
+
+
+def latest_version() -> int:
+    return max(version for version, _ in migrations())
+
+
+# Connections of one process to one file share a database instance: see _connection.
+_WRITE_LOCK = threading.Lock()
+# Extra DuckDB settings for every connection this process opens; the daemon bounds memory here.
+CONNECTION_CONFIG: dict[str, str | bool | int | float | list[str]] = {}
+_prepared: set[Path] = set()
+
+
+@contextmanager
+def _connection(
+    path: Path, read_only: bool, lock_timeout: float
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection opened on this process's turn. In one process a read-only and a read-write
+    connection to the same file cannot coexist (DuckDB refuses a second configuration) and two
+    writers would conflict inside the shared instance, so all of them take turns."""
+    if not _WRITE_LOCK.acquire(timeout=lock_timeout):
+        raise StoreError(f"another use of {path} in this process did not finish in time")
+    try:
+        con = _open(path, read_only=read_only, lock_timeout=lock_timeout)
+        try:
+            yield con
+        finally:
+            con.close()
+    finally:
+        _WRITE_LOCK.release()
+
+
+@contextmanager
+def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-write connection for one write job: migrated, views fresh; checkpointed on close."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _connection(path, read_only=False, lock_timeout=lock_timeout) as con:
+        _prepare_once(con, path)
+        yield con
+        con.execute("CHECKPOINT")
+
+
+def _prepare_once(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Migrations, catalogs, views and stale runs: once per process per file (and again if the
+    file was replaced, which its missing bookkeeping table shows)."""
+    key = path.resolve()
+    if key in _prepared and _has_schema(con):
+        return
+    prepare(con)
+    _prepared.add(key)
+
+
+def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'core' "
+        "AND table_name = 'schema_migrations'"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+@contextmanager
+def reader(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-only connection; refuses a file that is missing or from another schema version."""
+    if not path.is_file():
+        raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
+    with _connection(path, read_only=True, lock_timeout=lock_timeout) as con:
+        _check_version(con, path)
+        yield con
+
+
+def _open(path: Path, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + lock_timeout
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
+        except duckdb.IOException as exc:
+            if not any(m in str(exc) for m in _LOCK_MARKERS):
+                raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"database {path} is locked by another process (a write in progress?); "
+                    f"gave up after {lock_timeout:.0f} s"
+                ) from None
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    try:
+        row = con.execute("SELECT max(version) FROM core.schema_migrations").fetchone()
+    except duckdb.CatalogException:
+        raise StoreError(f"{path} is not a priceadvisor database") from None
+    version = row[0] if row else None
+    if version is None or version < latest_version():
+        raise StoreError(
+            f"database {path} has schema version {version}, this priceadvisor needs "
+            f"{latest_version()}: run `priceadvisor fetch` once to upgrade it"
+        )
+    if version > latest_version():
+        raise StoreError(f"database {path} was written by a newer priceadvisor (v{version})")
+
+
+def prepare(con: duckdb.DuckDBPyConnection) -> None:
+    """Everything a writer does on open: migrate, refresh catalogs, views, stale runs."""
+    migrate(con)
+    refresh_catalog(con)
+    create_views(con)
+    mark_abandoned_runs(con)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    con.execute("CREATE SCHEMA IF NOT EXISTS core")
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS core.schema_migrations "
+        "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
+    done = []
+    for version, path in migrations():
+        if version not in applied:
+            _apply(con, version, path)
+            done.append(version)
+    return done
+
+
+def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(path.read_text(encoding="utf-8"))
+        con.execute(
+            "INSERT INTO core.schema_migrations VALUES (?, ?, ?)", [version, path.stem, utcnow()]
+        )
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        con.execute("ROLLBACK")
+        raise StoreError(f"migration {path.name} failed: {_first_line(exc)}") from None
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    for path in sorted(views_dir().glob("*.sql")):
+        con.execute(path.read_text(encoding="utf-8"))
+
+
+def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
+    """Reload gpus and regions from the shipped TOML so an upgrade's catalog takes effect.
+
+    Rows go in as Arrow arrays: executemany costs ~1 ms a row in DuckDB, this ~1 ms in all.
+    """
+    gpu_rows = [
+        {
+            "gpu_model": g.id,
+            "name": g.name,
+            "vendor": g.vendor,
+            "family": g.family,
+            "variant": g.variant,
+            "memory_gb": g.memory_gb,
+            **g.specs,
+        }
+        for g in gpu_catalog().gpus.values()
+    ]
+    region_rows = [asdict(r) for r in region_catalog().values()]
+    con.register("_catalog_gpus", columns.from_rows(gpu_rows, _GPU_COLUMNS))
+    con.register("_catalog_regions", columns.from_rows(region_rows, _REGION_COLUMNS))
+    con.execute("BEGIN TRANSACTION")
+    con.execute("DELETE FROM core.gpus")
+    con.execute("INSERT INTO core.gpus BY NAME SELECT * FROM _catalog_gpus")
+    con.execute("DELETE FROM core.regions")
+    con.execute("INSERT INTO core.regions BY NAME SELECT * FROM _catalog_regions")
+    con.execute("COMMIT")
+    con.unregister("_catalog_gpus")
+    con.unregister("_catalog_regions")
+
+
+_GPU_COLUMNS: columns.Schema = {
+    "gpu_model": "string",
+    "name": "string",
+    "vendor": "string",
+    "family": "string",
+    "variant": "string",
+    "architecture": "string",
+    "memory_gb": "float",
+    "memory_type": "string",
+    "memory_bandwidth_gbs": "float",
+    "bf16_dense_tflops": "float",
+    "fp16_dense_tflops": "float",
+    "fp8_dense_tflops": "float",
+    "int8_dense_tops": "float",
+    "fp32_tflops": "float",
+    "tdp_w": "float",
+    "interconnect": "string",
+    "nvlink_bandwidth_gbs": "float",
+    "form_factor": "string",
+    "launch_year": "int",
+    "approx_list_price_usd": "float",
+    "source": "string",
+    "notes": "string",
+}
+_REGION_COLUMNS: columns.Schema = {
+    "provider": "string",
+    "region": "string",
+    "city": "string",
+    "country": "string",
+    "country_name": "string",
+    "continent": "string",
+    "is_eu": "bool",
+}
+
+
+def start_run(con: duckdb.DuckDBPyConnection, provider: str) -> int:
+    """Record a run as `running` before its network work, so a crash leaves a trace."""
+    row = con.execute(
+        "INSERT INTO core.fetch_runs (provider, started_at, status, pid, host) "
+        "VALUES (?, ?, 'running', ?, ?) RETURNING run_id",
+        [provider, utcnow(), os.getpid(), socket.gethostname()],
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def abandon_own_runs(con: duckdb.DuckDBPyConnection) -> int:
+    """At shutdown: runs this process started and will not finish."""
+    row = con.execute(
+        "UPDATE core.fetch_runs SET status = 'abandoned', finished_at = ?, "
+        "error = 'abandoned at shutdown' WHERE status = 'running' AND pid = ? AND host = ?",
+        [utcnow(), os.getpid(), socket.gethostname()],
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def mark_abandoned_runs(con: duckdb.DuckDBPyConnection) -> int:
+    """Runs left `running` by a process of this host that no longer exists were abandoned."""
+    host = socket.gethostname()
+    rows = con.execute(
+        "SELECT run_id, pid FROM core.fetch_runs WHERE status = 'running' AND host = ?", [host]
+    ).fetchall()
+    dead = [run_id for run_id, pid in rows if not _alive(pid)]
+    if dead:
+        con.execute(
+            "UPDATE core.fetch_runs SET status = 'abandoned', finished_at = ?, "
+            "error = 'the process ended before the run finished' WHERE list_contains(?, run_id)",
+            [utcnow(), dead],
+        )
+    return len(dead)
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,401 @@
+"""Normalise, validate and merge one provider snapshot into the change log (DESIGN §2, §4).
+
+Everything here is set-based: quotes go into DuckDB as one Arrow table, names are resolved once
+per distinct value (not per row), and the merge is a handful of SQL statements in one
+transaction. The run's outcome decides what may change:
+  ok       — keys not seen in the snapshot are closed;
+  partial  — they are closed only in the regions that completed;
+  failed   — nothing changes.
+A snapshot most of whose quotes are rejected is treated as failed: that is what a format change
+looks like, and closing every offer because of it would lose live prices.
+"""
+
+from __future__ import annotations
+
+import time
+from operator import attrgetter
+from typing import Any
+
+import duckdb
+
+from priceadvisor.catalog import gpu_catalog
+from priceadvisor.manifest import Manifest
+from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
+from priceadvisor.store import columns
+
+MAX_REJECTED_SAMPLES = 1000
+# More than this share of quotes rejected means the source changed shape: fail, change nothing.
+MAX_REJECTED_SHARE = 0.5
+# Bounds of a believable price (USD). The highest real list prices are ~$30 per GPU-hour
+# (GB200/B300 on-demand) and whole 72-GPU racks under $2000/h; the lowest marketplace GPUs
+# rent for a few cents. Anything outside is a parsing or source error, not a deal.
+MIN_GPU_HOUR_USD = 0.01
+MAX_GPU_HOUR_USD = 200.0
+MAX_NODE_HOUR_USD = 5000.0
+MAX_GPUS_PER_OFFER = 128
+
+_QUOTE_SCHEMA: columns.Schema = {
+    "region": "string",
+    "zone": "string",
+    "instance_type": "string",
+    "pricing": "string",
+    "price": "float",
+    "price_basis": "string",
+    "currency": "string",
+    "gpu_name_raw": "string",
+    "gpu_count": "float",
+    "gpu_memory_gb": "float",
+    "vcpus": "float",
+    "ram_gb": "float",
+    "available": "bool",
+    "interruption_rate": "float",
+    "source_url": "string",
+    "offer_count": "int",
+    "price_median": "float",
+}
+
+
+def quotes_table(quotes: list[RawQuote]) -> Any:
+    values = {name: list(map(attrgetter(name), quotes)) for name in _QUOTE_SCHEMA}
+    return columns.table(values, _QUOTE_SCHEMA)
+
+
+def resolution_table(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> Any:
+    """Resolve each distinct (instance type, raw GPU name, memory) once, in Python."""
+    distinct = con.execute(
+        "SELECT DISTINCT instance_type, gpu_name_raw, gpu_memory_gb FROM _raw"
+    ).fetchall()
+    rows = [_resolve(manifest, *key) for key in distinct]
+    values: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA}
+    for row in rows:
+        for name, value in zip(_RESOLVED_SCHEMA, row, strict=True):
+            values[name].append(value)
+    return columns.table(values, _RESOLVED_SCHEMA)
+
+
+_RESOLVED_SCHEMA: columns.Schema = {
+    "instance_type": "string",
+    "gpu_name_raw": "string",
+    "gpu_memory_gb": "float",
+    "gpu_model": "string",
+    "spec_gpus": "float",
+    "spec_vcpus": "float",
+    "spec_ram_gb": "float",
+    "catalog_memory_gb": "float",
+}
+
+
+def _resolve(
+    manifest: Manifest, instance_type: str | None, raw: str | None, memory: float | None
+) -> tuple[Any, ...]:
+    catalog = gpu_catalog()
+    spec = manifest.instance_types.get(instance_type or "")
+    hardware: tuple[float | None, float | None, float | None] = (None, None, None)
+    if spec is not None:
+        model = spec.gpu
+        hardware = (spec.gpus, spec.vcpus, spec.ram_gb)
+    else:
+        model = manifest.gpu_names.get(raw or "") or catalog.resolve(raw, memory)
+    memory_gb = catalog.gpus[model].memory_gb if model is not None and model in catalog else None
+    return (instance_type, raw, memory, model, *hardware, memory_gb)
+
+
+def fx_table(con: duckdb.DuckDBPyConnection, on: Any) -> None:
+    """USD per unit of each currency in the snapshot, at the latest rate on or before `on`."""
+    con.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE _fx AS
+        WITH wanted AS (SELECT DISTINCT upper(currency) AS currency FROM _raw),
+        latest AS (
+            SELECT currency, arg_max(per_eur, rate_date) AS per_eur
+            FROM core.fx_rates WHERE rate_date <= CAST(? AS DATE) GROUP BY currency
+        )
+        SELECT w.currency,
+               CASE WHEN w.currency = 'USD' THEN 1.0 ELSE usd.per_eur / l.per_eur END
+                   AS usd_per_unit
+        FROM wanted AS w
+        LEFT JOIN latest AS l ON l.currency = w.currency
+        LEFT JOIN latest AS usd ON usd.currency = 'USD'
+        """,
+        [on],
+    )
+
+
+_NORMALISE_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _snap AS
+WITH joined AS (
+    SELECT
+        r.region, coalesce(r.zone, '') AS zone, r.instance_type, r.pricing, r.price,
+        r.price_basis, upper(r.currency) AS currency,
+        m.gpu_model,
+        coalesce(r.gpu_name_raw, r.instance_type) AS gpu_name_raw,
+        coalesce(r.gpu_count, m.spec_gpus) AS gpu_count,
+        coalesce(r.gpu_memory_gb, m.catalog_memory_gb) AS gpu_memory_gb,
+        coalesce(r.vcpus, m.spec_vcpus) AS vcpus,
+        coalesce(r.ram_gb, m.spec_ram_gb) AS ram_gb,
+        r.available, r.interruption_rate, r.source_url, r.offer_count, r.price_median,
+        fx.usd_per_unit
+    FROM _raw AS r
+    LEFT JOIN _resolved AS m
+        ON  coalesce(m.instance_type, '') = coalesce(r.instance_type, '')
+        AND coalesce(m.gpu_name_raw, '') = coalesce(r.gpu_name_raw, '')
+        AND coalesce(m.gpu_memory_gb, -1) = coalesce(r.gpu_memory_gb, -1)
+    LEFT JOIN _fx AS fx ON fx.currency = upper(r.currency)
+),
+priced AS (
+    SELECT *,
+        CASE WHEN price_basis = 'gpu' THEN price * gpu_count ELSE price END AS node_original,
+        CASE WHEN price_basis = 'gpu' THEN price_median * gpu_count ELSE price_median END
+            AS node_median_original
+    FROM joined
+),
+usd AS (
+    SELECT *,
+        node_original * usd_per_unit AS price_hour_usd,
+        node_original * usd_per_unit / nullif(gpu_count, 0) AS price_gpu_hour_usd,
+        node_median_original * usd_per_unit AS price_hour_median_usd
+    FROM priced
+)
+SELECT *,
+    CASE
+        WHEN price IS NULL OR isnan(price) OR isinf(price) THEN 'price missing or not a number'
+        WHEN price <= 0 THEN 'price not positive'
+        WHEN pricing IS NULL OR pricing NOT IN ('on_demand', 'spot') THEN 'unknown pricing kind'
+        WHEN price_basis IS NULL OR price_basis NOT IN ('node', 'gpu') THEN 'unknown price basis'
+        WHEN coalesce(region, '') = '' THEN 'region missing'
+        WHEN coalesce(instance_type, '') = '' THEN 'instance type missing'
+        WHEN gpu_count IS NOT NULL AND (gpu_count <= 0 OR gpu_count > {MAX_GPUS_PER_OFFER})
+            THEN 'implausible GPU count'
+        WHEN price_basis = 'gpu' AND gpu_count IS NULL THEN 'per-GPU price without a GPU count'
+        WHEN currency IS NULL OR usd_per_unit IS NULL THEN 'no FX rate for ' || coalesce(currency, '?')
+        WHEN price_hour_usd > {MAX_NODE_HOUR_USD} THEN 'implausible price (> ${MAX_NODE_HOUR_USD:.0f}/hour)'
+        WHEN price_gpu_hour_usd > {MAX_GPU_HOUR_USD} THEN 'implausible price (> ${MAX_GPU_HOUR_USD:.0f}/GPU-hour)'
+        WHEN price_gpu_hour_usd < {MIN_GPU_HOUR_USD} THEN 'implausible price (< ${MIN_GPU_HOUR_USD}/GPU-hour)'
+        WHEN interruption_rate IS NOT NULL AND NOT (interruption_rate BETWEEN 0 AND 1)
+            THEN 'interruption rate outside 0..1'
+    END AS reject_reason
+FROM usd
+"""  # noqa: E501
+
+_CLASSIFY_SQL = """
+CREATE OR REPLACE TEMP TABLE _changes AS
+WITH good AS (
+    SELECT * FROM _snap WHERE reject_reason IS NULL
+    QUALIFY row_number() OVER (
+        PARTITION BY region, zone, instance_type, pricing
+        ORDER BY price_hour_usd, gpu_name_raw) = 1
+)
+SELECT g.*, h.first_seen AS previous_first_seen,
+    CASE
+        WHEN h.provider IS NULL THEN 'new'
+        WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
+        ELSE 'changed'
+    END AS change
+FROM good AS g
+LEFT JOIN (SELECT * FROM core.price_intervals WHERE provider = $provider AND valid_to IS NULL) AS h
+    ON h.region = g.region AND h.zone = g.zone AND h.instance_type = g.instance_type
+    AND h.pricing = g.pricing
+"""
+
+_KEY_MATCH = """h.provider = $provider AND h.valid_to IS NULL AND h.region = c.region
+    AND h.zone = c.zone AND h.instance_type = c.instance_type AND h.pricing = c.pricing"""
+
+_TOUCH_SQL = f"""
+UPDATE core.price_intervals AS h SET
+    last_seen = $now, last_run = $run, gpu_model = c.gpu_model, gpu_name_raw = c.gpu_name_raw,
+    gpu_count = c.gpu_count, gpu_memory_gb = c.gpu_memory_gb, vcpus = c.vcpus, ram_gb = c.ram_gb,
+    price_hour_usd = c.price_hour_usd, price_gpu_hour_usd = c.price_gpu_hour_usd,
+    available = c.available, interruption_rate = c.interruption_rate, source_url = c.source_url,
+    offer_count = c.offer_count, price_hour_median_usd = c.price_hour_median_usd
+FROM _changes AS c
+WHERE c.change = 'same' AND {_KEY_MATCH}
+"""
+
+_CLOSE_CHANGED_SQL = f"""
+UPDATE core.price_intervals AS h SET valid_to = $now
+FROM _changes AS c WHERE c.change = 'changed' AND {_KEY_MATCH}
+"""
+
+_OPEN_SQL = """
+INSERT INTO core.price_intervals BY NAME
+SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model, gpu_name_raw,
+    gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd, currency,
+    node_original AS price_hour_original, price_basis, available, interruption_rate, source_url,
+    coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from, NULL AS valid_to,
+    $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd
+FROM _changes WHERE change IN ('new', 'changed')
+"""
+
+# Open intervals this run did not touch vanished from the source; partial runs close only
+# inside the regions that completed.
+_CLOSE_VANISHED_SQL = """
+UPDATE core.price_intervals SET valid_to = $now
+WHERE provider = $provider AND valid_to IS NULL AND last_run <> $run
+  AND ($complete OR list_contains($scopes, region)
+       OR list_contains($scopes, region || '|' || pricing))
+"""
+
+_REJECTED_SQL = f"""
+INSERT INTO core.rejected_quotes
+SELECT $run, $provider, region, instance_type, pricing, price, currency, reject_reason
+FROM _snap WHERE reject_reason IS NOT NULL LIMIT {MAX_REJECTED_SAMPLES}
+"""
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> Any:
+    """Execute with only the named parameters the statement uses (DuckDB refuses extras)."""
+    used = {name: value for name, value in params.items() if f"${name}" in sql}
+    return con.execute(sql, used)
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection, run_id: int, result: FetchResult, manifest: Manifest
+) -> IngestSummary:
+    """Merge one fetch result in a single transaction and finish its fetch_runs row."""
+    started = time.perf_counter()
+    now = result.finished_at or utcnow()
+    con.execute("BEGIN TRANSACTION")
+    try:
+        counts, status, error = _merge(con, run_id, result, manifest, now)
+        summary = _finish_run(con, run_id, result, status, error, counts, now, started)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        for name in ("_raw", "_resolved"):
+            con.unregister(name)
+    return summary
+
+
+def _merge_fx(
+    con: duckdb.DuckDBPyConnection, result: FetchResult, now: Any
+) -> tuple[dict[str, Any], RunStatus, str | None]:
+    """Rates of an FX source: upserted by (day, currency); EUR itself is 1 per euro."""
+    counts: dict[str, Any] = {"total": len(result.fx_rates), "rejected": 0, "unmapped": 0}
+    if result.status not in (RunStatus.OK, RunStatus.PARTIAL):
+        return counts, result.status, result.error
+    valid = [r for r in result.fx_rates if r.per_eur > 0 and len(r.currency) == 3]
+    counts["rejected"] = len(result.fx_rates) - len(valid)
+    if not valid:
+        return counts, RunStatus.FAILED, "the source returned no usable rates; nothing changed"
+    rows = [(r.day, r.currency.upper(), r.per_eur, result.provider, now) for r in valid]
+    rows += [(day, "EUR", 1.0, result.provider, now) for day in {r.day for r in valid}]
+    con.executemany("INSERT OR REPLACE INTO core.fx_rates VALUES (?, ?, ?, ?, ?)", rows)
+    counts["seen"] = counts["new"] = len(valid)
+    return counts, result.status, result.error
+
+
+def _merge(
+    con: duckdb.DuckDBPyConnection,
+    run_id: int,
+    result: FetchResult,
+    manifest: Manifest,
+    now: Any,
+) -> tuple[dict[str, int], RunStatus, str | None]:
+    if manifest.kind == "fx":
+        return _merge_fx(con, result, now)
+    con.register("_raw", quotes_table(result.quotes))
+    con.register("_resolved", resolution_table(con, manifest))
+    fx_table(con, now)
+    con.execute(_NORMALISE_SQL)
+    params = {"provider": result.provider, "run": run_id}
+    _run(con, _REJECTED_SQL, params)
+    counts = _snapshot_counts(con)
+    status, error = _effective_status(result, counts)
+    if status in (RunStatus.OK, RunStatus.PARTIAL):
+        counts |= _apply_changes(con, result, status, params | {"now": now})
+    return counts, status, error
+
+
+def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    row = con.execute(
+        """SELECT count(*), count(reject_reason),
+                  count(*) FILTER (WHERE reject_reason IS NULL AND gpu_model IS NULL),
+                  mode(reject_reason)
+           FROM _snap"""
+    ).fetchone()
+    assert row is not None
+    return {"total": row[0], "rejected": row[1], "unmapped": row[2], "top_reason": row[3]}
+
+
+def _effective_status(result: FetchResult, counts: dict[str, Any]) -> tuple[RunStatus, str | None]:
+    if result.status not in (RunStatus.OK, RunStatus.PARTIAL):
+        return result.status, result.error
+    total, rejected = counts["total"], counts["rejected"]
+    if total == 0:
+        return RunStatus.FAILED, "the source returned no offers; nothing changed"
+    if rejected > MAX_REJECTED_SHARE * total:
+        return RunStatus.FAILED, (
+            f"{rejected} of {total} quotes rejected (mostly: {counts['top_reason']}); "
+            "the source's format may have changed, nothing changed"
+        )
+    return result.status, result.error
+
+
+def _apply_changes(
+    con: duckdb.DuckDBPyConnection, result: FetchResult, status: RunStatus, params: dict[str, Any]
+) -> dict[str, int]:
+    _run(con, _CLASSIFY_SQL, params)
+    row = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE change = 'changed'), "
+        "count(*) FILTER (WHERE change = 'new') FROM _changes"
+    ).fetchone()
+    assert row is not None
+    for sql in (_TOUCH_SQL, _CLOSE_CHANGED_SQL, _OPEN_SQL):
+        _run(con, sql, params)
+    closed = _run(
+        con,
+        _CLOSE_VANISHED_SQL,
+        params | {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)},
+    ).fetchone()
+    return {"seen": row[0], "changed": row[1], "new": row[2], "closed": closed[0] if closed else 0}
+
+
+def _finish_run(
+    con: duckdb.DuckDBPyConnection,
+    run_id: int,
+    result: FetchResult,
+    status: RunStatus,
+    error: str | None,
+    counts: dict[str, Any],
+    now: Any,
+    started: float,
+) -> IngestSummary:
+    summary = IngestSummary(
+        run_id=run_id,
+        provider=result.provider,
+        status=status,
+        offers_seen=counts.get("seen", 0),
+        offers_changed=counts.get("changed", 0),
+        offers_new=counts.get("new", 0),
+        offers_closed=counts.get("closed", 0),
+        offers_rejected=counts["rejected"],
+        unmapped=counts["unmapped"],
+        requests=result.requests,
+        bytes=result.bytes,
+        error=error,
+        duration_s=time.perf_counter() - started,
+    )
+    con.execute(
+        """UPDATE core.fetch_runs SET finished_at = ?, status = ?, offers_seen = ?,
+               offers_changed = ?, offers_new = ?, offers_closed = ?, offers_rejected = ?,
+               unmapped = ?, http_requests = ?, http_bytes = ?, error = ?, complete_scopes = ?
+           WHERE run_id = ?""",
+        [
+            now,
+            str(status),
+            summary.offers_seen,
+            summary.offers_changed,
+            summary.offers_new,
+            summary.offers_closed,
+            summary.offers_rejected,
+            summary.unmapped,
+            summary.requests,
+            summary.bytes,
+            error,
+            sorted(result.complete_scopes) or None,
+            run_id,
+        ],
+    )
+    return summary

@@ -1,0 +1,365 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from priceadvisor.collect.adapters import REGISTRY
+from tests.conftest import cli
+
+EU_MEMBERS = {
+    "AT",
+    "BE",
+    "BG",
+    "HR",
+    "CY",
+    "CZ",
+    "DK",
+    "EE",
+    "FI",
+    "FR",
+    "DE",
+    "GR",
+    "HU",
+    "IE",
+    "IT",
+    "LV",
+    "LT",
+    "LU",
+    "MT",
+    "NL",
+    "PL",
+    "PT",
+    "RO",
+    "SK",
+    "SI",
+    "ES",
+    "SE",
+}
+
+
+@pytest.fixture
+def fetched(capsys: pytest.CaptureFixture[str], db_path: Path) -> Path:
+    code, out, _ = cli(capsys, "--db", str(db_path), "fetch", "--offline")
+    assert code == 0 and "azure" in out
+    return db_path
+
+
+def test_fetch_offline_summary_as_json(capsys: pytest.CaptureFixture[str], db_path: Path) -> None:
+    code, out, _ = cli(capsys, "--db", str(db_path), "fetch", "--offline", "--format", "json")
+    assert code == 0
+    summaries = {s["provider"]: s for s in json.loads(out)}
+    assert set(summaries) == set(REGISTRY)
+    assert all(s["status"] == "ok" for s in summaries.values())
+    azure = summaries["azure"]
+    assert azure["offers"] == 58 and azure["requests"] == 3 and azure["rejected"] == 1
+
+
+def test_sql_json_through_env_db(
+    capsys: pytest.CaptureFixture[str], fetched: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRICEADVISOR_DB", str(fetched))
+    code, out, _ = cli(
+        capsys,
+        "sql",
+        "--format",
+        "json",
+        "select count(*) as n from offers where provider = 'azure'",
+    )
+    assert code == 0 and json.loads(out) == [{"n": 58}]
+
+
+def test_sql_csv(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
+    code, out, _ = cli(
+        capsys,
+        "--db",
+        str(fetched),
+        "sql",
+        "-f",
+        "csv",
+        "select gpu_model, count(*) n from offers where gpu_model like 'H100%' "
+        "and provider = 'azure' group by 1 order by 1",
+    )
+    assert code == 0
+    assert out.splitlines() == ["gpu_model,n", "H100-NVL-94GB,4", "H100-SXM-80GB,8"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["sql", "delete from offers"], 1, "DELETE statements are refused"),
+        (["sql", "copy offers to '/tmp/x.csv'"], 1, "COPY statements are refused"),
+        (["sql", "attach '/tmp/other.duckdb'"], 1, "ATTACH statements are refused"),
+        (["sql", "selec 1"], 1, "SQL error: Parser Error"),
+        (["sql", "select nope from offers"], 1, "SQL error: Binder Error"),
+        (["sql", "select 1; select 2"], 1, "exactly one SQL statement"),
+        (["prices", "--provider", "nope"], 1, "unknown provider 'nope'"),
+        (["fetch", "--provider", "nope", "--offline"], 1, "unknown provider 'nope'"),
+        (["prices", "--pricing", "reserved"], 1, "unknown pricing"),
+        (["prices", "--continent", "XX"], 1, "unknown continent"),
+        (["prices", "--sort", "cheap"], 1, "unknown sort"),
+        (["prices", "--limit", "x"], 2, "--limit"),
+        (["prices", "--format", "xml"], 2, "--format"),
+        (["nosuchcommand"], 2, "No such command"),
+    ],
+)
+def test_bad_input_is_one_line_and_non_zero(
+    capsys: pytest.CaptureFixture[str], fetched: Path, args: list[str], code: int, message: str
+) -> None:
+    got, _, err = cli(capsys, "--db", str(fetched), *args)
+    assert got == code
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert "Traceback" not in err
+
+
+def test_sql_leaves_the_database_unchanged(
+    capsys: pytest.CaptureFixture[str], fetched: Path
+) -> None:
+    cli(capsys, "--db", str(fetched), "sql", "delete from offers")
+    _code, out, _ = cli(
+        capsys,
+        "--db",
+        str(fetched),
+        "sql",
+        "-f",
+        "json",
+        "select count(*) n from offers where provider = 'azure'",
+    )
+    assert json.loads(out) == [{"n": 58}]
+
+
+def test_reading_before_any_fetch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = cli(capsys, "--db", str(tmp_path / "none.duckdb"), "prices")
+    assert code == 1 and "run `priceadvisor fetch`" in err
+
+
+@pytest.mark.parametrize(
+    ("toml", "command", "key"),
+    [
+        (
+            '[providers.azure]\ninterval = "every now and then"\n',
+            "prices",
+            "providers.azure.interval",
+        ),
+        ('[providers.azure.endpoints]\nprise = "http://127.0.0.1:1"\n', "fetch", "'prise'"),
+        ("[http]\nattempts = 'many'\n", "prices", "http.attempts"),
+    ],
+)
+def test_bad_config_exits_2_naming_the_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, toml: str, command: str, key: str
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(toml)
+    code, _, err = cli(capsys, "--config", str(config), "--db", str(tmp_path / "d"), command)
+    assert code == 2 and key in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_config_from_env_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRICEADVISOR_HTTP__ATTEMPTS", "many")
+    code, _, err = cli(capsys, "prices")
+    assert code == 2 and "http.attempts" in err
+
+
+def test_prices_filters_sort_and_eu(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
+    code, out, _ = cli(
+        capsys,
+        "--db",
+        str(fetched),
+        "prices",
+        "--gpu",
+        "h100",
+        "--pricing",
+        "spot",
+        "-p",
+        "azure",
+        "-f",
+        "json",
+    )
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 6
+    assert all(r["gpu_model"].startswith("H100") and r["pricing"] == "spot" for r in rows)
+    per_gpu = [r["price_gpu_hour_usd"] for r in rows]
+    assert per_gpu == sorted(per_gpu)
+    _, out, _ = cli(capsys, "--db", str(fetched), "prices", "--eu", "-f", "json", "--limit", "500")
+    eu = json.loads(out)
+    assert eu and all(r["country"] in EU_MEMBERS for r in eu)
+    assert "GB" not in {r["country"] for r in eu}  # uksouth is in Europe, not the EU
+    _, out, _ = cli(
+        capsys, "--db", str(fetched), "prices", "--continent", "eu", "-f", "json", "--limit", "500"
+    )
+    assert "GB" in {r["country"] for r in json.loads(out)}
+    _, out, _ = cli(
+        capsys, "--db", str(fetched), "prices", "--country", "Germany", "-p", "azure", "-f", "json"
+    )
+    assert {r["region"] for r in json.loads(out)} == {"germanywestcentral"}
+
+
+def test_history_lists_intervals(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
+    code, out, _ = cli(
+        capsys, "--db", str(fetched), "history", "--gpu", "H200", "-p", "azure", "-f", "json"
+    )
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 4 and all(r["valid_to"] is None for r in rows)
+
+
+def test_export_writes_day_partitioned_parquet(
+    capsys: pytest.CaptureFixture[str], fetched: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "export"
+    code, _, _ = cli(capsys, "--db", str(fetched), "export", "--out", str(target))
+    assert code == 0
+    assert list((target / "price_history").glob("day=*/*.parquet"))
+    con = duckdb.connect()
+    n = con.execute(
+        f"SELECT count(*) FROM read_parquet('{target}/price_history/*/*.parquet', "
+        "hive_partitioning = true)"
+    ).fetchone()
+    expected = (
+        duckdb.connect(str(fetched), read_only=True)
+        .execute("SELECT count(*) FROM price_history")
+        .fetchone()
+    )
+    assert n == expected and n is not None and n[0] > 0
+    cli(capsys, "--db", str(fetched), "export", "--out", str(target))  # re-export replaces
+    assert len(list((target / "price_history").glob("day=*/*.parquet"))) == 1
+
+
+def test_doctor_lists_unmapped_names_and_is_healthy(
+    capsys: pytest.CaptureFixture[str], fetched: Path
+) -> None:
+    code, out, _ = cli(capsys, "--db", str(fetched), "doctor", "-f", "json")
+    report = json.loads(out)
+    assert code == 0 and report["healthy"] is True
+    unmapped = [u["gpu_name_raw"] for u in report["unmapped"] if u["provider"] == "azure"]
+    assert unmapped == ["Standard_NV12s_v3"]
+    assert {p["provider"]: p["state"] for p in report["providers"]}["azure"] == "fresh"
+    assert {"provider": "azure", "reason": "price not positive", "quotes": 1} in report[
+        "rejections"
+    ]
+
+
+def test_doctor_is_unhealthy_without_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = cli(capsys, "--db", str(tmp_path / "none.duckdb"), "doctor")
+    assert code == 1 and "UNHEALTHY" in out
+
+
+def test_doctor_is_unhealthy_when_a_provider_keeps_failing(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[providers.azure]\ndeadline = "5s"\n'
+        '[providers.azure.endpoints]\nprices = "http://127.0.0.1:9"\n'
+        '[http]\nattempts = 1\ntimeout = "2s"\n'
+    )
+    code, out, _ = cli(capsys, "--config", str(config), "--db", str(db_path), "fetch")
+    assert code == 1 and "failed" in out
+    code, out, _ = cli(capsys, "--config", str(config), "--db", str(db_path), "doctor")
+    assert code == 1 and "azure: failing" in out
+
+
+def test_providers_json(capsys: pytest.CaptureFixture[str], fetched: Path, tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[providers.azure.endpoints]\nprices = "http://127.0.0.1:8080"\n')
+    code, out, _ = cli(
+        capsys, "--config", str(config), "--db", str(fetched), "providers", "-f", "json"
+    )
+    azure = next(p for p in json.loads(out) if p["id"] == "azure")
+    assert code == 0 and azure["id"] == "azure" and azure["configured"] == "yes"
+    assert azure["endpoints"] == {"prices": "http://127.0.0.1:8080/api/retail/prices"}
+    assert azure["interval"] == "6h" and azure["last_status"] == "ok"
+
+
+def test_demo_builds_a_fresh_database(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "demo.duckdb"
+    code, out, _ = cli(capsys, "--db", str(target), "demo")
+    assert code == 0 and "Cheapest current GPU offers" in out and "Standard_NC4as_T4_v3" in out
+    code, _, err = cli(capsys, "--db", str(target), "demo")
+    assert code == 1 and "--replace" in err
+    code, _, _ = cli(capsys, "--db", str(target), "demo", "--replace")
+    assert code == 0
+
+
+def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
+    db = tmp_path / "p.duckdb"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "priceadvisor",
+            "--db",
+            str(db),
+            "fetch",
+            "--offline",
+            "-p",
+            "azure",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "priceadvisor",
+            "--db",
+            str(db),
+            "sql",
+            "insert into offers values (1)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert bad.stderr.startswith("error: ")
+
+
+def test_doctor_does_not_count_unconfigured_providers_as_unhealthy(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "c.toml"
+    others = [p for p in REGISTRY if p not in ("azure", "gcp")]
+    config.write_text("".join(f"[providers.{p}]\nenabled = false\n" for p in others))
+    cli(capsys, "--config", str(config), "--db", str(db_path), "fetch", "--offline", "-p", "azure")
+    code, out, _ = cli(
+        capsys, "--config", str(config), "--db", str(db_path), "doctor", "-f", "json"
+    )
+    states = {p["provider"]: p["state"] for p in json.loads(out)["providers"]}
+    assert states["gcp"] == "not configured: set GCP_API_KEY" and states["azure"] == "fresh"
+    assert code == 0
+
+
+def test_provider_failing_after_n_consecutive_failures(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+) -> None:
+    good = tmp_path / "good.toml"
+    others = [p for p in REGISTRY if p not in ("azure", "gcp")]
+    disabled = "".join(f"[providers.{p}]\nenabled = false\n" for p in others)
+    good.write_text(disabled + "[daemon]\nfailing_after = 2\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        disabled + "[daemon]\nfailing_after = 2\n[http]\nattempts = 1\n"
+        '[providers.azure.endpoints]\nprices = "http://127.0.0.1:9"\n'
+    )
+    cli(capsys, "--config", str(good), "--db", str(db_path), "fetch", "--offline", "-p", "azure")
+    states = []
+    for _ in range(2):
+        cli(capsys, "--config", str(bad), "--db", str(db_path), "fetch", "-p", "azure")
+        code, out, _ = cli(
+            capsys, "--config", str(bad), "--db", str(db_path), "doctor", "-f", "json"
+        )
+        report = json.loads(out)
+        states.append(({p["provider"]: p["state"] for p in report["providers"]}["azure"], code))
+    assert states == [("fresh, last run failed", 0), ("failing", 1)]

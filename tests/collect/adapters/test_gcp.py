@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.gcp import Prices, assemble, collect, parse_page
+from priceadvisor.collect.fetch import plan, run_cycle
+from priceadvisor.config import load_settings
+from priceadvisor.manifest import manifest
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.localserver import local_settings, serving
+
+FOLDER = recordings_dir() / "gcp"
+MACHINES = manifest("gcp").source["machines"]
+
+
+def prices() -> Prices:
+    out: Prices = defaultdict(dict)
+    for name in ("skus-page1.json", "skus-page2.json"):
+        skus, _ = parse_page(json.loads((FOLDER / name).read_text()))
+        for sku in skus:
+            collect(sku, out)
+    return out
+
+
+def quotes() -> dict[tuple[str, str, str], float | None]:
+    return {
+        (q.region, q.instance_type, q.pricing): q.price for q in assemble(MACHINES, prices(), "u")
+    }
+
+
+def test_machine_price_is_core_plus_ram_plus_gpus() -> None:
+    # 12 vCPU x 0.031611 + 85 GiB x 0.004237 + 1 x 2.933908 (A2, us-central1, on-demand)
+    assert quotes()[("us-central1", "a2-highgpu-1g", "on_demand")] == pytest.approx(
+        12 * 0.031611 + 85 * 0.004237 + 2.933908, abs=1e-6
+    )
+
+
+def test_spot_comes_from_preemptible_skus() -> None:
+    q = quotes()
+    assert (
+        q[("us-central1", "g2-standard-4", "spot")]
+        < q[("us-central1", "g2-standard-4", "on_demand")]
+    )
+
+
+def test_lookalikes_are_skipped_and_b200_slices_include_the_host() -> None:
+    q = quotes()
+    assert q[("us-central1", "a4-highgpu-8g", "on_demand")] == pytest.approx(8 * 12.15)  # not DWS
+    assert q[("us-central1", "a3-highgpu-8g", "on_demand")] != pytest.approx(
+        8 * 10.8
+    )  # sole tenancy
+
+
+def test_machines_only_where_every_part_is_priced() -> None:
+    regions = {r for (r, m, _) in quotes() if m == "a3-highgpu-8g"}
+    assert "asia-southeast1" not in regions and "us-central1" in regions
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [({"error": {"code": 400, "message": "API key not valid"}}, "no 'skus'"), ([], "no 'skus'")],
+)
+def test_page_drift_is_a_format_error(document: Any, message: str) -> None:
+    with pytest.raises(SourceFormatError, match=message):
+        parse_page(document)
+
+
+def test_sku_without_pricing_is_a_format_error() -> None:
+    with pytest.raises(SourceFormatError, match="lacks"):
+        collect(
+            {
+                "skuId": "X",
+                "description": "Nvidia L4 GPU running in EMEA",
+                "category": {"usageType": "OnDemand"},
+                "pricingInfo": [],
+            },
+            defaultdict(dict),
+        )
+
+
+def test_without_a_key_the_provider_is_skipped_not_failed(tmp_path: Path) -> None:
+    settings = load_settings(db=tmp_path / "x.duckdb")
+    assert (
+        plan(settings, "gcp", offline_mode=False).skip_reason == "not configured: set GCP_API_KEY"
+    )
+    [summary] = run_cycle(settings, ["gcp"], False, lambda *_: None)
+    assert summary.status is RunStatus.SKIPPED and summary.requests == 0
+
+
+def test_fetch_with_key_pages_and_keeps_the_key_out_of_errors(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCP_API_KEY", "AIza-SECRET-KEY")
+    with serving("gcp") as server:
+        settings = local_settings(db_path, server)
+        [summary] = run_cycle(settings, ["gcp"], False, lambda *_: None)
+        server.faults.append(
+            lambda path, q: (
+                (403, {}, b"key AIza-SECRET-KEY invalid") if q.get("pageToken") else None
+            )
+        )
+        [failed] = run_cycle(settings, ["gcp"], False, lambda *_: None)
+    assert summary.status is RunStatus.OK and summary.requests == 2 and summary.unmapped == 0
+    assert all("key=AIza-SECRET-KEY" in r for r in server.requests)
+    assert failed.status is RunStatus.FAILED and "SECRET" not in (failed.error or "")
+    con = duckdb.connect(str(db_path), read_only=True)
+    [(model, count)] = con.execute(
+        "SELECT gpu_model, gpu_count FROM offers WHERE instance_type = 'a3-megagpu-8g' LIMIT 1"
+    ).fetchall()
+    con.close()
+    assert (model, count) == ("H100-SXM-80GB", 8)
+    assert b"SECRET" not in db_path.read_bytes()

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.oracle import items, parse_item
+from priceadvisor.collect.fetch import run_cycle
+from priceadvisor.manifest import manifest
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.localserver import local_settings, serving
+
+DOCUMENT = json.loads((recordings_dir() / "oracle" / "products.json").read_text())
+PARTS = manifest("oracle").source["parts"]
+
+
+def quotes(document: Any = DOCUMENT) -> dict[str, Any]:
+    out = {}
+    for item in items(document):
+        for q in parse_item(item, PARTS, "u"):
+            out[f"{q.instance_type}/{q.pricing}"] = q
+    return out
+
+
+def test_pinned_parts_become_shapes_with_per_gpu_prices() -> None:
+    parsed = quotes()
+    h100 = parsed["BM.GPU.H100.8/on_demand"]
+    assert h100.price == 10 and h100.price_basis == "gpu" and h100.gpu_count is None
+    assert h100.gpu_name_raw == "Oracle Cloud Infrastructure - Compute - GPU - H100"
+    assert parsed["BM.GPU.H100.8/spot"].price == 5.0  # modelled: 50 % of on-demand
+    assert parsed["VM.GPU.A10.1/on_demand"].price == 2  # "Compute  - GPU - A10" (double space)
+
+
+def test_lookalikes_are_not_offers() -> None:
+    names = {q.gpu_name_raw for q in quotes().values()}
+    assert not any("AI Enterprise" in n or "Cloud@Customer" in n or "VMware" in n for n in names)
+    assert not any("Resource Possession" in n or "OCPU" in n for n in names)
+
+
+def test_unpinned_gpu_part_is_kept_by_name() -> None:
+    v100 = quotes()["B88514/on_demand"]
+    assert v100.gpu_name_raw == "Compute - GPU Standard - V100" and v100.gpu_count == 1.0
+
+
+@pytest.mark.parametrize("document", [{"lastUpdated": "x"}, [], {"items": "none"}])
+def test_missing_items_is_a_format_error(document: Any) -> None:
+    with pytest.raises(SourceFormatError, match="items"):
+        quotes(document)
+
+
+def test_renamed_field_is_a_format_error() -> None:
+    broken = json.loads(json.dumps(DOCUMENT))
+    broken["items"][3]["partNo"] = broken["items"][3].pop("partNumber")
+    with pytest.raises(SourceFormatError, match="partNumber"):
+        quotes(broken)
+
+
+def test_fetch_maps_shapes_and_keeps_h100t_unmapped(db_path: Path) -> None:
+    with serving("oracle") as server:
+        settings = local_settings(db_path, server)
+        [summary] = run_cycle(settings, ["oracle"], False, lambda *_: None)
+    assert summary.status is RunStatus.OK
+    assert summary.offers_seen == 22 and summary.unmapped == 2  # 11 GPU parts; H100T unmapped
+    assert server.requests[0].endswith("currencyCode=USD")
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute(
+        "SELECT instance_type, gpu_model, gpu_count, price_hour_usd, price_gpu_hour_usd "
+        "FROM offers WHERE pricing = 'on_demand' ORDER BY 1"
+    ).fetchall()
+    con.close()
+    by_shape = {r[0]: r[1:] for r in rows}
+    assert by_shape["BM.GPU.H100.8"] == ("H100-SXM-80GB", 8, 80.0, 10.0)
+    assert by_shape["B88514"][0] == "V100-SXM-16GB"
+    assert by_shape["BM.GPU.H100T.8"][0] is None

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.vast import aggregate, country, parse_offers
+from priceadvisor.collect.fetch import run_cycle
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.localserver import local_settings, serving
+
+FOLDER = recordings_dir() / "vast"
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return parse_offers(json.loads((FOLDER / name).read_text()))
+
+
+def test_country_from_geolocation() -> None:
+    assert country("Washington, US") == "US"
+    assert country(", US") == "US"
+    assert country("Japan, JP") == "JP"
+    assert country(None) == "unknown" and country("Somewhere") == "unknown"
+
+
+def test_markets_keep_min_median_and_count_per_node() -> None:
+    offers = load("bundles-rtx-4090.json")
+    quotes = aggregate(offers, "u")
+    for q in quotes:
+        asks = [
+            o
+            for o in offers
+            if country(o["geolocation"]) == q.region
+            and f"RTX 4090 x{o['num_gpus']}" == q.instance_type
+        ]
+        if q.pricing == "on_demand":
+            prices = [o["dph_total"] for o in asks]
+        else:
+            prices = [o["min_bid"] + o["dph_total"] - o["dph_base"] for o in asks]
+        assert q.price == pytest.approx(min(prices))
+        assert q.price_median == pytest.approx(statistics.median(prices))
+        assert q.offer_count == len(asks) and q.price_basis == "node"
+
+
+def test_interruptible_is_the_bid_floor_not_the_on_demand_price() -> None:
+    [offer] = load("bundles-rtx-4090.json")[:1]
+    quotes = {q.pricing: q for q in aggregate([offer], "u")}
+    assert quotes["spot"].price < quotes["on_demand"].price
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [({"bundles": []}, "no 'offers'"), ({"offers": [{"id": 1, "gpu_name": "H100"}]}, "lacks")],
+)
+def test_drift_is_a_format_error(document: Any, message: str) -> None:
+    with pytest.raises(SourceFormatError, match=message):
+        parse_offers(document)
+
+
+def test_unusable_asks_are_passed_on_for_the_core_to_reject() -> None:
+    offers = load("bundles-l40s.json")
+    offers[1]["dph_total"] = "free"
+    offers[2]["dph_total"] = 0
+    quotes = aggregate(offers, "u")
+    assert sum(q.price is None for q in quotes) == 2
+    assert sum(q.offer_count or 0 for q in quotes if q.pricing == "on_demand") == len(offers) - 2
+
+
+def test_fetch_pages_by_price_and_answers_cheapest_in_germany(db_path: Path) -> None:
+    with serving("vast") as server:
+        [summary] = run_cycle(local_settings(db_path, server), ["vast"], False, lambda *_: None)
+    assert summary.status is RunStatus.OK and summary.unmapped == 0
+    assert summary.requests == 25  # 24 GPU names, H100 SXM on two pages
+    h100 = [o for n in ("bundles-h100-sxm-1.json", "bundles-h100-sxm-2.json") for o in load(n)]
+    german = [o["dph_total"] / o["num_gpus"] for o in h100 if country(o["geolocation"]) == "DE"]
+    con = duckdb.connect(str(db_path), read_only=True)
+    [(cheapest,)] = con.execute(
+        "SELECT min(price_gpu_hour_usd) FROM offers WHERE provider = 'vast' AND country = 'DE' "
+        "AND gpu_model = 'H100-SXM-80GB' AND pricing = 'on_demand'"
+    ).fetchall()
+    [(asks,)] = con.execute(
+        "SELECT sum(offer_count) FROM offers WHERE gpu_name_raw = 'H100 SXM' "
+        "AND pricing = 'on_demand'"
+    ).fetchall()
+    models = dict(
+        con.execute(
+            "SELECT DISTINCT gpu_memory_gb, gpu_model FROM offers WHERE gpu_name_raw = 'A100 SXM4'"
+        ).fetchall()
+    )
+    con.close()
+    assert cheapest == pytest.approx(min(german))
+    assert asks == 74  # the repeated boundary offer is counted once
+    assert models == {40.0: "A100-SXM-40GB", 80.0: "A100-SXM-80GB"}
+
+
+def test_a_failed_gpu_query_fails_the_run_and_keeps_offers(db_path: Path) -> None:
+    with serving("vast") as server:
+        settings = local_settings(db_path, server)
+        [first] = run_cycle(settings, ["vast"], False, lambda *_: None)
+        server.post_faults.append(
+            lambda body: (429, {"Retry-After": "1"}, b"") if b"RTX 4090" in body else None
+        )
+        [second] = run_cycle(settings, ["vast"], False, lambda *_: None)
+    assert second.status is RunStatus.FAILED and "HTTP 429" in (second.error or "")
+    con = duckdb.connect(str(db_path), read_only=True)
+    [(n,)] = con.execute("SELECT count(*) FROM offers WHERE provider = 'vast'").fetchall()
+    con.close()
+    assert n == first.offers_seen
+
+
+async def test_requests_are_spaced_as_the_manifest_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    import priceadvisor.collect.http as http_module
+    from priceadvisor.collect.http import HttpSession, build_client
+    from priceadvisor.config import HttpSettings
+
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(http_module.asyncio, "sleep", record)
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json={"offers": []}))
+    async with build_client(HttpSettings(), transport=transport) as client:
+        session = HttpSession(client, HttpSettings(), min_interval=0.75)
+        for _ in range(3):
+            await session.post_json("http://127.0.0.1/x", {})
+    assert len(waits) == 2 and all(0.5 < w <= 0.75 for w in waits)
+
+
+pytestmark = pytest.mark.anyio

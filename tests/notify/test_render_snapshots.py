@@ -1,0 +1,115 @@
+"""Snapshot tests of the rendered digest: text, HTML and Slack payload from fixed data.
+
+Set UPDATE_SNAPSHOTS=1 to rewrite the snapshots after an intended change, then review the diff.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+from priceadvisor.notify.digest import Digest, render
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def fixed_digest() -> Digest:
+    now = dt.datetime(2026, 11, 23, 8, 0)
+    return Digest(
+        generated_at=now,
+        week_ago=now - dt.timedelta(days=7),
+        gpu_prices=[
+            {
+                "gpu_model": "H100-SXM-80GB",
+                "pricing": "on_demand",
+                "now_price": 2.29,
+                "week_ago": 2.49,
+                "change": 2.29 / 2.49 - 1,
+                "spark": "█▇▆▆▅▄▃▁",
+                "series": [3.1, 3.0, 2.9, 2.9, 2.8, 2.7, 2.49, 2.29],
+            },
+            {
+                "gpu_model": "L40S-48GB",
+                "pricing": "spot",
+                "now_price": 0.41,
+                "week_ago": None,
+                "change": None,
+                "spark": "       ▁",
+                "series": [None] * 7 + [0.41],
+            },
+        ],
+        movers=[
+            {
+                "provider": "vast",
+                "region": "DE",
+                "instance_type": "<!channel> x8 & co",
+                "gpu_model": "H100-SXM-80GB",
+                "pricing": "on_demand",
+                "before": 20.0,
+                "now": 16.0,
+                "change": -0.2,
+            }
+        ],
+        new_offers=[
+            {
+                "provider": "aws",
+                "gpu_model": "B300-288GB",
+                "offers": 2,
+                "cheapest": 17.8,
+                "regions": ["us-east-1", "us-west-2"],
+            }
+        ],
+        vanished=[
+            {"provider": "oracle", "gpu_model": "A10-24GB", "offers": 1, "regions": ["global"]}
+        ],
+        workloads=[
+            {
+                "workload": "chat-70b",
+                "task": "serve",
+                "rank": 1,
+                "provider": "runpod",
+                "region": "EU-RO-1",
+                "instance_type": "NVIDIA H100 80GB HBM3",
+                "gpu_model": "H100-SXM-80GB",
+                "gpu_count": 2.0,
+                "pricing": "on_demand",
+                "price_hour_usd": 6.58,
+                "cost": 0.412,
+                "binding": "bandwidth",
+                "price_week_ago": 6.98,
+                "change": 6.58 / 6.98 - 1,
+            }
+        ],
+        health=[
+            {"provider": "azure", "state": "fresh", "last_success": now, "last_error": None},
+            {
+                "provider": "gcp",
+                "state": "not configured: set GCP_API_KEY",
+                "last_success": None,
+                "last_error": None,
+            },
+        ],
+        healthy=True,
+    )
+
+
+def check(name: str, rendered: str) -> None:
+    path = SNAPSHOTS / name
+    if os.environ.get("UPDATE_SNAPSHOTS") or not path.exists():
+        path.write_text(rendered, encoding="utf-8")
+    assert rendered == path.read_text(encoding="utf-8"), f"{name} changed (UPDATE_SNAPSHOTS=1)"
+
+
+def test_digest_renders_as_its_snapshots() -> None:
+    message = render(fixed_digest())
+    assert message.key == "digest:2026-W48"
+    check("digest.txt", message.text)
+    check("digest.html", message.html)
+    check("digest.slack.json", json.dumps(message.slack, indent=2, ensure_ascii=False) + "\n")
+
+
+def test_snapshots_are_committed_not_created_in_ci() -> None:
+    for name in ("digest.txt", "digest.html", "digest.slack.json"):
+        assert (SNAPSHOTS / name).is_file(), f"missing snapshot {name}"

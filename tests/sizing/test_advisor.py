@@ -1,0 +1,318 @@
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from priceadvisor import llm
+from priceadvisor.catalog import gpu_catalog
+from priceadvisor.cli.app import main
+from priceadvisor.config import ConfigError, WorkloadProfile, load_settings
+from priceadvisor.models import RawQuote
+from priceadvisor.sizing.advisor import rank, store_advice
+from priceadvisor.sizing.estimate import Workload, estimate
+from priceadvisor.store import db as store
+from tests.conftest import cli, ingest_quotes
+
+EXAMPLES = """
+[[workloads]]
+name = "chat-70b"
+task = "serve"
+model = "llama-3.1-70b"
+precision = "fp8"
+input_tokens = 1000
+output_tokens = 250
+concurrency = 32
+ttft_ms_max = 2000
+tpot_ms_max = 60
+monthly_output_tokens = 5e9
+
+[[workloads]]
+name = "lora-8b"
+task = "lora"
+model = "llama-3.1-8b"
+train_tokens = 2e8
+spot_ok = true
+continents = ["EU"]
+"""
+
+
+@pytest.fixture(scope="module")
+def offline_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("advice") / "a.duckdb"
+    with pytest.raises(SystemExit):
+        main(["--db", str(db), "fetch", "--offline"])
+    return db
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "priceadvisor.toml"
+    path.write_text(EXAMPLES)
+    return path
+
+
+def advice(capsys: pytest.CaptureFixture[str], config: Path, db: Path, *args: str) -> Any:
+    code, out, err = cli(
+        capsys, "--config", str(config), "--db", str(db), "advise", "--format", "json", *args
+    )
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_both_example_workloads_rank_recorded_offers(
+    capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
+) -> None:
+    rows = advice(capsys, config, offline_db, "--top", "20")
+    chat = [r for r in rows if r["workload"] == "chat-70b"]
+    lora = [r for r in rows if r["workload"] == "lora-8b"]
+    assert len(chat) == 20 and len(lora) == 20
+    for key in (
+        "rank",
+        "provider",
+        "region",
+        "instance_type",
+        "gpu_model",
+        "gpu_count",
+        "pricing",
+        "price_hour_usd",
+        "tokens_per_s",
+        "hours",
+        "binding",
+        "low",
+        "high",
+    ):
+        assert key in chat[0]
+    assert all(r["usd_per_mtok"] > 0 and r["cost_usd"] is None for r in chat)
+    assert all(r["cost_usd"] > 0 and r["hours"] > 0 for r in lora)
+    assert [r["usd_per_mtok"] for r in chat] == sorted(r["usd_per_mtok"] for r in chat)
+    assert [r["rank"] for r in chat] == list(range(1, 21))
+    assert all(r["low"] <= (r["usd_per_mtok"]) <= r["high"] for r in chat)
+
+
+def test_spot_rule_and_eu_constraint_are_applied(
+    capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
+) -> None:
+    advice(capsys, config, offline_db, "--top", "100")
+    con = duckdb.connect(str(offline_db), read_only=True)
+    chat_spot = con.execute(
+        "SELECT count(*) FROM advice WHERE workload = 'chat-70b' AND pricing = 'spot'"
+    ).fetchone()
+    lora = con.execute("""SELECT a.pricing, a.spot_overhead, r.continent FROM advice a
+        JOIN regions r USING (provider, region) WHERE workload = 'lora-8b'""").fetchall()
+    [(best_spot, best_on_demand)] = con.execute("""
+        SELECT min(cost_usd) FILTER (WHERE pricing = 'spot'),
+               min(cost_usd) FILTER (WHERE pricing = 'on_demand')
+        FROM advice WHERE workload = 'lora-8b'""").fetchall()
+    con.close()
+    assert chat_spot == (0,)  # no spot_ok: no spot offers
+    assert {c for _, _, c in lora} == {"EU"}
+    assert any(p == "spot" for p, _, _ in lora)
+    assert all(o > 1 for p, o, _ in lora if p == "spot")
+    assert all(o == 1 for p, o, _ in lora if p == "on_demand")
+    assert best_spot is not None and best_on_demand is not None
+
+
+def test_one_workload_and_unknown_workload(
+    capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
+) -> None:
+    rows = advice(capsys, config, offline_db, "--workload", "lora-8b", "--top", "3")
+    assert {r["workload"] for r in rows} == {"lora-8b"} and len(rows) == 3
+    code, _, err = cli(
+        capsys, "--config", str(config), "--db", str(offline_db), "advise", "--workload", "nope"
+    )
+    assert code == 2 and "unknown workload 'nope'" in err
+
+
+def test_no_workloads_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    code, _, err = cli(capsys, "--db", str(offline_db), "advise")
+    assert code == 1 and "no workloads configured" in err
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[[workloads]]\nname = "x"\ntask = "serve"\nmodel = "llama-9"\n', "unknown model"),
+        ('[[workloads]]\nname = "x"\ntask = "lora"\nmodel = "llama-3.1-8b"\n', "train_tokens"),
+        ('[[workloads]]\nname = "x"\ntask = "dance"\nmodel = "llama-3.1-8b"\n', "workloads.0.task"),
+        ('[[workloads]]\nname = "x"\ntask = "serve"\n', "exactly one of model"),
+        (
+            '[[workloads]]\nname = "x"\ntask = "serve"\nmodel = "mistral-7b"\n'
+            'continents = ["Europe"]\n',
+            "continents",
+        ),
+        (
+            '[[workloads]]\nname = "x"\ntask = "serve"\nmodel = "mistral-7b"\n'
+            '[[workloads]]\nname = "x"\ntask = "serve"\nmodel = "mistral-7b"\n',
+            "unique",
+        ),
+    ],
+)
+def test_bad_workloads_are_config_errors(tmp_path: Path, toml: str, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(path)
+
+
+def test_explicit_architecture_and_local_config_json(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "num_hidden_layers": 32,
+                "hidden_size": 4096,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "intermediate_size": 14336,
+                "vocab_size": 128256,
+                "tie_word_embeddings": False,
+            }
+        )
+    )
+    from_file = WorkloadProfile(name="f", task="serve", model_config_json=config)
+    explicit = WorkloadProfile(
+        name="e", task="lora", train_tokens=1e8, architecture={"params_b": 13.0}
+    )  # type: ignore[arg-type]
+    assert from_file.arch().total_params / 1e9 == pytest.approx(8.03, abs=0.01)
+    assert explicit.arch().total_params == 13e9
+
+
+def test_estimate_answers_for_every_catalog_model_on_every_catalog_gpu() -> None:
+    for model in llm.catalog().values():
+        for gpu in gpu_catalog().gpus:
+            for task in ("serve", "lora"):
+                result = estimate(Workload(task, model, train_tokens=1e9), gpu, 1)  # type: ignore[arg-type]
+                assert result.binding and isinstance(result.fits, bool)
+
+
+def test_estimate_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(
+        capsys,
+        "estimate",
+        "--model",
+        "qwen3-32b",
+        "--gpu",
+        "H100 SXM",
+        "--gpus",
+        "2",
+        "--precision",
+        "fp8",
+        "--format",
+        "json",
+    )
+    result = json.loads(out)
+    assert code == 0 and result["gpu_model"] == "H100-SXM-80GB" and result["fits"]
+    assert result["tokens_per_s"] > 0 and result["binding"] in (
+        "compute",
+        "bandwidth",
+        "kv capacity",
+        "latency target",
+    )
+    code, _, err = cli(capsys, "estimate", "--model", "llama-3.1-8b", "--gpu", "TPU-X")
+    assert code == 1 and "unknown GPU" in err
+    code, _, err = cli(
+        capsys,
+        "estimate",
+        "--gpu",
+        "H100",
+        "--params-b",
+        "7",
+        "--task",
+        "pretrain",
+        "--train-tokens",
+        "1e9",
+        "--format",
+        "json",
+    )
+    assert code == 0
+
+
+def test_tco_break_even(capsys: pytest.CaptureFixture[str], offline_db: Path) -> None:
+    code, out, _ = cli(
+        capsys,
+        "--db",
+        str(offline_db),
+        "tco",
+        "--gpu",
+        "H100-SXM-80GB",
+        "--purchase-price",
+        "30000",
+        "--power-w",
+        "700",
+        "--electricity",
+        "0.10",
+        "--pue",
+        "1.2",
+        "--utilisation",
+        "0.5",
+        "--years",
+        "4",
+        "--format",
+        "json",
+    )
+    result = json.loads(out)
+    power = 0.7 * 1.2 * 0.10
+    assert code == 0
+    assert result["break_even_gpu_hours"] == pytest.approx(
+        30000 / (result["rent_gpu_hour_usd"] - power), rel=1e-3
+    )
+    code, _, err = cli(capsys, "--db", str(offline_db), "tco", "--gpu", "H100-SXM-80GB")
+    assert code == 1 and "--purchase-price" in err
+
+
+# --- a higher price never predicts a lower cost ---------------------------------------------
+
+
+def _db_with_prices(db: Path, prices: list[float]) -> None:
+    quotes = [
+        RawQuote(
+            region="eastus",
+            instance_type=f"Standard_ND96isr_H100_v5-{i}",
+            pricing="on_demand",
+            price=p,
+            gpu_name_raw="H100 SXM",
+            gpu_count=8.0,
+        )
+        for i, p in enumerate(prices)
+    ]
+    ingest_quotes(db, "azure", quotes)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.floats(min_value=1.0, max_value=400.0), min_size=2, max_size=8, unique=True))
+def test_a_higher_price_never_predicts_a_lower_cost(
+    tmp_path_factory: Any, prices: list[float]
+) -> None:
+    db = tmp_path_factory.mktemp("prop") / "p.duckdb"
+    _db_with_prices(db, prices)
+    profiles = [
+        WorkloadProfile(name="t", task="lora", model="llama-3.1-8b", train_tokens=1e8),
+        WorkloadProfile(name="s", task="serve", model="llama-3.1-8b"),
+    ]
+    with store.writer(db) as con:
+        columns, rows = rank(con, profiles, keep=100)
+    records = [dict(zip(columns, r, strict=True)) for r in rows]
+    for name, key in (("t", "cost_usd"), ("s", "usd_per_mtok")):
+        pairs = sorted((r["price_hour_usd"], r[key]) for r in records if r["workload"] == name)
+        assert len(pairs) == len(prices)
+        assert all(a[1] <= b[1] for a, b in itertools.pairwise(pairs))
+
+
+def test_advice_is_replaced_not_appended(tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    _db_with_prices(db, [90.0, 98.0])
+    profiles = [WorkloadProfile(name="t", task="lora", model="llama-3.1-8b", train_tokens=1e8)]
+    with store.writer(db) as con:
+        first = store_advice(con, profiles)
+        second = store_advice(con, profiles)
+        [(n,)] = con.execute("SELECT count(*) FROM advice").fetchall()
+    assert first == second == n == 2
