@@ -193,8 +193,8 @@ def _record_sent(settings: Settings, path: Path, taken: Claim) -> None:
     def write(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             "UPDATE core.notifications SET status = 'sent', sent_at = ?, attempts = attempts + 1, "
-            "last_error = NULL, claimed_until = NULL, parts_sent = ? WHERE id = ?",
-            [utcnow(), len(taken.message.slack), taken.row_id],
+            "last_error = NULL, claimed_until = NULL WHERE id = ?",
+            [utcnow(), taken.row_id],
         )
 
     _persist(settings, path, taken, write)
