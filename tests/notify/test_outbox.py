@@ -280,3 +280,21 @@ def test_a_broken_slack_webhook_does_not_hold_up_email(
 
 def _explode(*args: object, **kwargs: object) -> None:
     raise RuntimeError("a bug")
+
+
+def test_a_send_outlasting_its_claim_is_cut_short_and_not_resent(
+    db_path: Path, tmp_path: Path
+) -> None:
+    hook = Webhook(script=["hang", "ok"], hang=4.0)
+    with webhook_server(hook) as url:
+        settings = settings_for(tmp_path, db_path, 'claim_lease = "2s"\n', slack=url)
+        settings = settings.model_copy(
+            update={"http": settings.http.model_copy(update={"timeout": 30.0})}
+        )
+        queue(settings, message(1))
+        assert deliver(settings) == {"failed": 1}  # cut before another deliverer may claim it
+        time.sleep(2.1)
+        assert deliver(settings) == {}
+    assert len(hook.received) == 1
+    [(_, _, _, error)] = rows(db_path)
+    assert "claim ran out" in error

@@ -236,9 +236,7 @@ def _known(con: duckdb.DuckDBPyConnection, rule: str) -> bool:
     return bool(row and row[0])
 
 
-def _load_observations(
-    con: duckdb.DuckDBPyConnection, rule: AlertRule, failing: list[str]
-) -> None:
+def _load_observations(con: duckdb.DuckDBPyConnection, rule: AlertRule, failing: list[str]) -> None:
     """This rule's observations into the temporary table alert_obs."""
     con.execute(OBSERVATIONS_TABLE)
     if rule.kind == "new_offer":

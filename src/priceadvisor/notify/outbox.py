@@ -141,6 +141,11 @@ async def deliver(settings: Settings, path: Path, available: dict[str, Channel])
     return outcomes
 
 
+def _claim_lease_left(taken: Claim) -> float:
+    """Seconds a send may take: what is left of the lease, less the time to record it."""
+    return max(1.0, taken.deadline - time.monotonic()) * 0.9
+
+
 def _due_now(settings: Settings, path: Path) -> list[tuple[int, str]]:
     with store.writer(path, settings.lock_timeout) as con:
         return due(con, utcnow())
@@ -154,9 +159,15 @@ def _claim_now(settings: Settings, path: Path, row_id: int) -> Claim | None:
 async def _deliver_queue(
     settings: Settings, path: Path, channel: Channel | None, ids: list[int]
 ) -> list[str]:
+    """One channel's rows in order; a database that stays busy ends the pass (nothing claimed
+    is left behind: the rows stay due for the next one)."""
     outcomes = []
     for row_id in ids:
-        taken = await asyncio.to_thread(_claim_now, settings, path, row_id)
+        try:
+            taken = await asyncio.to_thread(_claim_now, settings, path, row_id)
+        except store.StoreError as exc:
+            log.warning("delivery postponed: %s", exc, extra={"job": "outbox"})
+            break
         if taken is not None:
             outcomes.append(await _deliver_one(settings, path, channel, taken))
     return outcomes
@@ -170,9 +181,12 @@ async def _deliver_one(
         await asyncio.to_thread(_record_failure, settings, path, taken, failure)
         return "no_channel"
     try:
-        await channel.send(taken.message, taken.parts_sent)
+        async with asyncio.timeout(_claim_lease_left(taken)):
+            await channel.send(taken.message, taken.parts_sent)
     except DeliveryError as exc:
         failure = exc
+    except TimeoutError:  # past the lease another deliverer could take the row: stop here
+        failure = DeliveryError("still sending when its claim ran out: not resent", retry=False)
     except Exception as exc:  # a channel bug must not stop the other rows or channels
         log.exception("%s channel crashed", channel.name, extra={"job": f"outbox:{channel.name}"})
         failure = DeliveryError(f"internal error: {type(exc).__name__}", retry=False)
