@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.models import utcnow
@@ -298,3 +299,15 @@ def test_a_send_outlasting_its_claim_is_cut_short_and_not_resent(
     assert len(hook.received) == 1
     [(_, _, _, error)] = rows(db_path)
     assert "claim ran out" in error
+
+
+def test_the_daemon_delivers_every_notify_deliver_every(db_path: Path, tmp_path: Path) -> None:
+    settings = settings_for(
+        tmp_path, db_path, 'deliver_every = "7s"\n', slack="http://127.0.0.1:9/hook"
+    )
+    with store.writer(db_path):
+        pass  # an empty, migrated database
+    scheduler = AsyncIOScheduler()
+    Daemon(settings)._schedule_notifications(scheduler)
+    job = scheduler.get_job("outbox")
+    assert job is not None and job.trigger.interval.total_seconds() == 7
