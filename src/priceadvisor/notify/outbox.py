@@ -90,17 +90,16 @@ class Claim:
     deadline: float
 
 
-def _is_due(alias: str = "") -> str:
-    """Queued, due, and not claimed by a deliverer whose lease still runs."""
-    return (
-        f"{alias}status = 'queued' AND {alias}next_attempt_at <= $now "
-        f"AND ({alias}claimed_until IS NULL OR {alias}claimed_until <= $now)"
-    )
+# Queued, due, and not claimed by a deliverer whose lease still runs.
+_DUE = (
+    "status = 'queued' AND next_attempt_at <= $now "
+    "AND (claimed_until IS NULL OR claimed_until <= $now)"
+)
 
 
 def due(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> list[tuple[int, str]]:
     """(id, channel) of what may be sent now, oldest first."""
-    sql = f"SELECT id, channel FROM core.notifications WHERE {_is_due()} ORDER BY id"
+    sql = f"SELECT id, channel FROM core.notifications WHERE {_DUE} ORDER BY id"
     return [(int(i), str(ch)) for i, ch in con.execute(sql, {"now": now}).fetchall()]
 
 
@@ -110,7 +109,7 @@ def claim(
     """Take the row for `lease` seconds, or None when it is no longer due (sent, or claimed
     by another deliverer meanwhile). One UPDATE: two deliverers cannot both take it."""
     row = con.execute(
-        f"UPDATE core.notifications SET claimed_until = $until WHERE id = $id AND {_is_due()} "
+        f"UPDATE core.notifications SET claimed_until = $until WHERE id = $id AND {_DUE} "
         "RETURNING payload, coalesce(parts_sent, 0)",
         {"until": now + dt.timedelta(seconds=lease), "id": row_id, "now": now},
     ).fetchone()
