@@ -132,14 +132,14 @@ def test_daemon_digest_job_and_delivery_job_send_the_digest_once(
 def test_a_crashed_claim_expires_and_the_row_is_sent_once(db_path: Path, tmp_path: Path) -> None:
     hook = Webhook()
     with webhook_server(hook) as url:
-        settings = settings_for(tmp_path, db_path, 'claim_lease = "1s"\n', slack=url)
+        settings = settings_for(tmp_path, db_path, 'claim_lease = "3s"\n', slack=url)
         queue(settings, message(1))
         with store.writer(db_path) as con:  # a deliverer claims the row, then dies
             [(row_id, _)] = outbox.due(con, utcnow())
-            assert outbox.claim(con, row_id, utcnow(), 1.0) is not None
-            assert outbox.claim(con, row_id, utcnow(), 1.0) is None  # nobody else gets it
+            assert outbox.claim(con, row_id, utcnow(), 3.0) is not None
+            assert outbox.claim(con, row_id, utcnow(), 3.0) is None  # nobody else gets it
         assert deliver(settings) == {}  # still claimed
-        time.sleep(1.1)
+        time.sleep(3.1)
         assert deliver(settings) == {"sent": 1}
         assert deliver(settings) == {}
     assert len(hook.received) == 1
@@ -199,22 +199,22 @@ time.sleep(float(sys.argv[2]))
 
 
 def test_a_reader_holding_the_lock_at_mark_time_does_not_cause_a_resend(
-    db_path: Path, tmp_path: Path
+    db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     holders: list[subprocess.Popen[str]] = []
 
     def hold_database() -> None:  # another process opens the file as the webhook answers
         proc = subprocess.Popen(
-            [sys.executable, "-c", HOLD, str(db_path), "3"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", HOLD, str(db_path), "5"], stdout=subprocess.PIPE, text=True
         )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
         holders.append(proc)
 
     hook = Webhook(on_post=hold_database)
     with webhook_server(hook) as url:
-        settings = settings_for(tmp_path, db_path, slack=url)  # lock_timeout 1 s < 3 s held
+        settings = settings_for(tmp_path, db_path, slack=url)  # lock_timeout 1 s < 5 s held
         settings = settings.model_copy(
-            update={"http": settings.http.model_copy(update={"timeout": 10.0})}
+            update={"http": settings.http.model_copy(update={"timeout": 30.0})}
         )
         queue(settings, message(1))
         assert deliver(settings) == {"sent": 1}
@@ -223,6 +223,7 @@ def test_a_reader_holding_the_lock_at_mark_time_does_not_cause_a_resend(
         proc.communicate(timeout=30)
     assert len(holders) == 1 and len(hook.received) == 1
     assert rows(db_path) == [("slack", "sent", 1, None)]
+    assert "outbox waits for the database" in caplog.text  # the mark did meet the lock
 
 
 # --- (d) the Message-ID of a resend ---------------------------------------------------------
