@@ -110,7 +110,10 @@ class NotifySettings(BaseModel):
     max_attempts: int = Field(12, ge=1)
     retry_base: Seconds = 30.0
     retry_max: Seconds = 3600.0
-    deliver_every: Seconds = Field(60.0, description="the daemon's outbox delivery interval")
+    deliver_every: Seconds = Field(60.0, gt=0, description="the daemon's outbox delivery interval")
+    claim_lease: Seconds = Field(
+        600.0, gt=0, description="a claimed row is retried after this long without an outcome"
+    )
 
 
 class AlertRule(BaseModel):

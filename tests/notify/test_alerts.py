@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from priceadvisor.catalog import region_catalog
 from priceadvisor.config import AlertRule, AlertSettings, ConfigError, load_settings
 from priceadvisor.models import RawQuote, RunStatus, utcnow
 from priceadvisor.notify import alerts
 from priceadvisor.store import db as store
-from tests.conftest import cli, ingest_quotes
+from tests.conftest import cli, ingest_quotes, query
 from tests.notify.test_notify import SECRET, Inbox, Webhook, free_port, smtp_server, webhook_server
 
 H100 = "Standard_ND96isr_H100_v5"
@@ -216,3 +217,45 @@ def test_silence_cli_add_list_rm(capsys: pytest.CaptureFixture[str], db_path: Pa
     assert cli(capsys, *base, "rm", "1")[0] == 0
     code, _, err = cli(capsys, *base, "rm", "1")
     assert code == 1 and "no silence 1" in err
+
+
+SCALE_GPUS = ["H100 SXM", "H200", "B200", "A100-SXM4-80GB", "L40S", "L4", "A10G", "T4", "MI300X"]
+
+
+def snapshot(provider: str, regions: list[str]) -> list[RawQuote]:
+    return [
+        RawQuote(
+            region=r,
+            instance_type=f"{gpu.replace(' ', '-')}-x1",
+            pricing="on_demand",
+            price=2.0,
+            gpu_name_raw=gpu,
+            gpu_count=1.0,
+        )
+        for r in regions
+        for gpu in SCALE_GPUS
+    ]
+
+
+def test_new_offer_rule_over_a_thousand_combinations_fires_within_the_daemons_memory(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in {"memory_limit": "128MB", "threads": 1}.items():  # as the daemon runs
+        monkeypatch.setitem(store.CONNECTION_CONFIG, key, value)
+    settings = AlertSettings(rules=[AlertRule(kind="new_offer")], for_fetches=1)
+    regions = {p: sorted(r for q, r in region_catalog() if q == p) for p in ("vast", "azure")}
+    for provider, names in regions.items():  # what exists when the rule starts
+        ingest_quotes(db_path, provider, snapshot(provider, names[:1]))
+    assert evaluate(db_path, settings) == []
+    for provider, names in regions.items():  # then every region gets every GPU model
+        ingest_quotes(db_path, provider, snapshot(provider, names))
+    [(combinations,)] = query(
+        db_path, "SELECT count(DISTINCT (gpu_model, provider, region)) FROM offers"
+    )
+    assert combinations >= 1000 + 2 * len(SCALE_GPUS)
+    with store.writer(db_path) as con:
+        queued = alerts.evaluate_and_queue(con, settings, ["email"], utcnow())
+        fired = con.execute("SELECT count(*) FROM core.alert_state WHERE firing").fetchone()
+    assert fired == (combinations - 2 * len(SCALE_GPUS),)  # all but the seeded ones
+    assert queued == len(SCALE_GPUS)  # one message per GPU model
+    assert evaluate(db_path, settings) == []  # and not again

@@ -7,7 +7,8 @@ import email
 import json
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from email.message import Message as MimeMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -202,8 +203,6 @@ def test_smtp_outage_then_recovery_delivers_exactly_once(
     for _ in range(2):  # down for two runs; each run is a fresh process state (a restart)
         code, _, _ = cli(capsys, *args)
         assert code == 1
-        import time
-
         time.sleep(1.1)  # past the 1 s backoff
     [(channel, status, attempts, error)] = notifications(database)
     assert (channel, status, attempts) == ("email", "queued", 2)
@@ -222,26 +221,50 @@ def test_smtp_outage_then_recovery_delivers_exactly_once(
 
 
 class Webhook:
-    def __init__(self, fail_first: int) -> None:
-        self.fail_first = fail_first
-        self.posts: list[dict[str, Any]] = []
+    """A local webhook. `script` says how to answer each POST in turn (the last one repeats):
+    "ok", "429" (with Retry-After), "500", "hang" (answer nothing until `hang` seconds pass),
+    "close" (close the connection after reading the body), "redirect" (302 to itself)."""
+
+    def __init__(
+        self,
+        fail_first: int = 0,
+        script: list[str] | None = None,
+        on_post: Callable[[], None] | None = None,
+        hang: float = 3.0,
+    ) -> None:
+        self.script = script or ["429"] * fail_first + ["ok"]
+        self.on_post = on_post
+        self.hang = hang
+        self.received: list[dict[str, Any]] = []  # every POST body that reached the server
+        self.posts: list[dict[str, Any]] = []  # the ones answered 200: delivered
         self.answers: list[int] = []
+
+    def next_mode(self) -> str:
+        return self.script[min(len(self.received) - 1, len(self.script) - 1)]
 
 
 @contextmanager
 def webhook_server(hook: Webhook) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if len(hook.answers) < hook.fail_first:
-                status, headers = 429, {"Retry-After": "1"}
-            else:
-                status, headers = 200, {}
-                hook.posts.append(json.loads(body))
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            hook.received.append(body)
+            mode = hook.next_mode()
+            if mode == "ok" and hook.on_post:
+                hook.on_post()
+            if mode in ("hang", "close"):
+                time.sleep(hook.hang if mode == "hang" else 0)
+                self.close_connection = True
+                return
+            status = {"ok": 200, "429": 429, "500": 500, "redirect": 302}[mode]
+            if status == 200:
+                hook.posts.append(body)
             hook.answers.append(status)
             self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
+            if status == 429:
+                self.send_header("Retry-After", "1")
+            if status == 302:
+                self.send_header("Location", self.path)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")

@@ -11,7 +11,17 @@ from typing import Any, Protocol
 
 
 class DeliveryError(Exception):
-    """A channel could not deliver now; the outbox retries later. One line, no secrets."""
+    """A channel did not deliver a message. One line, no secrets.
+
+    `retry` is False when resending could deliver it twice (the request may have reached the
+    receiver) or could never succeed (a malformed address): the outbox then gives up at once.
+    `parts_sent` counts the leading parts of a split message that were accepted.
+    """
+
+    def __init__(self, reason: str, retry: bool = True, parts_sent: int = 0) -> None:
+        super().__init__(reason)
+        self.retry = retry
+        self.parts_sent = parts_sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,4 +39,6 @@ class Message:
 class Channel(Protocol):
     name: str
 
-    async def send(self, message: Message) -> None: ...
+    async def send(self, message: Message, skip: int = 0) -> None:
+        """Deliver the message's parts after the first `skip` (already accepted)."""
+        ...

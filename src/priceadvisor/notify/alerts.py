@@ -1,4 +1,4 @@
-"""Alert rules with Alertmanager semantics (DESIGN §6), evaluated after each fetch cycle.
+"""Alert rules with Prometheus Alertmanager semantics, evaluated after each fetch cycle.
 
 Each rule yields observations: labels (the fingerprint is rule + labels), a value and the lines
 that explain it. Per fingerprint the state machine is:
@@ -11,8 +11,10 @@ that explain it. Per fingerprint the state machine is:
     firing alert after `repeat_interval`;
   - silences (label matchers with an expiry) mute notification, not evaluation; a failing
     provider inhibits price alerts about its own offers (they are left out of the observation).
-State and queued notifications are written in the caller's transaction, so a crash either
-records both or neither: an alert is never lost nor queued twice.
+The machine runs set-based (STEP_SQL): a rule's observations go into a temporary table and
+every series steps at once, so a rule over thousands of GPU/provider/region series costs a few
+statements, not one per series. State and queued notifications are written in the caller's
+transaction, so a crash either records both or neither: an alert is never lost nor queued twice.
 """
 
 from __future__ import annotations
@@ -43,6 +45,82 @@ class Observation:
         return self.rule + ":" + ",".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
 
 
+OBSERVATIONS_TABLE = """
+CREATE OR REPLACE TEMP TABLE alert_obs (
+    fingerprint VARCHAR, rule VARCHAR, labels JSON, value DOUBLE, condition BOOLEAN,
+    title VARCHAR, lines VARCHAR[])"""
+
+# One series per GPU model x provider x region; labels and fingerprint as Observation makes them.
+NEW_OFFERS_SQL = """
+INSERT INTO alert_obs
+SELECT 'new_offer:gpu_model=' || gpu_model || ',provider=' || provider || ',region=' || region,
+    'new_offer', json_object('gpu_model', gpu_model, 'provider', provider, 'region', region),
+    1.0, true, 'new ' || gpu_model || ' offer',
+    [format('{} at {} {} from ${:.3f}/GPU-h', gpu_model, provider, region,
+            coalesce(min(price_gpu_hour_usd), 0))]
+FROM offers
+WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu)
+  AND (len($providers) = 0 OR list_contains($providers, provider))
+GROUP BY gpu_model, provider, region
+"""
+
+# The state machine of the module docstring, for every observation of one rule at once.
+# muted: an active silence all of whose matchers equal the alert's labels (none: all match).
+STEP_SQL = """
+CREATE OR REPLACE TEMP TABLE alert_next AS
+WITH active AS (SELECT id, matchers FROM core.silences WHERE expires_at > $now),
+wants AS (
+    SELECT a.id, m.key, m.value ->> '$' AS want FROM active AS a, json_each(a.matchers) AS m),
+sizes AS (
+    SELECT a.id, count(w.key) AS n FROM active AS a LEFT JOIN wants AS w USING (id)
+    GROUP BY a.id),
+hits AS (
+    SELECT o.fingerprint, w.id, count(*) AS n
+    FROM alert_obs AS o JOIN wants AS w ON (o.labels ->> w.key) = w.want GROUP BY ALL),
+muted AS (
+    SELECT h.fingerprint FROM hits AS h JOIN sizes AS z ON h.id = z.id AND h.n = z.n
+    UNION SELECT o.fingerprint FROM alert_obs AS o, sizes AS z WHERE z.n = 0),
+prior AS (
+    SELECT o.*, a.fingerprint IS NULL AS first,
+        coalesce(a.reference, $baseline, o.value) AS reference,
+        coalesce(a.pending, 0) AS pending, coalesce(a.firing, false) AS firing,
+        a.notified_value, a.last_notified_at,
+        o.fingerprint IN (SELECT fingerprint FROM muted) AS muted
+    FROM alert_obs AS o LEFT JOIN core.alert_state AS a USING (fingerprint)),
+judged AS (  -- holds: may fire; still: stays firing (half the threshold: hysteresis)
+    SELECT *,
+        CASE WHEN rule = 'new_offer' THEN (first AND $seeded) OR (NOT first AND pending > 0)
+             WHEN condition IS NOT NULL THEN condition
+             ELSE (NOT first OR $baseline IS NOT NULL) AND value <= reference * (1 - $share)
+        END AS holds,
+        CASE WHEN rule = 'new_offer' THEN true
+             WHEN condition IS NOT NULL THEN condition
+             ELSE value <= reference * (1 - $share / 2)
+        END AS still
+    FROM prior),
+stepped AS (
+    SELECT *,
+        firing AND NOT still AS resolved,
+        firing AND still AND rule <> 'new_offer' AND NOT muted
+            AND coalesce(epoch($now - last_notified_at) >= $repeat, false) AS repeats,
+        CASE WHEN holds THEN pending + 1 ELSE 0 END AS counted
+    FROM judged),
+decided AS (
+    SELECT *, NOT firing AND counted >= $for_fetches AND NOT muted AS fires FROM stepped)
+SELECT fingerprint, rule, labels,
+    CASE WHEN resolved THEN coalesce(notified_value, reference) ELSE reference END AS reference,
+    value,
+    CASE WHEN NOT firing THEN counted WHEN resolved THEN 0 ELSE pending END AS pending,
+    (firing AND NOT resolved) OR fires AS firing,
+    CASE WHEN fires THEN value ELSE notified_value END AS notified_value,
+    CASE WHEN fires OR repeats THEN $now ELSE last_notified_at END AS last_notified_at,
+    $now AS updated_at,
+    fires OR repeats OR (resolved AND $send_resolved AND NOT muted) AS notify,
+    resolved, condition, title, lines
+FROM decided
+"""
+
+
 def failing_providers(con: duckdb.DuckDBPyConnection, runs: int) -> list[str]:
     rows = con.execute(
         """
@@ -60,12 +138,12 @@ def failing_providers(con: duckdb.DuckDBPyConnection, runs: int) -> list[str]:
 def observe(
     con: duckdb.DuckDBPyConnection, rule: AlertRule, failing: list[str]
 ) -> list[Observation]:
+    """The observations of a rule with a handful of series (one per workload, GPU model or
+    failing provider); new_offer, one series per GPU/provider/region, stays in SQL."""
     if rule.kind == "cheaper":
         return _cheaper(con, rule, failing)
     if rule.kind == "price_drop":
         return _price_drop(con, rule, failing)
-    if rule.kind == "new_offer":
-        return _new_offers(con, rule)
     return [
         Observation(
             "provider_failing",
@@ -133,28 +211,6 @@ def _price_drop(
     ]
 
 
-def _new_offers(con: duckdb.DuckDBPyConnection, rule: AlertRule) -> list[Observation]:
-    rows = con.execute(
-        """
-        SELECT gpu_model, provider, region, min(price_gpu_hour_usd) FROM offers
-        WHERE gpu_model IS NOT NULL AND (? IS NULL OR gpu_model = ?)
-          AND (len(?) = 0 OR list_contains(?, provider))
-        GROUP BY ALL ORDER BY ALL""",
-        [rule.gpu_model, rule.gpu_model, rule.providers, rule.providers],
-    ).fetchall()
-    return [
-        Observation(
-            "new_offer",
-            {"gpu_model": g, "provider": p, "region": r},
-            1.0,
-            condition=True,
-            title=f"new {g} offer",
-            lines=[f"{g} at {p} {r} from ${v or 0:.3f}/GPU-h"],
-        )
-        for g, p, r, v in rows
-    ]
-
-
 @dataclass(slots=True)
 class Decision:
     observation: Observation
@@ -165,17 +221,16 @@ class Decision:
 def evaluate(
     con: duckdb.DuckDBPyConnection, settings: AlertSettings, now: dt.datetime
 ) -> list[Decision]:
-    """Advance every alert's state one evaluation; return what should be notified."""
+    """Advance every alert's state one evaluation; return what should be notified. Set-based:
+    a few statements per rule whatever its number of series (GPU x provider x region)."""
     failing = failing_providers(con, settings.failing_after)
-    silences = _active_silences(con, now)
     decisions: list[Decision] = []
     for rule in settings.rules:
-        observations = observe(con, rule, failing)
         seeded = _known(con, rule.kind)
-        for obs in observations:
-            muted = _silenced(obs.labels, silences)
-            decisions.append(_step(con, settings, rule, obs, now, seeded, muted))
-    return [d for d in decisions if d.notify]
+        _load_observations(con, rule, failing)
+        decisions += _step(con, settings, rule, now, seeded)
+    con.execute("DROP TABLE IF EXISTS alert_obs; DROP TABLE IF EXISTS alert_next")
+    return decisions
 
 
 def _known(con: duckdb.DuckDBPyConnection, rule: str) -> bool:
@@ -183,88 +238,57 @@ def _known(con: duckdb.DuckDBPyConnection, rule: str) -> bool:
     return bool(row and row[0])
 
 
+def _load_observations(con: duckdb.DuckDBPyConnection, rule: AlertRule, failing: list[str]) -> None:
+    """This rule's observations into the temporary table alert_obs."""
+    con.execute(OBSERVATIONS_TABLE)
+    if rule.kind == "new_offer":
+        con.execute(NEW_OFFERS_SQL, {"gpu": rule.gpu_model, "providers": rule.providers})
+        return
+    rows = [
+        (o.fingerprint, o.rule, json.dumps(o.labels), o.value, o.condition, o.title, o.lines)
+        for o in observe(con, rule, failing)
+    ]
+    if rows:
+        con.executemany("INSERT INTO alert_obs VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+
 def _step(
     con: duckdb.DuckDBPyConnection,
     settings: AlertSettings,
     rule: AlertRule,
-    obs: Observation,
     now: dt.datetime,
     seeded: bool,
-    muted: bool,
-) -> Decision:
-    """One evaluation of one alert. A silenced alert keeps counting but does not fire, so it
-    notifies at the first evaluation after the silence expires if it still holds."""
-    row = con.execute(
-        "SELECT reference, pending, firing, notified_value, last_notified_at "
-        "FROM core.alert_state WHERE fingerprint = ?",
-        [obs.fingerprint],
-    ).fetchone()
-    first = row is None
-    reference: float = float(row[0]) if row else (rule.baseline or obs.value)
-    pending: int = int(row[1]) if row else 0
-    firing: bool = bool(row[2]) if row else False
-    notified_value: float | None = row[3] if row else None
-    notified_at: dt.datetime | None = row[4] if row else None
-    holds, still = _conditions(rule, obs, reference, first, seeded, pending)
-    decision = Decision(obs, notify=False)
-    if firing:
-        repeat = (
-            obs.rule != "new_offer"
-            and notified_at is not None
-            and (now - notified_at).total_seconds() >= settings.repeat_interval
-        )
-        if not still:  # recovered past the hysteresis band: resolved
-            firing, pending, decision.resolved = False, 0, True
-            decision.notify = settings.send_resolved and not muted
-            if notified_value is not None:
-                reference = notified_value  # the next alert needs a drop below what was sent
-        elif repeat and not muted:
-            decision.notify, notified_at = True, now
-    else:
-        pending = pending + 1 if holds else 0
-        if pending >= settings.for_fetches and not muted:
-            firing, decision.notify, notified_value, notified_at = True, True, obs.value, now
+) -> list[Decision]:
+    """One evaluation of every alert of the rule: the next states (STEP_SQL), stored in one
+    statement; the alerts to notify come back as decisions."""
     con.execute(
-        "INSERT OR REPLACE INTO core.alert_state VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            obs.fingerprint,
-            obs.rule,
-            json.dumps(obs.labels),
-            reference,
-            obs.value,
-            pending,
-            firing,
-            notified_value,
-            notified_at,
-            now,
-        ],
+        STEP_SQL,
+        {
+            "now": now,
+            "seeded": seeded,
+            "baseline": rule.baseline,
+            "share": rule.threshold_pct / 100,
+            "for_fetches": settings.for_fetches,
+            "repeat": settings.repeat_interval,
+            "send_resolved": settings.send_resolved,
+        },
     )
-    return decision
-
-
-def _conditions(
-    rule: AlertRule, obs: Observation, reference: float, first: bool, seeded: bool, pending: int
-) -> tuple[bool, bool]:
-    """(holds: may fire, still: stays firing). Price rules: a drop of threshold % below the
-    reference fires; the alert stays firing until the price recovers past half of it."""
-    if obs.rule == "new_offer":  # new once: first seen after the rule started, then kept
-        return (first and seeded) or (not first and pending > 0), True
-    if obs.condition is not None:  # provider failing
-        return obs.condition, obs.condition
-    share = rule.threshold_pct / 100
-    measurable = not first or rule.baseline is not None
-    holds = measurable and obs.value <= reference * (1 - share)
-    still = obs.value <= reference * (1 - share / 2)
-    return holds, still
-
-
-def _active_silences(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> list[dict[str, str]]:
-    rows = con.execute("SELECT matchers FROM core.silences WHERE expires_at > ?", [now]).fetchall()
-    return [json.loads(r[0]) for r in rows]
-
-
-def _silenced(labels: dict[str, str], silences: list[dict[str, str]]) -> bool:
-    return any(all(labels.get(k) == v for k, v in s.items()) for s in silences)
+    con.execute(
+        "INSERT OR REPLACE INTO core.alert_state SELECT fingerprint, rule, labels, reference, "
+        "value, pending, firing, notified_value, last_notified_at, updated_at FROM alert_next"
+    )
+    rows = con.execute(
+        "SELECT rule, labels, value, condition, title, lines, resolved FROM alert_next "
+        "WHERE notify ORDER BY fingerprint"
+    ).fetchall()
+    return [
+        Decision(
+            Observation(r, json.loads(labels), float(v), c, list(lines), title),
+            notify=True,
+            resolved=bool(resolved),
+        )
+        for r, labels, v, c, title, lines, resolved in rows
+    ]
 
 
 def messages(decisions: list[Decision], now: dt.datetime) -> list[Message]:

@@ -2,20 +2,28 @@
 
 Messages are multipart/alternative text + HTML (inline CSS); an optional PNG chart rides as an
 inline image (multipart/related, Content-ID) that the HTML references as cid:…, so the mail
-reads fine without images. The Message-ID is derived from the idempotency key, so a receiving
-system can recognise a resend.
+reads fine without images. The Message-ID is derived from the idempotency key alone, so a
+resend (after a crash between the server's acceptance and the outbox's "sent" mark) carries the
+same Message-ID and a receiving system can recognise it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+from email.utils import formatdate
 
 import aiosmtplib
 from pydantic import SecretStr
 
 from priceadvisor.config import EmailSettings
 from priceadvisor.notify import DeliveryError, Message
+
+
+def message_id(key: str) -> str:
+    """The same key gives the same Message-ID on every send (RFC 5322 §3.6.4: unique per
+    message, which one notification is however often it is resent)."""
+    return f"<{hashlib.sha256(key.encode()).hexdigest()[:40]}@priceadvisor.local>"
 
 
 class EmailChannel:
@@ -31,9 +39,7 @@ class EmailChannel:
         mail["From"] = self.settings.sender
         mail["To"] = ", ".join(self.settings.recipients)
         mail["Date"] = formatdate(localtime=False)
-        mail["Message-ID"] = make_msgid(
-            idstring=message.key.replace(":", "."), domain="priceadvisor.local"
-        )
+        mail["Message-ID"] = message_id(message.key)
         mail.set_content(message.text)
         mail.add_alternative(message.html, subtype="html")
         html_part = mail.get_body(preferencelist=("html",))
@@ -42,7 +48,9 @@ class EmailChannel:
             html_part.add_related(png, maintype="image", subtype="png", cid=f"<{cid}>")
         return mail
 
-    async def send(self, message: Message) -> None:
+    async def send(self, message: Message, skip: int = 0) -> None:
+        if skip:  # an email is one part: already accepted
+            return
         s = self.settings
         try:
             await aiosmtplib.send(

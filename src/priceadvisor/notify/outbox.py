@@ -1,25 +1,36 @@
-"""The outbox (DESIGN §6): every digest and alert is a row with an idempotency key, queued until
-a channel takes it, retried with exponential backoff while the channel is down.
+"""The outbox: every digest and alert is a row with an idempotency key, queued until a channel
+takes it, retried with exponential backoff while the channel is down.
 
 Enqueueing is idempotent (the key is unique: the same digest week or alert state is queued once
-whatever happens), and a row is marked sent in its own transaction right after the channel
-accepted it, so a restart resends nothing already marked. The one gap is a crash between a
-channel accepting a message and that mark: delivery is at-least-once there, and the email
-Message-ID, derived from the key, lets the receiving side recognise the resend.
+whatever happens). Delivery is exactly once outside one crash window:
+  - a deliverer claims a row (`claimed_until` = now + `notify.claim_lease`) in one UPDATE before
+    sending it, so concurrent deliverers (the daemon's digest and delivery jobs, a CLI
+    `digest --send`, two `alerts test` runs) never send the same row;
+  - the outcome is recorded right after the channel answered, waiting for the database lock as
+    long as the lease lasts, so a reader holding the database does not make a delivered message
+    look undelivered;
+  - a channel that cannot say whether it delivered (a Slack POST that timed out after sending)
+    is not retried: the row fails with that reason (at most once there).
+The crash window: a process killed between the channel accepting a message and the "sent"
+mark leaves the row claimed; the claim expires after the lease and the row is sent again. The
+email Message-ID, derived from the key only, lets the receiving side recognise that resend.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import json
 import logging
-from dataclasses import asdict
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
 
-from priceadvisor.config import NotifySettings, Settings, lookup_secret
+from priceadvisor.config import Settings, lookup_secret
 from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, DeliveryError, Message
 from priceadvisor.notify.email import EmailChannel
@@ -69,13 +80,42 @@ def _count(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-def due(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> list[tuple[int, str, Message]]:
-    rows = con.execute(
-        "SELECT id, channel, payload FROM core.notifications WHERE status = 'queued' "
-        "AND next_attempt_at <= ? ORDER BY id",
-        [now],
-    ).fetchall()
-    return [(int(i), str(ch), _message(p)) for i, ch, p in rows]
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A row this process may send until its lease ends (`deadline`, monotonic seconds)."""
+
+    row_id: int
+    message: Message
+    parts_sent: int
+    deadline: float
+
+
+# Queued, due, and not claimed by a deliverer whose lease still runs.
+_DUE = (
+    "status = 'queued' AND next_attempt_at <= $now "
+    "AND (claimed_until IS NULL OR claimed_until <= $now)"
+)
+
+
+def due(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> list[tuple[int, str]]:
+    """(id, channel) of what may be sent now, oldest first."""
+    sql = f"SELECT id, channel FROM core.notifications WHERE {_DUE} ORDER BY id"
+    return [(int(i), str(ch)) for i, ch in con.execute(sql, {"now": now}).fetchall()]
+
+
+def claim(
+    con: duckdb.DuckDBPyConnection, row_id: int, now: dt.datetime, lease: float
+) -> Claim | None:
+    """Take the row for `lease` seconds, or None when it is no longer due (sent, or claimed
+    by another deliverer meanwhile). One UPDATE: two deliverers cannot both take it."""
+    row = con.execute(
+        f"UPDATE core.notifications SET claimed_until = $until WHERE id = $id AND {_DUE} "
+        "RETURNING payload, coalesce(parts_sent, 0)",
+        {"until": now + dt.timedelta(seconds=lease), "id": row_id, "now": now},
+    ).fetchone()
+    if row is None:
+        return None
+    return Claim(row_id, _message(row[0]), int(row[1]), time.monotonic() + lease)
 
 
 def _message(payload: str) -> Message:
@@ -85,60 +125,148 @@ def _message(payload: str) -> Message:
 
 
 async def deliver(settings: Settings, path: Path, available: dict[str, Channel]) -> dict[str, int]:
-    """Send what is due; returns counts by outcome (sent, retry, failed, no_channel)."""
-    with store.writer(path, settings.lock_timeout) as con:
-        pending = due(con, utcnow())
+    """Send what is due; returns counts by outcome (sent, retry, failed, no_channel). Each
+    channel has its own queue, worked concurrently: a slow or broken channel delays no other."""
+    pending = await asyncio.to_thread(_due_now, settings, path)
+    queues: dict[str, list[int]] = {}
+    for row_id, name in pending:
+        queues.setdefault(name, []).append(row_id)
     outcomes: dict[str, int] = {}
-    for row_id, name, message in pending:
-        outcome = await _deliver_one(settings, path, available.get(name), row_id, message)
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    for result in await asyncio.gather(
+        *(_deliver_queue(settings, path, available.get(name), ids) for name, ids in queues.items())
+    ):
+        for outcome in result:
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes
+
+
+def _claim_lease_left(taken: Claim) -> float:
+    """Seconds a send may take: what is left of the lease, less the time to record it."""
+    return max(1.0, taken.deadline - time.monotonic()) * 0.9
+
+
+def _due_now(settings: Settings, path: Path) -> list[tuple[int, str]]:
+    with store.writer(path, settings.lock_timeout) as con:
+        return due(con, utcnow())
+
+
+def _claim_now(settings: Settings, path: Path, row_id: int) -> Claim | None:
+    with store.writer(path, settings.lock_timeout) as con:
+        return claim(con, row_id, utcnow(), settings.notify.claim_lease)
+
+
+async def _deliver_queue(
+    settings: Settings, path: Path, channel: Channel | None, ids: list[int]
+) -> list[str]:
+    """One channel's rows in order; a database that stays busy ends the pass (nothing claimed
+    is left behind: the rows stay due for the next one)."""
+    outcomes = []
+    for row_id in ids:
+        try:
+            taken = await asyncio.to_thread(_claim_now, settings, path, row_id)
+        except store.StoreError as exc:
+            log.warning("delivery postponed: %s", exc, extra={"job": "outbox"})
+            break
+        if taken is not None:
+            outcomes.append(await _deliver_one(settings, path, channel, taken))
     return outcomes
 
 
 async def _deliver_one(
-    settings: Settings, path: Path, channel: Channel | None, row_id: int, message: Message
+    settings: Settings, path: Path, channel: Channel | None, taken: Claim
 ) -> str:
     if channel is None:
-        _mark(settings, path, row_id, error="channel not configured", notify=settings.notify)
+        failure = DeliveryError("channel not configured")
+        await asyncio.to_thread(_record_failure, settings, path, taken, failure)
         return "no_channel"
     try:
-        await channel.send(message)
+        async with asyncio.timeout(_claim_lease_left(taken)):
+            await channel.send(taken.message, taken.parts_sent)
     except DeliveryError as exc:
-        failed = _mark(settings, path, row_id, error=str(exc), notify=settings.notify)
-        log.warning(
-            "delivery failed (%s): %s",
-            "gave up" if failed else "will retry",
-            exc,
-            extra={"job": f"outbox:{channel.name}"},
-        )
-        return "failed" if failed else "retry"
-    with store.writer(path, settings.lock_timeout) as con:
+        failure = exc
+    except TimeoutError:  # past the lease another deliverer could take the row: stop here
+        failure = DeliveryError("still sending when its claim ran out: not resent", retry=False)
+    except Exception as exc:  # a channel bug must not stop the other rows or channels
+        log.exception("%s channel crashed", channel.name, extra={"job": f"outbox:{channel.name}"})
+        failure = DeliveryError(f"internal error: {type(exc).__name__}", retry=False)
+    else:
+        await asyncio.to_thread(_record_sent, settings, path, taken)
+        return "sent"
+    outcome = await asyncio.to_thread(_record_failure, settings, path, taken, failure)
+    log.warning(
+        "delivery failed (%s): %s",
+        "will retry" if outcome == "retry" else "gave up",
+        failure,
+        extra={"job": f"outbox:{channel.name}"},
+    )
+    return outcome
+
+
+def _record_sent(settings: Settings, path: Path, taken: Claim) -> None:
+    def write(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
-            "UPDATE core.notifications SET status = 'sent', sent_at = ?, "
-            "attempts = attempts + 1, last_error = NULL WHERE id = ?",
-            [utcnow(), row_id],
+            "UPDATE core.notifications SET status = 'sent', sent_at = ?, attempts = attempts + 1, "
+            "last_error = NULL, claimed_until = NULL WHERE id = ?",
+            [utcnow(), taken.row_id],
         )
-    return "sent"
+
+    _persist(settings, path, taken, write)
 
 
-def _mark(settings: Settings, path: Path, row_id: int, error: str, notify: NotifySettings) -> bool:
-    """Record a failed attempt; back off exponentially; give up after max_attempts."""
-    with store.writer(path, settings.lock_timeout) as con:
+def _record_failure(settings: Settings, path: Path, taken: Claim, failure: DeliveryError) -> str:
+    """Count the attempt and back off exponentially; give up after max_attempts, or at once
+    when resending could deliver twice. Returns the outcome (retry or failed)."""
+    notify = settings.notify
+    outcome = "retry" if failure.retry else "failed"
+
+    def write(con: duckdb.DuckDBPyConnection) -> None:
+        nonlocal outcome
         row = con.execute(
-            "SELECT attempts FROM core.notifications WHERE id = ?", [row_id]
+            "SELECT attempts FROM core.notifications WHERE id = ?", [taken.row_id]
         ).fetchone()
         attempts = (int(row[0]) if row else 0) + 1
-        give_up = attempts >= notify.max_attempts
+        if attempts >= notify.max_attempts:
+            outcome = "failed"
         wait = min(notify.retry_max, notify.retry_base * 2 ** (attempts - 1))
         con.execute(
             "UPDATE core.notifications SET attempts = ?, last_error = ?, status = ?, "
-            "next_attempt_at = ? WHERE id = ?",
+            "next_attempt_at = ?, claimed_until = NULL, parts_sent = ? WHERE id = ?",
             [
                 attempts,
-                error[:500],
-                "failed" if give_up else "queued",
+                str(failure)[:500],
+                "failed" if outcome == "failed" else "queued",
                 utcnow() + dt.timedelta(seconds=wait),
-                row_id,
+                taken.parts_sent + failure.parts_sent,
+                taken.row_id,
             ],
         )
-    return give_up
+
+    _persist(settings, path, taken, write)
+    return outcome
+
+
+def _persist(
+    settings: Settings,
+    path: Path,
+    taken: Claim,
+    write: Callable[[duckdb.DuckDBPyConnection], None],
+) -> None:
+    """Record an outcome, waiting for the database as long as the claim lasts: a reader holding
+    the lock must not make a delivered message look undelivered. Only when the lease runs out
+    is the outcome lost, and the row is then sent again (the documented crash window)."""
+    while True:
+        try:
+            with store.writer(path, settings.lock_timeout) as con:
+                write(con)
+            return
+        except store.StoreError as exc:
+            if time.monotonic() + settings.lock_timeout >= taken.deadline:
+                log.error(
+                    "could not record the outcome of notification %d before its claim "
+                    "expired (%s): it will be sent again",
+                    taken.row_id,
+                    exc,
+                    extra={"job": "outbox"},
+                )
+                return
+            log.warning("outbox waits for the database: %s", exc, extra={"job": "outbox"})

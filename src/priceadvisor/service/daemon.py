@@ -91,6 +91,7 @@ class Daemon:
         self.last_success: dict[str, dt.datetime] = {}
         self.health_port: int | None = None
         self.channels: dict[str, Any] = {}
+        self.delivering = asyncio.Lock()
 
     def _runnable_providers(self) -> list[str]:
         runnable = []
@@ -148,7 +149,7 @@ class Daemon:
 
     def _schedule_notifications(self, scheduler: AsyncIOScheduler) -> None:
         """The weekly digest (cron, in its time zone; caught up at start when this week's was
-        due and is not in the outbox) and outbox delivery every minute."""
+        due and is not in the outbox) and outbox delivery every `notify.deliver_every`."""
         self.channels = outbox.channels(self.settings)
         if not self.channels:
             log.info(
@@ -171,7 +172,7 @@ class Daemon:
         )
         scheduler.add_job(
             self.deliver_job,
-            IntervalTrigger(seconds=60),
+            IntervalTrigger(seconds=self.settings.notify.deliver_every),
             id="outbox",
             name="outbox delivery",
             max_instances=1,
@@ -219,8 +220,11 @@ class Daemon:
         log.info("digest %s: %d queued", message.key, queued, extra={"job": "digest"})
 
     async def deliver_job(self) -> None:
+        """Deliver what is due. The digest job calls it too; rows are claimed before sending,
+        so the two never send one row twice, and the lock only saves a redundant pass."""
         try:
-            outcomes = await outbox.deliver(self.settings, self.path, self.channels)
+            async with self.delivering:
+                outcomes = await outbox.deliver(self.settings, self.path, self.channels)
         except Exception:
             log.exception("outbox delivery failed", extra={"job": "outbox"})
             return

@@ -24,9 +24,16 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         entry |= {k: getattr(record, k) for k in _FIELDS if hasattr(record, k)}
-        if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info).splitlines()[-1]
+        if record.exc_info and record.exc_info[1] is not None:
+            entry["error"] = error_line(record.exc_info[1])
         return json.dumps(entry, ensure_ascii=False)
+
+
+def error_line(exc: BaseException) -> str:
+    """The exception's class and the first line of its message: DuckDB's messages run over
+    several lines and end with "See also https://…", which says nothing about the error."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 class TextFormatter(logging.Formatter):
