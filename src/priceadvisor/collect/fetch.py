@@ -205,8 +205,10 @@ def ingest_results(
 
 
 def _whole_run(summary: IngestSummary, result: FetchResult) -> IngestSummary:
-    """The run's duration is the fetch's start to the end of its ingest, not the ingest alone."""
-    return replace(summary, duration_s=(utcnow() - result.started_at).total_seconds())
+    """A run lasts its fetch plus its ingest, not the ingest alone (nor the wait for the other
+    providers of the cycle in between)."""
+    fetching = (result.finished_at or result.started_at) - result.started_at
+    return replace(summary, duration_s=fetching.total_seconds() + summary.duration_s)
 
 
 def run_cycle(

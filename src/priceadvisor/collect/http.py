@@ -11,6 +11,7 @@ import datetime as dt
 import email.utils
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -319,11 +320,13 @@ def install_retry_hooks() -> None:
 
 
 def _cause(exc: BaseException) -> str:
-    """A short reason: the status, or the exception type with the first line of its text."""
+    """A short reason: the status, the OS's words ("Connection refused", "Name or service not
+    known") without their errno prefix, or else the exception's type."""
     if isinstance(exc, _RetryableStatus):
         return str(exc)
-    detail = str(exc).strip().splitlines()[0][:80] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    words = re.sub(r"^\[Errno -?\d+\]\s*", "", text)[:80]
+    return words or type(exc).__name__
 
 
 def _origin(url: httpx.URL) -> str:
