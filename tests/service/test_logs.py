@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from priceadvisor.service.logs import configure
 
@@ -79,3 +80,27 @@ def test_other_job_errors_stay_errors(json_logs: Any) -> None:
         )
     [entry] = json_logs()
     assert entry["level"] == "error" and entry["error"] == "ValueError: bad"
+
+
+def test_a_real_scheduler_job_cancelled_at_shutdown_logs_no_error(json_logs: Any) -> None:
+    async def main() -> None:
+        started = asyncio.Event()
+
+        async def fetch_job() -> None:
+            started.set()
+            await asyncio.sleep(3600)
+
+        scheduler = AsyncIOScheduler()
+        scheduler.add_job(fetch_job, name="fetch aws")  # no trigger: runs once, now
+        scheduler.start()
+        await asyncio.wait_for(started.wait(), 60)
+        scheduler.shutdown(wait=False)
+        running = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in running:  # what the daemon does after its shutdown grace
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+    asyncio.run(main())
+    entries = json_logs()
+    assert not [e for e in entries if e["level"] == "error"]
+    assert any(e["msg"].endswith("cancelled at shutdown") for e in entries)

@@ -300,7 +300,8 @@ class HttpSession:
             _short(url),
             details.wait_for,
             cause,
-            extra={"provider": self.label, "url": _short(url), "attempt": details.retry_num + 1},
+            extra={"url": _short(url), "attempt": details.retry_num + 1}
+            | ({"provider": self.label} if self.label else {}),
         )
         if self.on_retry is not None:
             self.on_retry(f"retry {attempt} of {httpx.URL(url).host}: {cause}")
