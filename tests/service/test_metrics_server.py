@@ -15,9 +15,10 @@ import pytest
 from priceadvisor.collect.fetch import fetch_one, plan, run_cycle
 from priceadvisor.config import load_settings
 from priceadvisor.models import RunStatus, utcnow
-from priceadvisor.service import metrics as metrics_module
+from priceadvisor.service import web
 from priceadvisor.service.daemon import Daemon
-from priceadvisor.service.metrics import MAX_CONNECTIONS, Freshness, HealthServer, Metrics
+from priceadvisor.service.metrics import Freshness, Metrics
+from priceadvisor.service.web import MAX_CONNECTIONS, HealthServer
 from tests.localserver import local_settings, serving
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +30,7 @@ def healthy() -> tuple[bool, dict[str, Any]]:
 
 @pytest.fixture
 async def server() -> AsyncIterator[HealthServer]:
-    running = await metrics_module.serve("127.0.0.1", 0, Metrics(), healthy)
+    running = await web.serve("127.0.0.1", 0, Metrics(), healthy)
     yield running
     running.close()
     await asyncio.wait_for(running.wait_closed(), 30)

@@ -23,7 +23,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -48,6 +48,9 @@ from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store.export import export_parquet
+
+if TYPE_CHECKING:
+    from priceadvisor.service.web import HealthServer
 
 log = logging.getLogger("priceadvisor.service.daemon")
 
@@ -333,11 +336,12 @@ class Daemon:
             }
         return all(d["fresh"] for d in detail.values()), {"providers": detail}
 
-    async def _start_health(self) -> metrics_module.HealthServer:
+    async def _start_health(self) -> HealthServer:
+        # The web stack (uvicorn, Starlette) loads here, in the daemon, not for every CLI command.
+        from priceadvisor.service import web  # noqa: PLC0415
+
         daemon = self.settings.daemon
-        server = await metrics_module.serve(
-            daemon.health_host, daemon.health_port, self.metrics, self.health
-        )
+        server = await web.serve(daemon.health_host, daemon.health_port, self.metrics, self.health)
         self.health_port = server.port
         log.info(
             "health and metrics on http://%s:%d/healthz",
@@ -356,9 +360,7 @@ class Daemon:
         log.info("stopping", extra={"job": "daemon"})
         self.stopping.set()
 
-    async def _shutdown(
-        self, scheduler: AsyncIOScheduler, server: metrics_module.HealthServer | None
-    ) -> None:
+    async def _shutdown(self, scheduler: AsyncIOScheduler, server: HealthServer | None) -> None:
         scheduler.shutdown(wait=False)
         if server is not None:
             server.close()
