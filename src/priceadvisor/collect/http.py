@@ -126,6 +126,9 @@ class _Retrying:
 
 
 _RETRYING: ContextVar[_Retrying | None] = ContextVar("priceadvisor_retrying", default=None)
+# No connection at all (DNS, refused, unroutable) after every attempt: other requests of the same
+# fetch to that host fail at once with the same cause instead of retrying it all over again.
+_CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class HttpSession:
@@ -175,7 +178,7 @@ class HttpSession:
         token = _RETRYING.set(_Retrying(self, url))
         try:
             return await self._with_retries(method, url, **kwargs)
-        except httpx.ConnectError as exc:
+        except _CONNECT_FAILURES as exc:
             self._unreachable[host] = f"cannot reach {host} ({_cause(exc)})"
             raise FetchError(self._unreachable[host]) from None
         finally:
@@ -190,10 +193,10 @@ class HttpSession:
                     return await self._send_once(method, url, **kwargs)
         except _RetryableStatus as exc:
             raise FetchError(_status_message(exc.response, self.settings.attempts)) from None
+        except _CONNECT_FAILURES:
+            raise  # request() remembers the host as unreachable
         except httpx.TimeoutException:
             raise FetchError(f"timed out requesting {_short(url)}") from None
-        except httpx.ConnectError:
-            raise
         except httpx.TransportError as exc:
             raise FetchError(
                 f"connection to {httpx.URL(url).host} failed ({_cause(exc)})"
@@ -327,6 +330,8 @@ def _cause(exc: BaseException) -> str:
         return str(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     words = re.sub(r"^\[Errno -?\d+\]\s*", "", text)[:80]
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connect timed out"
     return words or type(exc).__name__
 
 
