@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -78,10 +79,17 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-body (a size cap, a deadline) is expected here."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @contextmanager
 def serving(provider: str) -> Iterator[RecordingServer]:
     state = RecordingServer(provider)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server = _QuietServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     state.base_url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

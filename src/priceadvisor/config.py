@@ -19,6 +19,7 @@ from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
     BaseModel,
     BeforeValidator,
+    ByteSize,
     ConfigDict,
     Field,
     SecretStr,
@@ -34,6 +35,7 @@ from pydantic_settings import (
 
 from priceadvisor import llm
 from priceadvisor.durations import parse_duration
+from priceadvisor.manifest import RedirectPolicy
 from priceadvisor.models import Precision, Task
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
@@ -58,6 +60,12 @@ class ProviderSettings(BaseModel):
     request_spacing: float | None = Field(
         None, ge=0, description="seconds between requests; overrides the manifest's default"
     )
+    max_response_size: ByteSize | None = Field(
+        None,
+        gt=0,
+        description="largest decompressed response, e.g. '256 MiB'; overrides the manifest",
+    )
+    redirects: RedirectPolicy | None = Field(None, description="overrides the manifest's policy")
 
 
 class HttpSettings(BaseModel):

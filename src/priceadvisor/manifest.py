@@ -11,13 +11,21 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ByteSize, ConfigDict, Field, ValidationError
 
 from priceadvisor.durations import parse_duration
 from priceadvisor.models import PriceBasis
 from priceadvisor.resources import providers_dir
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
+
+# Redirects a fetch follows: only to the endpoint's own scheme, host and port, or none at all.
+# Another host's data must never be ingested as this provider's.
+RedirectPolicy = Literal["same-origin", "none"]
+
+# The largest JSON, XML or HTML body any source sends today is a few MB (AWS's spot feed, about
+# 3 MB); parsing needs about 3.4x the body in memory, so 64 MiB stays far below the daemon's 1 GB.
+DEFAULT_MAX_RESPONSE = ByteSize(64 * 1024 * 1024)
 
 
 class InstanceTypeSpec(BaseModel):
@@ -53,6 +61,10 @@ class Manifest(BaseModel):
         default_factory=dict, description="adapter-specific data, read by that adapter only"
     )
     instance_types: dict[str, InstanceTypeSpec] = Field(default_factory=dict)
+    max_response_size: ByteSize = Field(
+        DEFAULT_MAX_RESPONSE, gt=0, description="largest decompressed body read, e.g. '64 MiB'"
+    )
+    redirects: RedirectPolicy = "same-origin"
 
 
 class ManifestError(ValueError):

@@ -126,3 +126,17 @@ async def test_conditional_get_reuses_the_cached_body_on_304() -> None:
     assert first == second == {"n": 1}
     assert route.calls.last.request.headers["If-None-Match"] == '"v1"'
     assert s.not_modified == 1
+
+
+@respx.mock
+async def test_a_host_that_cannot_be_reached_is_not_retried_again_in_the_same_fetch() -> None:
+    route = respx.get(URL).mock(side_effect=httpx.ConnectTimeout("no route"))
+    other = respx.get(URL + "/page2").respond(json={})
+    async with build_client(HttpSettings()) as client:
+        s = session(client)
+        with pytest.raises(FetchError, match=r"api\.example\.test \(connect timed out"):
+            await s.get_json(URL)
+        with pytest.raises(FetchError, match=r"cannot reach api\.example\.test"):
+            await s.get_json(URL + "/page2")
+    assert route.call_count == 3 and other.call_count == 0
+    assert s.retries == 2

@@ -10,15 +10,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from priceadvisor.collect import offline
 from priceadvisor.collect.adapters import adapter_class
-from priceadvisor.collect.adapters.base import Adapter, SourceFormatError, resolve_endpoint
-from priceadvisor.collect.http import FetchError, HttpSession, ValidatorCache, build_client
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    SourceFormatError,
+    resolve_endpoint,
+    summarise_failures,
+)
+from priceadvisor.collect.http import (
+    FetchError,
+    HttpSession,
+    ResponseLimits,
+    ValidatorCache,
+    build_client,
+)
 from priceadvisor.config import ConfigError, Settings, lookup_secret
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
@@ -38,6 +49,7 @@ class ProviderPlan:
     skip_reason: str | None
     deadline: float
     request_spacing: float = 0.0
+    limits: ResponseLimits = field(default_factory=ResponseLimits)
 
 
 def plan(settings: Settings, provider_id: str, offline_mode: bool) -> ProviderPlan:
@@ -64,6 +76,16 @@ def plan(settings: Settings, provider_id: str, offline_mode: bool) -> ProviderPl
         _skip_reason(provider_id, credential, offline_mode),
         settings.provider(provider_id).deadline,
         spacing,
+        _limits(settings, provider_id),
+    )
+
+
+def _limits(settings: Settings, provider_id: str) -> ResponseLimits:
+    """The manifest's size cap and redirect policy, unless the config overrides them."""
+    spec, configured = manifest(provider_id), settings.provider(provider_id)
+    return ResponseLimits(
+        max_bytes=configured.max_response_size or spec.max_response_size,
+        redirects=configured.redirects or spec.redirects,
     )
 
 
@@ -104,10 +126,20 @@ async def fetch_one(
         return result
     transport = offline.transport(plan_.provider) if offline_mode else None
     async with build_client(settings.http, transport=transport) as client:
-        session = HttpSession(client, settings.http, cache, plan_.request_spacing)
+        session = HttpSession(
+            client,
+            settings.http,
+            cache,
+            plan_.request_spacing,
+            plan_.limits,
+            label=plan_.provider,
+            on_retry=lambda msg: progress(plan_.provider, msg),
+        )
         adapter = _adapter(plan_)
         await _run_adapter(adapter, session, result, plan_, progress)
         result.requests, result.bytes = session.requests, session.bytes
+        if result.error and session.retries:
+            result.error += f" ({session.retries} retries)"
     result.finished_at = utcnow()
     return result
 
@@ -131,6 +163,8 @@ async def _run_adapter(
         result.error = str(exc)
     except TimeoutError:
         result.error = f"gave up after the {plan_.deadline:.0f} s deadline"
+    except RecursionError:  # json and the HTML/XML parsers recurse once per nesting level
+        result.error = f"the {plan_.provider} response is nested too deeply to read"
     except Exception as exc:  # an adapter bug must not stop the other providers
         log.exception("adapter %s crashed", plan_.provider)
         result.error = f"internal error in the {plan_.provider} adapter: {type(exc).__name__}"
@@ -140,7 +174,7 @@ async def _run_adapter(
         result.complete_scopes = frozenset(output.complete_scopes)
         result.status = RunStatus.PARTIAL if output.failed_scopes else RunStatus.OK
         if output.failed_scopes:
-            result.error = "; ".join(f"{s}: {e}" for s, e in sorted(output.failed_scopes.items()))
+            result.error = summarise_failures(output.failed_scopes)
 
 
 async def fetch_all(
@@ -167,7 +201,14 @@ def ingest_results(
             result.provider: ingest(con, run_id, result, manifest(result.provider))
             for run_id, result in runs
         }
-    return [summaries[r.provider] for r in results]
+    return [_whole_run(summaries[r.provider], r) for r in results]
+
+
+def _whole_run(summary: IngestSummary, result: FetchResult) -> IngestSummary:
+    """A run lasts its fetch plus its ingest, not the ingest alone (nor the wait for the other
+    providers of the cycle in between)."""
+    fetching = (result.finished_at or result.started_at) - result.started_at
+    return replace(summary, duration_s=fetching.total_seconds() + summary.duration_s)
 
 
 def run_cycle(

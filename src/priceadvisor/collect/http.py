@@ -1,5 +1,7 @@
-"""The one place an HTTP client is built (DESIGN §1): timeouts, User-Agent, retries that honour
-Retry-After, conditional GET, and per-fetch request/byte counts.
+"""The one place an HTTP client is built: timeouts, User-Agent, retries that honour
+Retry-After, conditional GET, per-fetch request/byte/retry counts, and bounded inputs: a body is
+read streaming and abandoned past the provider's size cap (a gzip bomb never inflates in
+memory), and redirects are followed only where the provider's policy allows.
 """
 
 from __future__ import annotations
@@ -8,17 +10,36 @@ import asyncio
 import datetime as dt
 import email.utils
 import json
+import logging
+import re
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
 import stamina
+from stamina.instrumentation import PrometheusOnRetryHook, RetryDetails, set_on_retry_hooks
 
 from priceadvisor import __version__
 from priceadvisor.config import HttpSettings
+from priceadvisor.manifest import DEFAULT_MAX_RESPONSE, RedirectPolicy
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+MAX_REDIRECTS = 5
+# Headers that describe the wire form of a body; a body handed on is already decoded.
+_WIRE_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseLimits:
+    """What one provider's responses may be: decoded size and where redirects may lead."""
+
+    max_bytes: int = DEFAULT_MAX_RESPONSE
+    redirects: RedirectPolicy = "same-origin"
 
 
 class FetchError(Exception):
@@ -41,13 +62,14 @@ def build_client(
     transport: httpx.AsyncBaseTransport | None = None,
     headers: dict[str, str] | None = None,
 ) -> httpx.AsyncClient:
+    install_retry_hooks()
     timeout = httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0))
     base_headers = {"User-Agent": user_agent(settings.contact), "Accept-Encoding": "gzip"}
     return httpx.AsyncClient(
         timeout=timeout,
         headers=base_headers | (headers or {}),
         transport=transport,
-        follow_redirects=True,
+        follow_redirects=False,  # HttpSession follows them itself, within the provider's policy
     )
 
 
@@ -92,6 +114,23 @@ class MemoryValidatorCache:
         self.entries[url] = body
 
 
+RetryNotice = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Retrying:
+    """Who is retrying, for the retry hook (stamina calls it without our context)."""
+
+    session: HttpSession
+    url: str
+
+
+_RETRYING: ContextVar[_Retrying | None] = ContextVar("priceadvisor_retrying", default=None)
+# No connection at all (DNS, refused, unroutable) after every attempt: other requests of the same
+# fetch to that host fail at once with the same cause instead of retrying it all over again.
+_CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
 class HttpSession:
     """One provider's fetch: its requests are counted, retried and conditionally cached."""
 
@@ -101,15 +140,23 @@ class HttpSession:
         settings: HttpSettings,
         cache: ValidatorCache | None = None,
         min_interval: float = 0.0,
+        limits: ResponseLimits | None = None,
+        label: str | None = None,
+        on_retry: RetryNotice | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
         self.cache = cache
         self.min_interval = min_interval  # politeness: a source's documented rate limit
+        self.limits = limits or ResponseLimits()
+        self.label = label  # the provider, in retry log lines
+        self.on_retry = on_retry
         self._last_sent = 0.0
+        self._unreachable: dict[str, str] = {}
         self.requests = 0
         self.bytes = 0
         self.not_modified = 0
+        self.retries = 0
 
     async def get_json(self, url: str, params: dict[str, str] | None = None) -> Any:
         response = await self.request("GET", url, params=params)
@@ -125,6 +172,19 @@ class HttpSession:
 
     async def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         """Send with retries; return a 2xx response (a 304 comes back as the cached body)."""
+        host = httpx.URL(url).host
+        if host in self._unreachable:  # the network will not be back within this fetch
+            raise FetchError(self._unreachable[host])
+        token = _RETRYING.set(_Retrying(self, url))
+        try:
+            return await self._with_retries(method, url, **kwargs)
+        except _CONNECT_FAILURES as exc:
+            self._unreachable[host] = f"cannot reach {host} ({_cause(exc)})"
+            raise FetchError(self._unreachable[host]) from None
+        finally:
+            _RETRYING.reset(token)
+
+    async def _with_retries(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         try:
             async for attempt in stamina.retry_context(
                 on=self._backoff, attempts=self.settings.attempts, timeout=None
@@ -133,10 +193,16 @@ class HttpSession:
                     return await self._send_once(method, url, **kwargs)
         except _RetryableStatus as exc:
             raise FetchError(_status_message(exc.response, self.settings.attempts)) from None
+        except _CONNECT_FAILURES:
+            raise  # request() remembers the host as unreachable
         except httpx.TimeoutException:
             raise FetchError(f"timed out requesting {_short(url)}") from None
         except httpx.TransportError as exc:
-            raise FetchError(f"cannot reach {_short(url)}: {type(exc).__name__}") from None
+            raise FetchError(
+                f"connection to {httpx.URL(url).host} failed ({_cause(exc)})"
+            ) from None
+        except httpx.DecodingError:
+            raise FetchError(f"cannot decompress the body from {_short(url)}") from None
         raise AssertionError("unreachable: stamina re-raises the last error")  # pragma: no cover
 
     async def _send_once(
@@ -146,7 +212,8 @@ class HttpSession:
         headers = (headers or {}) | _conditional_headers(cached)
         await self._space_out()
         self.requests += 1
-        response = await self.client.request(method, url, headers=headers, **kwargs)
+        request = self.client.build_request(method, url, headers=headers, **kwargs)
+        response = await self._exchange(request)
         self.bytes += len(response.content)
         if response.status_code == 304 and cached is not None:
             self.not_modified += 1
@@ -157,6 +224,50 @@ class HttpSession:
             raise FetchError(_status_message(response, None))
         self._remember(url, response, method)
         return response
+
+    async def _exchange(self, request: httpx.Request) -> httpx.Response:
+        """Send, following the redirects the policy allows, and read the final body."""
+        origin = _origin(request.url)
+        for _ in range(MAX_REDIRECTS + 1):
+            response = await self.client.send(request, stream=True)
+            try:
+                if response.next_request is None:
+                    return await self._read_bounded(response)
+            finally:
+                await response.aclose()
+            request = self._allowed_redirect(response, response.next_request, origin)
+        raise FetchError(f"more than {MAX_REDIRECTS} redirects from {_short(str(request.url))}")
+
+    def _allowed_redirect(
+        self, response: httpx.Response, target: httpx.Request, origin: str
+    ) -> httpx.Request:
+        source = _short(str(response.request.url))
+        if self.limits.redirects == "none":
+            raise FetchError(f"{source} redirects (HTTP {response.status_code}); not followed")
+        if _origin(target.url) != origin:
+            raise FetchError(
+                f"{source} redirects to another origin ({_origin(target.url)}); not followed"
+            )
+        return target
+
+    async def _read_bounded(self, response: httpx.Response) -> httpx.Response:
+        """The decoded body, counted as it inflates: past the cap the transfer is abandoned."""
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.limits.max_bytes:
+                raise FetchError(
+                    f"response from {_short(str(response.request.url))} exceeds "
+                    f"{_mib(self.limits.max_bytes)} decompressed; aborted"
+                )
+            chunks.append(chunk)
+        headers = [(k, v) for k, v in response.headers.multi_items() if k not in _WIRE_HEADERS]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=b"".join(chunks),
+            request=response.request,
+        )
 
     async def _space_out(self) -> None:
         wait = self._last_sent + self.min_interval - time.monotonic()
@@ -181,6 +292,57 @@ class HttpSession:
             return True
         return wait if wait <= self.settings.max_retry_after else False
 
+    def note_retry(self, url: str, details: RetryDetails) -> None:
+        """Count a scheduled retry, log it with its context and tell the progress display."""
+        self.retries += 1
+        attempt = f"{details.retry_num + 1}/{self.settings.attempts}"
+        cause = _cause(details.caused_by)
+        log.info(
+            "retry %s of %s in %.1f s: %s",
+            attempt,
+            _short(url),
+            details.wait_for,
+            cause,
+            extra={"url": _short(url), "attempt": details.retry_num + 1}
+            | ({"provider": self.label} if self.label else {}),
+        )
+        if self.on_retry is not None:
+            self.on_retry(f"retry {attempt} of {httpx.URL(url).host}: {cause}")
+
+
+def _log_retry(details: RetryDetails) -> None:
+    """stamina's retry hook: our own line, with provider, URL and attempt, replaces its bare
+    `stamina.retry_scheduled` warning."""
+    current = _RETRYING.get()
+    if current is not None:
+        current.session.note_retry(current.url, details)
+
+
+def install_retry_hooks() -> None:
+    """stamina's Prometheus counter (served on /metrics) plus our log line; idempotent."""
+    set_on_retry_hooks([PrometheusOnRetryHook, _log_retry])
+
+
+def _cause(exc: BaseException) -> str:
+    """A short reason: the status, the OS's words ("Connection refused", "Name or service not
+    known") without their errno prefix, or else the exception's type."""
+    if isinstance(exc, _RetryableStatus):
+        return str(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    words = re.sub(r"^\[Errno -?\d+\]\s*", "", text)[:80]
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connect timed out"
+    return words or type(exc).__name__
+
+
+def _origin(url: httpx.URL) -> str:
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}"
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
 
 def _conditional_headers(cached: CachedBody | None) -> dict[str, str]:
     headers: dict[str, str] = {}
@@ -194,6 +356,10 @@ def _conditional_headers(cached: CachedBody | None) -> dict[str, str]:
 def decode_json(response: httpx.Response) -> Any:
     try:
         return json.loads(response.content)
+    except RecursionError:
+        raise FetchError(
+            f"JSON from {_short(str(response.request.url))} is nested too deeply to read"
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         size = len(response.content)
         raise FetchError(

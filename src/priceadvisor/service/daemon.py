@@ -23,7 +23,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -48,6 +48,9 @@ from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store.export import export_parquet
+
+if TYPE_CHECKING:
+    from priceadvisor.service.web import HealthServer
 
 log = logging.getLogger("priceadvisor.service.daemon")
 
@@ -83,7 +86,7 @@ class Daemon:
         self.settings = settings
         self.offline = offline
         self.path: Path = settings.db_path()
-        self.metrics = metrics_module.Metrics()
+        self.metrics = metrics_module.Metrics(self.freshness)
         self.caches: dict[str, MemoryValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
@@ -267,7 +270,6 @@ class Daemon:
         self.metrics.duration.labels(provider).observe(seconds)
         if summary.status in (RunStatus.OK, RunStatus.PARTIAL):
             self.last_success[provider] = utcnow()
-            self.metrics.last_success.labels(provider).set(time.time())
             self.metrics.offers.labels(provider).set(summary.offers_seen)
         level = logging.INFO if summary.status is RunStatus.OK else logging.WARNING
         log.log(
@@ -317,23 +319,34 @@ class Daemon:
             with store.reader(self.path, settings.lock_timeout) as con:
                 export_parquet(con, settings.daemon.export_dir)
 
+    def freshness(self) -> dict[str, metrics_module.Freshness]:
+        """Each scheduled provider's last success (from the database at start, then from each
+        run) and the age past which it is stale: twice its interval."""
+        return {
+            provider: metrics_module.Freshness(
+                self.last_success.get(provider), 2 * interval(self.settings, provider)
+            )
+            for provider in self.providers
+        }
+
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Every scheduled provider succeeded within twice its interval."""
         now, detail = utcnow(), {}
-        for provider in self.providers:
-            last = self.last_success.get(provider)
-            limit = 2 * interval(self.settings, provider)
-            fresh = last is not None and (now - last).total_seconds() <= limit
-            self.metrics.fresh.labels(provider).set(1 if fresh else 0)
-            detail[provider] = {"fresh": fresh, "last_success": last, "max_age_s": limit}
+        for provider, state in self.freshness().items():
+            detail[provider] = {
+                "fresh": state.fresh(now),
+                "last_success": state.last_success,
+                "max_age_s": state.max_age,
+            }
         return all(d["fresh"] for d in detail.values()), {"providers": detail}
 
-    async def _start_health(self) -> asyncio.Server | None:
+    async def _start_health(self) -> HealthServer:
+        # The web stack (uvicorn, Starlette) loads here, in the daemon, not for every CLI command.
+        from priceadvisor.service import web  # noqa: PLC0415
+
         daemon = self.settings.daemon
-        server = await metrics_module.serve(
-            daemon.health_host, daemon.health_port, self.metrics, self.health
-        )
-        self.health_port = server.sockets[0].getsockname()[1]
+        server = await web.serve(daemon.health_host, daemon.health_port, self.metrics, self.health)
+        self.health_port = server.port
         log.info(
             "health and metrics on http://%s:%d/healthz",
             daemon.health_host,
@@ -351,7 +364,7 @@ class Daemon:
         log.info("stopping", extra={"job": "daemon"})
         self.stopping.set()
 
-    async def _shutdown(self, scheduler: AsyncIOScheduler, server: asyncio.Server | None) -> None:
+    async def _shutdown(self, scheduler: AsyncIOScheduler, server: HealthServer | None) -> None:
         scheduler.shutdown(wait=False)
         if server is not None:
             server.close()

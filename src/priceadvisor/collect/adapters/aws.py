@@ -36,6 +36,7 @@ from priceadvisor.collect.adapters.base import (
     AdapterOutput,
     ProgressCallback,
     SourceFormatError,
+    summarise_failures,
 )
 from priceadvisor.collect.http import FetchError, HttpSession, decode_json
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
@@ -65,7 +66,7 @@ class AwsAdapter(Adapter):
         await self._spot(session, rates, output)
         progress(f"{len(output.quotes)} quotes")
         if not output.complete_scopes:
-            raise FetchError("; ".join(sorted(output.failed_scopes.values()))[:500])
+            raise FetchError(summarise_failures(output.failed_scopes))
         return output
 
     async def _ondemand(

@@ -79,3 +79,17 @@ def rebase_link(link: str, endpoint: str) -> str:
     server), keeping the link's query: a mirror then sees every page, not only the first."""
     source = httpx.URL(link)
     return str(httpx.URL(endpoint).copy_with(query=source.query))
+
+
+def summarise_failures(failed: dict[str, str], limit: int = 300) -> str:
+    """One short line for many failed scopes: each distinct cause once, with what it hit (24
+    regions that cannot reach the same host are one cause, not 24 copies of it)."""
+    by_cause: dict[str, list[str]] = {}
+    for scope, cause in sorted(failed.items()):
+        by_cause.setdefault(cause, []).append(scope)
+    text = "; ".join(f"{_scopes(scopes)}: {cause}" for cause, scopes in by_cause.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _scopes(scopes: list[str]) -> str:
+    return scopes[0] if len(scopes) == 1 else f"{len(scopes)} scopes"
