@@ -15,14 +15,12 @@ import httpx
 from pydantic import SecretStr
 
 from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.source import SourceFormatError, require_complete_html
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FxRate, RawQuote
 
 ProgressCallback = Callable[[str], None]
-
-
-class SourceFormatError(Exception):
-    """The source answered, but not in the format this adapter reads (schema or layout drift)."""
+__all__ = ["Adapter", "AdapterOutput", "SourceFormatError", "require_complete_html"]
 
 
 @dataclass(slots=True)
@@ -52,14 +50,6 @@ class Adapter(ABC):
     @abstractmethod
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         """Request every page of the source and parse it into raw quotes."""
-
-
-def require_complete_html(html: str) -> str:
-    """A page cut short still parses, with rows missing, and missing rows would read as offers
-    that vanished: refuse a page that does not end."""
-    if "</html>" not in html[-4096:].lower():
-        raise SourceFormatError("the page ends before </html> (truncated?)")
-    return html
 
 
 def resolve_endpoint(default: str, override: str | None) -> str:
