@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bs4 import BeautifulSoup, Tag
 
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.source import SourceFormatError, require_complete_html
+from priceadvisor.models import RawQuote
 
 BROWSER_HEADERS = {
     "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) priceadvisor (GPU price tracker)",
@@ -41,6 +43,19 @@ DEFAULT_INTERVAL = "12h"  # list prices change rarely; a page a provider twice a
 async def get_page(session: HttpSession, url: str) -> str:
     """One request for one page, as a browser would ask; a page cut short is refused."""
     return require_complete_html(await session.get_text(url, headers=BROWSER_HEADERS))
+
+
+@dataclass(slots=True)
+class ParsedPage:
+    """What a page adapter read: its quotes, and what it left out on purpose by reason
+    ("reserved tenor", "monthly commitment"), so a skipped price is counted, never silent."""
+
+    quotes: list[RawQuote] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        left_out = ", ".join(f"{n} {reason}" for reason, n in sorted(self.skipped.items()))
+        return f"{len(self.quotes)} quotes" + (f"; left out: {left_out}" if left_out else "")
 
 
 # --- visibility -------------------------------------------------------------------------------

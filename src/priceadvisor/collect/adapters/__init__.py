@@ -6,6 +6,7 @@ from priceadvisor.collect.adapters.aws import AwsAdapter
 from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
+from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
@@ -17,6 +18,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
+    CrusoeAdapter.id: CrusoeAdapter,
     EcbAdapter.id: EcbAdapter,
     GcpAdapter.id: GcpAdapter,
     LambdaAdapter.id: LambdaAdapter,

@@ -15,6 +15,7 @@ import httpx
 from pydantic import SecretStr
 
 from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.pages import ParsedPage, get_page
 from priceadvisor.collect.source import SourceFormatError, require_complete_html
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FxRate, RawQuote
@@ -69,3 +70,25 @@ def rebase_link(link: str, endpoint: str) -> str:
     server), keeping the link's query: a mirror then sees every page, not only the first."""
     source = httpx.URL(link)
     return str(httpx.URL(endpoint).copy_with(query=source.query))
+
+
+class PageAdapter(Adapter):
+    """An adapter that reads one public pricing page: one request with a browser's headers, a
+    truncated page refused, and a page that yields no price at all a failed run (the layout
+    moved), never an empty success that would close every offer."""
+
+    page_endpoint: ClassVar[str] = "pricing"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        url = self.endpoints[self.page_endpoint]
+        page = self.parse(await get_page(session, url), url)
+        if not page.quotes:
+            raise SourceFormatError(
+                f"no GPU prices found on {self.manifest.name}'s page (layout changed?)"
+            )
+        progress(page.summary())
+        return AdapterOutput(quotes=page.quotes)
+
+    @abstractmethod
+    def parse(self, html: str, url: str) -> ParsedPage:
+        """The page's quotes, and what was left out on purpose (counted by reason)."""
