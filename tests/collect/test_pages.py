@@ -26,8 +26,9 @@ TOGETHER_LIKE = """<html><body>
 <h2>GPU Clusters</h2>
 <div class="hide"><p class="h4">On-demand</p><table><thead><th>Hardware</th><th>Hourly</th>
 </thead><tbody><div role="list"><tr><td>HGX H100</td><td>$3.99</td></tr></div></tbody></table></div>
-<div><h4>Reserved</h4><table><thead><th><p>Hardware</p></th><th>ON-Demand</th><th>7-30 days</th>
-<th>31-90 days</th><th>91-180 days</th><th>181+ days</th></thead><tbody><div role="list">
+<div><h4>Reserved</h4><table><thead><tr><th rowspan="2"><p>Hardware</p></th><th>ON-Demand</th>
+<th colspan="4">Reserved</th></tr><tr><th>Pay as you go</th><th>7-30 days</th><th>31-90 days</th>
+<th>91-180 days</th><th>181+ days</th></tr></thead><tbody><div role="list">
 <div role="listitem"><tr><td><span>NVIDIA </span><span>HGX H100</span></td><td>$3.99</td>
 <td> $3.45</td><td>$3.15</td><td>$2.85</td><td>Contact us</td></tr></div>
 <div role="listitem"><tr><td>HGX B300</td><td>—</td><td colspan="4">Contact us</td></tr></div>
@@ -37,6 +38,7 @@ TOGETHER_LIKE = """<html><body>
 def test_hidden_duplicate_table_is_ignored_and_colspan_is_expanded() -> None:
     grids = html_tables(visible_soup(TOGETHER_LIKE))
     [(grid, cols)] = find_grids(grids, model="hardware", on_demand="on-?demand", t1="7-30")
+    assert grid.headers[:3] == ("Hardware", "ON-Demand Pay as you go", "Reserved 7-30 days")
     rows = list(grid.records(cols | {"last": 5}))
     assert rows[0] == {"model": "NVIDIA HGX H100", "on_demand": "$3.99", "t1": "$3.45",
                        "last": "Contact us"}  # fmt: skip

@@ -122,34 +122,75 @@ class Grid:
 
 
 def html_tables(soup: BeautifulSoup | Tag) -> list[Grid]:
-    """Every <table> as a Grid: header from <th> cells (or the first row), colspan expanded so
-    a "Contact us" cell spanning four tenors stands in each of them."""
+    """Every <table> as a Grid. Header rows (in <thead>, or a first row of <th>s) are merged
+    per column ("Reserved" over "7-30 days" -> "Reserved 7-30 days"); colspan and rowspan are
+    expanded so a "Contact us" cell spanning four tenors stands in each of them."""
     grids = []
     for table in soup.find_all("table"):
-        rows = [_expanded(tr) for tr in table.find_all("tr") if tr.find_parent("table") is table]
-        heads = tuple(_th_texts(table)) if table.find("thead") else ()
-        if not heads and rows:
-            heads, rows = rows[0], rows[1:]
-        grids.append(Grid(heads, tuple(r for r in rows if r), table))
+        head, body = _split_rows(table)
+        grids.append(Grid(_column_names(_layout(head)), tuple(_layout(body)), table))
     return grids
 
 
-def _th_texts(table: Tag) -> list[str]:
-    head = table.find("thead")
-    cells = head.find_all("th") if isinstance(head, Tag) else []
-    return [text for th in cells for text in [text_of(th)] * _span(th)]
+def _split_rows(table: Tag) -> tuple[list[list[Tag]], list[list[Tag]]]:
+    """(header rows, data rows): the header is <thead> (Webflow writes its <th>s with no <tr>)
+    or else the first row."""
+    rows = [
+        c for tr in table.find_all("tr") if tr.find_parent("table") is table if (c := _cells(tr))
+    ]
+    thead = next((t for t in table.find_all("thead") if t.find_parent("table") is table), None)
+    if thead is None:
+        return rows[:1], [r for r in rows[1:] if _has_data(r)]
+    head = [r for r in rows if r[0].find_parent("thead") is thead] or [thead.find_all("th")]
+    return head, [r for r in rows if r[0].find_parent("thead") is not thead and _has_data(r)]
 
 
-def _expanded(tr: Tag) -> tuple[str, ...]:
-    cells = tr.find_all(["td", "th"])
-    if not cells:
-        return ()
-    return tuple(text for td in cells for text in [text_of(td)] * _span(td))
+def _cells(row: Tag) -> list[Tag]:
+    return row.find_all(["td", "th"])
 
 
-def _span(cell: Tag) -> int:
+def _has_data(cells: list[Tag]) -> bool:
+    return any(c.name == "td" for c in cells)
+
+
+def _layout(rows: list[list[Tag]]) -> list[tuple[str, ...]]:
+    """Rows of cell texts, each spanned cell repeated in every column and row it covers."""
+    pending: dict[int, tuple[str, int]] = {}  # column -> (text, rows it still covers)
+    lines = []
+    for cells in rows:
+        line: list[str] = []
+        queue = list(cells)
+        while queue or len(line) in pending:
+            if len(line) in pending:
+                text, left = pending.pop(len(line))
+                line.append(text)
+                if left > 1:
+                    pending[len(line) - 1] = (text, left - 1)
+                continue
+            cell = queue.pop(0)
+            for _ in range(_span(cell, "colspan")):
+                line.append(text_of(cell))
+                if (down := _span(cell, "rowspan")) > 1:
+                    pending[len(line) - 1] = (line[-1], down - 1)
+        lines.append(tuple(line))
+    return lines
+
+
+def _column_names(lines: list[tuple[str, ...]]) -> tuple[str, ...]:
+    width = max((len(line) for line in lines), default=0)
+    return tuple(
+        " ".join(dict.fromkeys(_at(line, i) for line in lines if _at(line, i)))
+        for i in range(width)
+    )
+
+
+def _at(line: tuple[str, ...], index: int) -> str:
+    return line[index] if index < len(line) else ""
+
+
+def _span(cell: Tag, attribute: str = "colspan") -> int:
     try:
-        return max(1, int(str(cell.get("colspan") or 1)))
+        return max(1, int(str(cell.get(attribute) or 1)))
     except ValueError:
         return 1
 

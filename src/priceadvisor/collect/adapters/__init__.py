@@ -12,6 +12,7 @@ from priceadvisor.collect.adapters.gcp import GcpAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
+from priceadvisor.collect.adapters.together import TogetherAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
@@ -24,6 +25,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
+    TogetherAdapter.id: TogetherAdapter,
     VastAdapter.id: VastAdapter,
 }
 
