@@ -10,6 +10,7 @@ from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
 from priceadvisor.collect.adapters.digitalocean import DigitalOceanAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
+from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
@@ -25,6 +26,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     DigitalOceanAdapter.id: DigitalOceanAdapter,
     EcbAdapter.id: EcbAdapter,
     GcpAdapter.id: GcpAdapter,
+    HotAisleAdapter.id: HotAisleAdapter,
     HyperstackAdapter.id: HyperstackAdapter,
     LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
