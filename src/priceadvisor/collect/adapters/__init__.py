@@ -13,6 +13,7 @@ from priceadvisor.collect.adapters.gcp import GcpAdapter
 from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
+from priceadvisor.collect.adapters.latitude import LatitudeAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.together import TogetherAdapter
@@ -29,6 +30,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     HotAisleAdapter.id: HotAisleAdapter,
     HyperstackAdapter.id: HyperstackAdapter,
     LambdaAdapter.id: LambdaAdapter,
+    LatitudeAdapter.id: LatitudeAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
     TogetherAdapter.id: TogetherAdapter,
