@@ -119,7 +119,10 @@ def test_price_cells(
     assert parse_price(text) == Price(amount, period, per_gpu, floor, other)
 
 
-@pytest.mark.parametrize("text", ["Contact sales", "Contact us", "—", "–", "--", "N/A", "", " "])
+@pytest.mark.parametrize(
+    "text",
+    ["Contact sales", "Contact us", "—", "–", "--", "N/A", "", " ", "[Contact us](https://x.y/s)"],
+)
 def test_unpriced_cells_are_none(text: str) -> None:
     assert parse_price(text) is None
 

@@ -250,13 +250,14 @@ _PERIODS = {
 }
 _PER_GPU = re.compile(r"gpu[\s/-]*(hr|hour|h)\b|per\s+gpu|/\s*gpu", re.I)
 _OTHER_UNIT = re.compile(r"per\s+(gb|tb|gib|ip|m\b|million|1m)|/\s*(gb|gib|tb|m\b|1m)|tokens", re.I)
+_MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # CMS cells: "[Contact us](https://...)"
 _FLOOR = re.compile(r"\b(from|starting( at| from)?|as low as)\b", re.I)
 
 
 def parse_price(text: str) -> Price | None:
     """A priced cell read robustly; None when the cell says it has no price ("Contact sales",
     em-dash, "N/A", empty); SourceFormatError when it is neither (the layout moved)."""
-    cleaned = " ".join(text.replace("\u00a0", " ").split())
+    cleaned = " ".join(_MARKDOWN_LINK.sub(r"\1", text).replace("\u00a0", " ").split())
     if UNPRICED.match(cleaned):
         return None
     match = _AMOUNT.search(cleaned)

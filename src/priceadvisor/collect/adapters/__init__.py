@@ -14,6 +14,7 @@ from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.latitude import LatitudeAdapter
+from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.together import TogetherAdapter
@@ -31,6 +32,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     HyperstackAdapter.id: HyperstackAdapter,
     LambdaAdapter.id: LambdaAdapter,
     LatitudeAdapter.id: LatitudeAdapter,
+    NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
     TogetherAdapter.id: TogetherAdapter,
