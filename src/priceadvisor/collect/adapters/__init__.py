@@ -14,6 +14,7 @@ from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.latitude import LatitudeAdapter
+from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
@@ -32,6 +33,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     HyperstackAdapter.id: HyperstackAdapter,
     LambdaAdapter.id: LambdaAdapter,
     LatitudeAdapter.id: LatitudeAdapter,
+    ModalAdapter.id: ModalAdapter,
     NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
