@@ -113,10 +113,11 @@ def _price_drop(
     rows = con.execute(
         """
         SELECT price_gpu_hour_usd, provider, region, instance_type, pricing FROM offers
-        WHERE gpu_model = ? AND (? IS NULL OR pricing = ?) AND NOT list_contains(?, provider)
+        WHERE gpu_model = ? AND coalesce(pricing = ?, pricing <> 'market')
+          AND NOT list_contains(?, provider)
           AND price_gpu_hour_usd IS NOT NULL
         ORDER BY price_gpu_hour_usd LIMIT 5""",
-        [rule.gpu_model, rule.pricing, rule.pricing, failing],
+        [rule.gpu_model, rule.pricing, failing],
     ).fetchall()
     if not rows:
         return []
@@ -137,7 +138,7 @@ def _new_offers(con: duckdb.DuckDBPyConnection, rule: AlertRule) -> list[Observa
     rows = con.execute(
         """
         SELECT gpu_model, provider, region, min(price_gpu_hour_usd) FROM offers
-        WHERE gpu_model IS NOT NULL AND (? IS NULL OR gpu_model = ?)
+        WHERE gpu_model IS NOT NULL AND (? IS NULL OR gpu_model = ?) AND pricing <> 'market'
           AND (len(?) = 0 OR list_contains(?, provider))
         GROUP BY ALL ORDER BY ALL""",
         [rule.gpu_model, rule.gpu_model, rule.providers, rule.providers],

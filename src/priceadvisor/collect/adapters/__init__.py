@@ -18,6 +18,7 @@ from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
+from priceadvisor.collect.adapters.sfcompute import SfComputeAdapter
 from priceadvisor.collect.adapters.together import TogetherAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
 
@@ -37,6 +38,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
+    SfComputeAdapter.id: SfComputeAdapter,
     TogetherAdapter.id: TogetherAdapter,
     VastAdapter.id: VastAdapter,
 }
