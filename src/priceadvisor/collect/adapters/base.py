@@ -6,6 +6,7 @@ Normalisation (GPU names, regions, currency, per-GPU prices) and validation happ
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,7 +82,10 @@ class PageAdapter(Adapter):
 
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         url = self.endpoints[self.page_endpoint]
-        page = self.parse(await get_page(session, url), url)
+        html = await get_page(session, url)
+        # Parsing HTML is CPU work (tens of ms a page): off the event loop, so the other
+        # providers' requests of the same cycle keep moving meanwhile.
+        page = await asyncio.to_thread(self.parse, html, url)
         if not page.quotes:
             raise SourceFormatError(
                 f"no GPU prices found on {self.manifest.name}'s page (layout changed?)"
