@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
+import respx
 
+from priceadvisor.collect.http import HttpSession, MemoryValidatorCache, build_client
 from priceadvisor.collect.pages import (
+    BROWSER_HEADERS,
     Price,
     div_grids,
     find_grids,
     flight_text,
+    get_page,
     html_tables,
     json_ld,
     json_values,
@@ -19,6 +24,9 @@ from priceadvisor.collect.pages import (
     visible_soup,
 )
 from priceadvisor.collect.source import SourceFormatError, require_complete_html
+from priceadvisor.config import HttpSettings
+
+PAGE_URL = "https://provider.example.test/pricing"
 
 # Together's shape: a <div class="hide"> duplicate of the on-demand table, rows wrapped in
 # Webflow list <div>s inside <tbody>, a colspan=4 "Contact us" cell, an em-dash row.
@@ -199,3 +207,33 @@ def test_missing_embedded_data_is_a_format_error() -> None:
 def test_a_truncated_page_is_refused() -> None:
     with pytest.raises(SourceFormatError, match="truncated"):
         require_complete_html(TOGETHER_LIKE[: len(TOGETHER_LIKE) // 2])
+
+
+@pytest.mark.anyio
+@respx.mock
+async def test_get_page_asks_as_a_browser_once_and_revalidates() -> None:
+    page = "<html><body>$1.00</body></html>"
+    route = respx.get(PAGE_URL).mock(
+        side_effect=[
+            httpx.Response(200, text=page, headers={"ETag": '"v1"'}),
+            httpx.Response(304),
+        ]
+    )
+    async with build_client(HttpSettings()) as client:
+        session = HttpSession(client, HttpSettings(), MemoryValidatorCache())
+        assert await get_page(session, PAGE_URL) == page
+        assert await get_page(session, PAGE_URL) == page  # 304: the cached page again
+    first, second = (call.request.headers for call in route.calls)
+    assert first["Accept"] == BROWSER_HEADERS["Accept"] and first["User-Agent"].startswith(
+        "Mozilla"
+    )
+    assert second["If-None-Match"] == '"v1"' and session.requests == 2
+
+
+@pytest.mark.anyio
+@respx.mock
+async def test_get_page_refuses_a_page_cut_short() -> None:
+    respx.get(PAGE_URL).respond(200, text="<html><body><table><tr><td>$1")
+    async with build_client(HttpSettings()) as client:
+        with pytest.raises(SourceFormatError, match="truncated"):
+            await get_page(HttpSession(client, HttpSettings()), PAGE_URL)
