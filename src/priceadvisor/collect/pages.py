@@ -37,7 +37,6 @@ BROWSER_HEADERS = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
     "Accept-Language": "en-US,en;q=0.9",
 }
-DEFAULT_INTERVAL = "12h"  # list prices change rarely; a page a provider twice a day is polite
 
 
 async def get_page(session: HttpSession, url: str) -> str:
@@ -54,7 +53,8 @@ class ParsedPage:
     skipped: Counter[str] = field(default_factory=Counter)
 
     def summary(self) -> str:
-        left_out = ", ".join(f"{n} {reason}" for reason, n in sorted(self.skipped.items()))
+        counts = sorted((reason, n) for reason, n in self.skipped.items() if n)
+        left_out = ", ".join(f"{n} {reason}" for reason, n in counts)
         return f"{len(self.quotes)} quotes" + (f"; left out: {left_out}" if left_out else "")
 
 
