@@ -14,8 +14,10 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from priceadvisor.collect import offline
+from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
+from priceadvisor.models import IngestSummary
 
 # A fault gets (path, query) and returns (status, headers, body) to send instead, or None.
 Fault = Callable[[str, dict[str, str]], tuple[int, dict[str, str], bytes] | None]
@@ -30,6 +32,7 @@ class RecordingServer:
     )
     requests: list[str] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
+    accepts: list[str] = field(default_factory=list)
     authorizations: list[str] = field(default_factory=list)
     delay: float = 0.0
     base_url: str = ""
@@ -50,6 +53,7 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
             query = dict(parse_qsl(parts.query, keep_blank_values=True))
             state.requests.append(self.path)
             state.agents.append(self.headers.get("User-Agent", ""))
+            state.accepts.append(self.headers.get("Accept", ""))
             state.authorizations.append(self.headers.get("Authorization", ""))
             if state.delay:
                 time.sleep(state.delay)
@@ -116,3 +120,10 @@ def local_settings(
         for s in servers
     }
     return load_settings(db=db, providers=providers, http=http or {})
+
+
+def fetch_served(provider: str, db: Path) -> tuple[IngestSummary, RecordingServer]:
+    """One fetch cycle of `provider` against its recordings on a local server."""
+    with serving(provider) as server:
+        [summary] = run_cycle(local_settings(db, server), [provider], False, lambda *_: None)
+    return summary, server

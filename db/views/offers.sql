@@ -24,6 +24,7 @@ SELECT
     p.interruption_rate,
     p.offer_count,
     p.price_hour_median_usd,
+    p.price_date,
     p.first_seen,
     p.last_seen,
     p.source_url

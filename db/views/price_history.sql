@@ -13,6 +13,7 @@ SELECT
     price_gpu_hour_usd,
     currency,
     price_hour_original,
+    price_date,
     valid_from,
     valid_to,
     last_seen

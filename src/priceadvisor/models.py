@@ -25,8 +25,16 @@ TRAINING_TASKS = ("pretrain", "finetune", "lora", "qlora")
 
 
 class Pricing(StrEnum):
+    """How an offer is priced. `market` is an observed market average (SF Compute), not a price
+    anyone can rent at: it is stored apart and left out of every "cheapest" answer unless asked
+    for. Commitments (reserved tenors, monthly terms, "starting from" floors) are not stored."""
+
     ON_DEMAND = "on_demand"
     SPOT = "spot"
+    MARKET = "market"
+
+
+RENTABLE = (Pricing.ON_DEMAND, Pricing.SPOT)  # what "cheapest" compares by default
 
 
 class PriceBasis(StrEnum):
@@ -64,6 +72,7 @@ class RawQuote:
     source_url: str | None = None
     offer_count: int | None = None  # marketplaces: asks aggregated into this quote
     price_median: float | None = None  # marketplaces: their median, same basis as price
+    price_date: str | None = None  # market averages: the ISO day the average is for
 
 
 @dataclass(slots=True, frozen=True)

@@ -40,6 +40,8 @@ PRICE_KEYS = {
     "price_cents_per_hour",
     "rate",
 }
+# Prices inside JSON that a page embeds in a JS string (Next.js flight data): keys written \"key\".
+ESCAPED_PRICE_KEYS = re.compile(r'(\\"(?:hour|avg)\\":)-?[\d.]+')
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +81,7 @@ def rewrite_prices(content: bytes, value: float) -> bytes:
     except ValueError:
         text = content.decode()
         text = re.sub(r"\$\s*[\d,]+(\.\d+)?", f"${value}", text)
+        text = ESCAPED_PRICE_KEYS.sub(rf"\g<1>{value}", text)
         return re.sub(r"rate='[\d.]+'", f"rate='{value}'", text).encode()
     return json.dumps(_rewrite(document, value)).encode()
 

@@ -38,13 +38,14 @@ from priceadvisor.manifest import manifest, manifest_ids
         ("A10G", "A10G-24GB"),
         ("NVIDIA A10", "A10-24GB"),
         ("H100-SXM-80GB", "H100-SXM-80GB"),  # canonical ids resolve to themselves
+        ("NVIDIA RTX PRO 6000", "RTXPRO6000-96GB"),  # every edition: the same 96 GB GB202
     ],
 )
 def test_resolves_provider_spellings(raw: str, expected: str) -> None:
     assert gpu_catalog().resolve(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["RTX PRO 6000", "V100S", "Tesla M60", "", "RTX 6000", "A100 24GB"])
+@pytest.mark.parametrize("raw", ["RTX PRO 4500", "V100S", "Tesla M60", "", "RTX 6000", "A100 24GB"])
 def test_unknown_or_ambiguous_names_stay_unmapped(raw: str) -> None:
     assert gpu_catalog().resolve(raw) is None
 

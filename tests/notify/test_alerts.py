@@ -61,6 +61,25 @@ def test_price_drop_holds_for_k_fetches_then_fires_once(db_path: Path) -> None:
     assert len(evaluate(db_path, DROP, later)) == 1  # repeat interval elapsed
 
 
+def test_market_averages_never_count_as_a_cheaper_price(db_path: Path) -> None:
+    fetch(db_path, {"eastus": 98.32})
+    assert evaluate(db_path, DROP) == []
+    market = RawQuote(
+        region="global",
+        instance_type="H100",
+        pricing="market",
+        price=2.12,
+        price_basis="gpu",
+        gpu_name_raw="H100",
+        gpu_count=1,
+        price_date="2026-07-15",
+    )
+    for _ in range(3):
+        ingest_quotes(db_path, "sfcompute", [market])
+        fetch(db_path, {"eastus": 98.32})
+        assert evaluate(db_path, DROP) == []
+
+
 def test_hysteresis_against_a_flapping_price(db_path: Path) -> None:
     fetch(db_path, {"eastus": 98.32})
     evaluate(db_path, DROP)

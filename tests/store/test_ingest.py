@@ -161,6 +161,7 @@ def test_failed_run_changes_nothing_even_with_quotes(db_path: Path) -> None:
         (quote(price=1e6), "implausible price"),
         (quote(price=0.001), "implausible price"),
         (quote(pricing="reserved"), "unknown pricing kind"),
+        (quote(pricing="market"), "market average without a date"),
         (quote(region=""), "region missing"),
         (quote(gpu_count=0.0), "implausible GPU count"),
         (quote(currency="XYZ"), "no FX rate for XYZ"),
@@ -179,6 +180,13 @@ def test_absurd_quotes_are_rejected_and_counted(db_path: Path, bad: RawQuote, re
     [(stored_reason,)] = query(db_path, "SELECT reason FROM core.rejected_quotes")
     assert stored_reason.startswith(reason)
     assert query(db_path, "SELECT count(*) FROM offers") == [(3,)]
+
+
+def test_a_market_average_keeps_its_day_and_updates_it_in_place(db_path: Path) -> None:
+    run(db_path, [quote(pricing="market", price_date="2026-07-14")])
+    run(db_path, [quote(pricing="market", price_date="2026-07-15")])  # same average, next day
+    rows = query(db_path, "SELECT pricing, CAST(price_date AS VARCHAR) FROM price_history")
+    assert rows == [("market", "2026-07-15")]
 
 
 def test_mostly_rejected_snapshot_is_a_failed_run(db_path: Path) -> None:

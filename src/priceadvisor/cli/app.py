@@ -147,8 +147,8 @@ def _pricing(value: str | None) -> str | None:
     if value is None:
         return None
     normalised = value.strip().lower().replace("-", "_")
-    if normalised not in ("on_demand", "spot"):
-        raise UserError(f"unknown pricing {value!r} (use on_demand or spot)")
+    if normalised not in ("on_demand", "spot", "market"):
+        raise UserError(f"unknown pricing {value!r} (use on_demand, spot or market)")
     return normalised
 
 
@@ -180,7 +180,10 @@ GpuOpt = Annotated[str | None, typer.Option(help="GPU model or part of it, e.g. 
 CountryOpt = Annotated[str | None, typer.Option(help="Country code (DE) or name.")]
 ContinentOpt = Annotated[str | None, typer.Option(help="Continent: AF AS EU NA OC SA.")]
 EuOpt = Annotated[bool, typer.Option("--eu", help="Only EU member states.")]
-PricingOpt = Annotated[str | None, typer.Option(help="on_demand or spot.")]
+PricingOpt = Annotated[
+    str | None,
+    typer.Option(help="on_demand, spot or market (market averages are shown only when asked)."),
+]
 LimitOpt = Annotated[int, typer.Option(min=1, help="At most this many rows.")]
 
 

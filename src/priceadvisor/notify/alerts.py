@@ -59,7 +59,7 @@ SELECT 'new_offer:gpu_model=' || gpu_model || ',provider=' || provider || ',regi
     [format('{} at {} {} from ${:.3f}/GPU-h', gpu_model, provider, region,
             coalesce(min(price_gpu_hour_usd), 0))]
 FROM offers
-WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu)
+WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu) AND pricing <> 'market'
   AND (len($providers) = 0 OR list_contains($providers, provider))
 GROUP BY gpu_model, provider, region
 """
@@ -191,10 +191,11 @@ def _price_drop(
     rows = con.execute(
         """
         SELECT price_gpu_hour_usd, provider, region, instance_type, pricing FROM offers
-        WHERE gpu_model = ? AND (? IS NULL OR pricing = ?) AND NOT list_contains(?, provider)
+        WHERE gpu_model = ? AND coalesce(pricing = ?, pricing <> 'market')
+          AND NOT list_contains(?, provider)
           AND price_gpu_hour_usd IS NOT NULL
         ORDER BY price_gpu_hour_usd LIMIT 5""",
-        [rule.gpu_model, rule.pricing, rule.pricing, failing],
+        [rule.gpu_model, rule.pricing, failing],
     ).fetchall()
     if not rows:
         return []

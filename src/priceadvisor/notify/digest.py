@@ -35,7 +35,7 @@ weekly AS (
     FROM points AS p
     JOIN price_history AS h
       ON h.valid_from <= p.at AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > p.at
-    WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL
+    WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL AND h.pricing <> 'market'
     GROUP BY ALL
 )
 SELECT gpu_model, pricing,
@@ -57,13 +57,14 @@ SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, t.before,
     o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
 FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
 WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
+  AND o.pricing <> 'market'
 ORDER BY abs(change) DESC, o.provider, o.region, o.instance_type LIMIT $limit
 """
 
 NEW_SQL = """
 SELECT provider, gpu_model, count(*) AS offers, min(price_gpu_hour_usd) AS cheapest,
     list(DISTINCT region ORDER BY region)[1:4] AS regions
-FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL
+FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL AND pricing <> 'market'
 GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 

@@ -52,6 +52,7 @@ _QUOTE_SCHEMA: columns.Schema = {
     "source_url": "string",
     "offer_count": "int",
     "price_median": "float",
+    "price_date": "string",
 }
 
 
@@ -134,7 +135,7 @@ WITH joined AS (
         coalesce(r.vcpus, m.spec_vcpus) AS vcpus,
         coalesce(r.ram_gb, m.spec_ram_gb) AS ram_gb,
         r.available, r.interruption_rate, r.source_url, r.offer_count, r.price_median,
-        fx.usd_per_unit
+        TRY_CAST(r.price_date AS DATE) AS price_date, fx.usd_per_unit
     FROM _raw AS r
     LEFT JOIN _resolved AS m
         ON  coalesce(m.instance_type, '') = coalesce(r.instance_type, '')
@@ -160,7 +161,9 @@ SELECT *,
     CASE
         WHEN price IS NULL OR isnan(price) OR isinf(price) THEN 'price missing or not a number'
         WHEN price <= 0 THEN 'price not positive'
-        WHEN pricing IS NULL OR pricing NOT IN ('on_demand', 'spot') THEN 'unknown pricing kind'
+        WHEN pricing IS NULL OR pricing NOT IN ('on_demand', 'spot', 'market')
+            THEN 'unknown pricing kind'
+        WHEN pricing = 'market' AND price_date IS NULL THEN 'market average without a date'
         WHEN price_basis IS NULL OR price_basis NOT IN ('node', 'gpu') THEN 'unknown price basis'
         WHEN coalesce(region, '') = '' THEN 'region missing'
         WHEN coalesce(instance_type, '') = '' THEN 'instance type missing'
@@ -206,7 +209,8 @@ UPDATE core.price_intervals AS h SET
     gpu_count = c.gpu_count, gpu_memory_gb = c.gpu_memory_gb, vcpus = c.vcpus, ram_gb = c.ram_gb,
     price_hour_usd = c.price_hour_usd, price_gpu_hour_usd = c.price_gpu_hour_usd,
     available = c.available, interruption_rate = c.interruption_rate, source_url = c.source_url,
-    offer_count = c.offer_count, price_hour_median_usd = c.price_hour_median_usd
+    offer_count = c.offer_count, price_hour_median_usd = c.price_hour_median_usd,
+    price_date = c.price_date
 FROM _changes AS c
 WHERE c.change = 'same' AND {_KEY_MATCH}
 """
@@ -222,7 +226,8 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model, g
     gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd, currency,
     node_original AS price_hour_original, price_basis, available, interruption_rate, source_url,
     coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from, NULL AS valid_to,
-    $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd
+    $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
+    price_date
 FROM _changes WHERE change IN ('new', 'changed')
 """
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import duckdb
 
+from priceadvisor.models import RENTABLE
+
 PRICE_SORTS = {
     "gpu-hour": "price_gpu_hour_usd NULLS LAST, price_hour_usd",
     "hour": "price_hour_usd, price_gpu_hour_usd NULLS LAST",
@@ -63,6 +65,9 @@ class OfferFilter:
         if self.pricing:
             clauses.append("pricing = ?")
             params.append(self.pricing)
+        else:  # market averages are not rentable prices: shown only when asked for
+            clauses.append("list_contains(?, pricing)")
+            params.append([str(p) for p in RENTABLE])
         return " AND ".join(clauses), params
 
 

@@ -6,6 +6,7 @@ Normalisation (GPU names, regions, currency, per-GPU prices) and validation happ
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,14 +16,13 @@ import httpx
 from pydantic import SecretStr
 
 from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.pages import ParsedPage, get_page
+from priceadvisor.collect.source import SourceFormatError, require_complete_html
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FxRate, RawQuote
 
 ProgressCallback = Callable[[str], None]
-
-
-class SourceFormatError(Exception):
-    """The source answered, but not in the format this adapter reads (schema or layout drift)."""
+__all__ = ["Adapter", "AdapterOutput", "SourceFormatError", "require_complete_html"]
 
 
 @dataclass(slots=True)
@@ -52,14 +52,6 @@ class Adapter(ABC):
     @abstractmethod
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         """Request every page of the source and parse it into raw quotes."""
-
-
-def require_complete_html(html: str) -> str:
-    """A page cut short still parses, with rows missing, and missing rows would read as offers
-    that vanished: refuse a page that does not end."""
-    if "</html>" not in html[-4096:].lower():
-        raise SourceFormatError("the page ends before </html> (truncated?)")
-    return html
 
 
 def resolve_endpoint(default: str, override: str | None) -> str:
@@ -93,3 +85,28 @@ def summarise_failures(failed: dict[str, str], limit: int = 300) -> str:
 
 def _scopes(scopes: list[str]) -> str:
     return scopes[0] if len(scopes) == 1 else f"{len(scopes)} scopes"
+
+
+class PageAdapter(Adapter):
+    """An adapter that reads one public pricing page: one request with a browser's headers, a
+    truncated page refused, and a page that yields no price at all a failed run (the layout
+    moved), never an empty success that would close every offer."""
+
+    page_endpoint: ClassVar[str] = "pricing"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        url = self.endpoints[self.page_endpoint]
+        html = await get_page(session, url)
+        # Parsing HTML is CPU work (tens of ms a page): off the event loop, so the other
+        # providers' requests of the same cycle keep moving meanwhile.
+        page = await asyncio.to_thread(self.parse, html, url)
+        if not page.quotes:
+            raise SourceFormatError(
+                f"no GPU prices found on {self.manifest.name}'s page (layout changed?)"
+            )
+        progress(page.summary())
+        return AdapterOutput(quotes=page.quotes)
+
+    @abstractmethod
+    def parse(self, html: str, url: str) -> ParsedPage:
+        """The page's quotes, and what was left out on purpose (counted by reason)."""

@@ -1,0 +1,81 @@
+"""DigitalOcean GPU Droplets (Paperspace is part of DigitalOcean), from the public docs page.
+
+Format (verified on a capture of https://docs.digitalocean.com/products/droplets/details/pricing/,
+2026-08-22, "Last verified 18 Aug 2026"): a Hugo docs page whose `<h2>` sections "On-Demand GPU
+Droplet Pricing", "Spot GPU Droplet Pricing" (a public preview) and "Contract GPU Droplet
+Pricing" each hold a `GPU | Price` table. Prices are USD per Droplet per hour ("$35.28 per
+hour"); a "(8x)" suffix names an 8-GPU Droplet, no suffix a 1-GPU one.
+
+Traps handled: the pricing kind comes from the section heading, and a GPU table under a heading
+that names no known kind fails the run rather than being guessed; contract rows ("Per contract
+after contacting sales") are counted and left out; prices are per Droplet, so "(8x)" rows carry
+8 GPUs; "B300, air-cooled" and "B300, liquid-cooled" stay distinct offers; cells with
+`style=` attributes are read like any other; the CPU and bandwidth prose around the tables
+is never read. The API alternative (GET /v2/sizes) needs a token. No region on the page.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
+from priceadvisor.collect.pages import (
+    ParsedPage,
+    find_grids,
+    html_tables,
+    parse_price,
+    section_heading,
+    visible_soup,
+)
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+COLUMNS = {"model": r"^gpu$", "price": r"price"}
+KINDS = {"on-demand": Pricing.ON_DEMAND, "spot": Pricing.SPOT}
+COMMITMENTS = re.compile(r"contract|reserved|commit", re.I)
+_COUNT = re.compile(r"\s*\((\d+)x\)\s*$", re.I)
+
+
+class DigitalOceanAdapter(PageAdapter):
+    id: ClassVar[str] = "digitalocean"
+
+    def parse(self, html: str, url: str) -> ParsedPage:
+        return parse_page(html, url)
+
+
+def parse_page(html: str, url: str) -> ParsedPage:
+    page, seen = ParsedPage(), set()
+    for grid, columns in find_grids(html_tables(visible_soup(html)), **COLUMNS):
+        heading = section_heading(grid.element, ("h2",)) or ""
+        kind = next((k for word, k in KINDS.items() if word in heading.lower()), None)
+        if COMMITMENTS.search(heading):
+            page.skipped["contract rows"] += len(grid.rows)
+        elif kind is None:
+            raise SourceFormatError(f"a GPU price table under an unknown heading {heading!r}")
+        else:
+            seen.add(kind)
+            page.quotes += [
+                _quote(r["model"], r["price"], kind, url) for r in grid.records(columns)
+            ]
+    if missing := [str(k) for k in KINDS.values() if k not in seen]:
+        # One table gone while the other stays would close every offer of the missing kind.
+        raise SourceFormatError(f"no {', '.join(missing)} GPU table on the page (layout changed?)")
+    page.quotes = [q for q in page.quotes if q.price is not None]
+    return page
+
+
+def _quote(label: str, cell: str, kind: Pricing, url: str) -> RawQuote:
+    price = parse_price(cell)
+    if price is not None and (price.period != "hour" or price.floor or price.other_unit):
+        raise SourceFormatError(f"{label}: not an hourly Droplet price: {cell!r}")
+    count = _COUNT.search(label)
+    return RawQuote(
+        region="global",
+        instance_type=label,
+        pricing=kind,
+        price=price.amount if price else None,
+        price_basis=PriceBasis.NODE,
+        gpu_name_raw=_COUNT.sub("", label).split(",")[0],
+        gpu_count=float(count.group(1)) if count else 1,
+        source_url=url,
+    )

@@ -1,0 +1,80 @@
+"""Hot Aisle (AMD MI300X cloud), from the public pricing page (Astro HTML, no authentication).
+
+Format (verified on a capture of https://hotaisle.xyz/pricing, 2026-08-22): no table; one plan
+card per offer, styled by utility classes only, so cards are read by their structure: a kicker
+`<p>` ("VM", "Bare metal"), an `<h2>` plan name ("Small"), a `<div>` of `<span>`s with the GPU
+counts and chip ("2x &amp; 4x", "MI300x") and a price `<p>` "$2.99/GPU/hr". Prices are USD per
+GPU-hour; VMs are billed by the minute.
+
+Traps handled: only `<h2>` plan cards are read, so the hero block repeating both prices under
+other kickers, the meta/og/twitter descriptions with "$2.99" and the "grandfathered at
+$1.99/GPU/hr" line (existing customers only) are never offers; the bare-metal card ("one-month
+minimum") is a monthly commitment, counted and left out; "2x & 4x" is two offers at the same
+per-GPU price; "MI300x" is upper-cased; MI355X in the menu and in JSON-LD carries no price. A
+card price not per GPU-hour fails the run. No region on the page: one global list.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from bs4 import Tag
+
+from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
+from priceadvisor.collect.pages import ParsedPage, Price, parse_price, text_of, visible_soup
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+COMMITMENT = re.compile(r"minimum|monthly|per month|commit|reserv", re.I)
+_COUNTS = re.compile(r"(\d+)\s*x\b", re.I)
+
+
+class HotAisleAdapter(PageAdapter):
+    id: ClassVar[str] = "hotaisle"
+
+    def parse(self, html: str, url: str) -> ParsedPage:
+        return parse_page(html, url)
+
+
+def parse_page(html: str, url: str) -> ParsedPage:
+    page = ParsedPage()
+    for heading in visible_soup(html).find_all("h2"):
+        card = _card(heading)
+        if card is None:
+            continue
+        kicker, counts, chip, price = card
+        if COMMITMENT.search(text_of(heading.parent) if heading.parent else ""):
+            page.skipped["monthly-commitment plans"] += 1
+            continue
+        name = f"{kicker} {text_of(heading)}"
+        page.quotes += [_quote(name, n, chip, price.amount, url) for n in counts]
+    return page
+
+
+def _card(heading: Tag) -> tuple[str, list[int], str, Price] | None:
+    """(kicker, GPU counts, chip, price) when the heading heads a plan card, else None."""
+    kicker, spans = heading.find_previous_sibling("p"), heading.find_next_sibling("div")
+    if kicker is None or not isinstance(spans, Tag) or len(spans.find_all("span")) < 2:
+        return None
+    count_text, chip = (text_of(s) for s in spans.find_all("span")[:2])
+    counts = [int(n) for n in _COUNTS.findall(count_text)]
+    prices = [p for p in heading.find_next_siblings() if "$" in text_of(p)]
+    if not counts or not prices:
+        raise SourceFormatError(f"plan card {text_of(heading)!r} has no GPU count or price")
+    price = parse_price(text_of(prices[0]))
+    if price is None or not price.per_gpu or price.period != "hour":
+        raise SourceFormatError(f"plan card {text_of(heading)!r}: not a GPU-hour price")
+    return text_of(kicker), counts, chip.upper(), price
+
+
+def _quote(name: str, count: int, chip: str, price: float, url: str) -> RawQuote:
+    return RawQuote(
+        region="global",
+        instance_type=f"{name} {count}x {chip}",
+        pricing=Pricing.ON_DEMAND,
+        price=price,
+        price_basis=PriceBasis.GPU,
+        gpu_name_raw=f"AMD {chip}",
+        gpu_count=count,
+        source_url=url,
+    )

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.hotaisle import parse_page
+from priceadvisor.collect.fetch import run_cycle
+from priceadvisor.collect.pages import BROWSER_HEADERS
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.conftest import query
+from tests.localserver import fetch_served, local_settings, serving
+
+HTML = (recordings_dir() / "hotaisle" / "pricing.html").read_text()
+
+
+def test_vm_cards_are_on_demand_per_gpu_hour() -> None:
+    quotes = {q.instance_type: (q.price, q.gpu_count) for q in parse_page(HTML, "u").quotes}
+    assert quotes == {
+        "VM Small 1x MI300X": (2.99, 1),
+        "VM Medium 2x MI300X": (2.99, 2),  # "2x & 4x": two sizes at one per-GPU price
+        "VM Medium 4x MI300X": (2.99, 4),
+    }
+
+
+def test_bare_metal_monthly_commitment_is_counted_not_offered() -> None:
+    page = parse_page(HTML, "u")
+    assert page.skipped == {"monthly-commitment plans": 1}
+    assert 3.39 not in {q.price for q in page.quotes}
+
+
+def test_hero_meta_and_grandfathered_prices_are_not_offers() -> None:
+    page = parse_page(HTML, "u")
+    assert len(page.quotes) == 3 and 1.99 not in {q.price for q in page.quotes}
+    assert all(q.pricing == "on_demand" and q.gpu_name_raw == "AMD MI300X" for q in page.quotes)
+
+
+def test_a_card_price_not_per_gpu_hour_fails() -> None:
+    changed = HTML.replace(
+        'mb-3 font-bold text-foreground">$2.99/GPU/hr',
+        'mb-3 font-bold text-foreground">$2.99/hr',
+        1,
+    )
+    assert changed != HTML
+    with pytest.raises(SourceFormatError, match="not a GPU-hour price"):
+        parse_page(changed, "u")
+
+
+def test_cards_without_plan_headings_yield_nothing() -> None:
+    assert parse_page(HTML.replace("<h2", "<h3").replace("</h2>", "</h3>"), "u").quotes == []
+
+
+def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
+    summary, server = fetch_served("hotaisle", db_path)
+    assert summary.status is RunStatus.OK and summary.offers_seen == 3
+    assert summary.unmapped == 0 and server.accepts == [BROWSER_HEADERS["Accept"]]
+    rows = query(db_path, "SELECT DISTINCT gpu_model, price_gpu_hour_usd FROM offers")
+    assert rows == [("MI300X-192GB", 2.99)]
+
+
+def test_a_page_that_yields_no_prices_is_a_failed_run(db_path: Path) -> None:
+    with serving("hotaisle") as server:
+        page = HTML.replace("<h2", "<h3").replace("</h2>", "</h3>").encode()
+        server.faults.append(lambda path, q: (200, {"Content-Type": "text/html"}, page))
+        [summary] = run_cycle(local_settings(db_path, server), ["hotaisle"], False, lambda *_: None)
+    assert summary.status is RunStatus.FAILED
+    assert summary.error == "no GPU prices found on Hot Aisle's page (layout changed?)"

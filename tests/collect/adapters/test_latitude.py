@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.latitude import parse_page
+from priceadvisor.collect.pages import BROWSER_HEADERS
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.conftest import query
+from tests.localserver import fetch_served
+
+HTML = (recordings_dir() / "latitude" / "pricing.html").read_text()
+
+
+def prices() -> dict[tuple[str, str], float | None]:
+    return {(q.instance_type, q.region): q.price for q in parse_page(HTML, "u").quotes}
+
+
+def test_usd_hourly_prices_per_node_and_country() -> None:
+    assert prices() == {
+        ("g4-b300-large", "united-states"): 128,
+        ("g4-rtx6kpro-large", "united-states"): 48,
+        ("g4-rtx6kpro-large", "australia"): 66,
+        ("g4-rtx6kpro-large", "japan"): 52,
+        ("g4-rtx6kpro-large", "netherlands"): 48,
+        ("g3-h100-small", "united-states"): 3.37,
+    }
+
+
+def test_null_usd_price_is_not_offered_and_is_counted() -> None:
+    page = parse_page(HTML, "u")
+    assert ("g4-rtx6kpro-large", "united-kingdom") not in prices()
+    assert page.skipped["regions without a USD price"] == 1
+
+
+def test_brl_and_commitments_are_left_out_and_counted() -> None:
+    page = parse_page(HTML, "u")
+    assert all(q.currency == "USD" and q.pricing == "on_demand" for q in page.quotes)
+    assert page.skipped["BRL list prices"] == 7
+    assert page.skipped["monthly/yearly commitment prices"] == 6
+    assert not {640, 240, 17378} & {q.price for q in page.quotes}
+
+
+def test_cpu_plans_are_skipped_and_stock_does_not_gate_the_price() -> None:
+    quotes = {(q.instance_type, q.region): q for q in parse_page(HTML, "u").quotes}
+    assert not any(k[0].startswith(("c3-", "m4-")) for k in quotes)
+    assert quotes[("g4-b300-large", "united-states")].available is False  # "unavailable"
+    assert quotes[("g4-rtx6kpro-large", "japan")].available is True
+
+
+def test_gpu_facts_come_from_the_plan_specs() -> None:
+    quote = next(q for q in parse_page(HTML, "u").quotes if q.instance_type == "g4-b300-large")
+    assert (quote.gpu_count, quote.gpu_memory_gb, quote.gpu_name_raw) == (8, 288, "NVIDIA HGX B300")
+
+
+@pytest.mark.parametrize(
+    ("html", "message"),
+    [
+        (HTML.replace("plansData", "plans"), "no plansData.servers"),
+        (HTML.replace("self.__next_f.push([1,", "self.__next_f.push([2,"), "no Next.js flight"),
+        (HTML.replace('\\"hour\\":3.37', '\\"hour\\":\\"3.37\\"'), "not a number"),
+    ],
+)
+def test_layout_changes_are_format_errors(html: str, message: str) -> None:
+    with pytest.raises(SourceFormatError, match=message):
+        parse_page(html, "u")
+
+
+def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
+    summary, server = fetch_served("latitude", db_path)
+    assert summary.status is RunStatus.OK and summary.offers_seen == 6
+    assert summary.unmapped == 0 and server.accepts == [BROWSER_HEADERS["Accept"]]
+    rows = query(
+        db_path,
+        "SELECT country, price_gpu_hour_usd FROM offers WHERE instance_type = 'g4-rtx6kpro-large'"
+        " ORDER BY 1",
+    )
+    assert rows == [("AU", 8.25), ("JP", 6.5), ("NL", 6.0), ("US", 6.0)]
