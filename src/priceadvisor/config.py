@@ -58,6 +58,12 @@ class ProviderSettings(BaseModel):
     request_spacing: float | None = Field(
         None, ge=0, description="seconds between requests; overrides the manifest's default"
     )
+    min_offer_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="fewer offers than this share of the last ok run: none closed (0 = off)",
+    )
 
 
 class HttpSettings(BaseModel):

@@ -12,6 +12,7 @@ looks like, and closing every offer because of it would lose live prices.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from operator import attrgetter
 from typing import Any
@@ -22,6 +23,7 @@ from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import columns
+from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason, snapshot_offers
 
 MAX_REJECTED_SAMPLES = 1000
 # More than this share of quotes rejected means the source changed shape: fail, change nothing.
@@ -249,14 +251,18 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> An
 
 
 def ingest(
-    con: duckdb.DuckDBPyConnection, run_id: int, result: FetchResult, manifest: Manifest
+    con: duckdb.DuckDBPyConnection,
+    run_id: int,
+    result: FetchResult,
+    manifest: Manifest,
+    min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
 ) -> IngestSummary:
     """Merge one fetch result in a single transaction and finish its fetch_runs row."""
     started = time.perf_counter()
     now = result.finished_at or utcnow()
     con.execute("BEGIN TRANSACTION")
     try:
-        counts, status, error = _merge(con, run_id, result, manifest, now)
+        counts, status, error = _merge(con, run_id, result, manifest, now, min_offer_share)
         summary = _finish_run(con, run_id, result, status, error, counts, now, started)
         con.execute("COMMIT")
     except BaseException:
@@ -292,6 +298,7 @@ def _merge(
     result: FetchResult,
     manifest: Manifest,
     now: Any,
+    min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
 ) -> tuple[dict[str, int], RunStatus, str | None]:
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
@@ -303,6 +310,8 @@ def _merge(
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
     status, error = _effective_status(result, counts)
+    if status is RunStatus.OK:
+        result, status, error = _guard_drift(con, result, min_offer_share, status, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
         counts |= _apply_changes(con, result, status, params | {"now": now})
     return counts, status, error
@@ -331,6 +340,20 @@ def _effective_status(result: FetchResult, counts: dict[str, Any]) -> tuple[RunS
             "the source's format may have changed, nothing changed"
         )
     return result.status, result.error
+
+
+def _guard_drift(
+    con: duckdb.DuckDBPyConnection,
+    result: FetchResult,
+    min_share: float,
+    status: RunStatus,
+    error: str | None,
+) -> tuple[FetchResult, RunStatus, str | None]:
+    """A suspiciously small snapshot becomes partial with nothing complete (store.drift)."""
+    reason = drift_reason(con, result.provider, snapshot_offers(con), min_share)
+    if reason is None:
+        return result, status, error
+    return dataclasses.replace(result, complete_scopes=frozenset()), RunStatus.PARTIAL, reason
 
 
 def _apply_changes(
