@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from priceadvisor.collect import offline
+from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
 
@@ -108,3 +109,17 @@ def local_settings(
         for s in servers
     }
     return load_settings(db=db, providers=providers, http=http or {})
+
+
+def fetch_locally(
+    db: Path, *providers: str, faults: list[Fault] | None = None, **provider: Any
+) -> dict[str, Any]:
+    """One fetch cycle of these providers, each against its own local server; summaries by id.
+    `faults` go to the first provider's server. The servers are returned too (under "servers")
+    for checking the requests they saw."""
+    with ExitStack() as stack:
+        servers = [stack.enter_context(serving(p)) for p in providers]
+        servers[0].faults.extend(faults or [])
+        settings = local_settings(db, *servers, **provider)
+        summaries = run_cycle(settings, list(providers), False, lambda *_: None)
+    return {s.provider: s for s in summaries} | {"servers": {s.provider: s for s in servers}}

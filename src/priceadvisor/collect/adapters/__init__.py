@@ -12,6 +12,7 @@ from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
+from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
@@ -23,6 +24,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
     VastAdapter.id: VastAdapter,
+    VoltageParkAdapter.id: VoltageParkAdapter,
 }
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from decimal import Decimal, InvalidOperation
+from typing import Any, ClassVar
 
 import httpx
 from pydantic import SecretStr
@@ -79,3 +80,16 @@ def rebase_link(link: str, endpoint: str) -> str:
     server), keeping the link's query: a mirror then sees every page, not only the first."""
     source = httpx.URL(link)
     return str(httpx.URL(endpoint).copy_with(query=source.query))
+
+
+def exact_price(value: Any, scale: int = 0) -> float | None:
+    """A price stated as a JSON number or a decimal string, divided by 10**scale in decimal
+    arithmetic (US cents: scale 2; OVHcloud's 1e-8 currency units: scale 8), so 319 cents is
+    exactly 3.19 and "1.99" stays 1.99. Anything else is None, for the core to reject."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        return None
+    return float(number.scaleb(-scale)) if number.is_finite() else None
