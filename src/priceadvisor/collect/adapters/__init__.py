@@ -8,6 +8,7 @@ from priceadvisor.collect.adapters.base import Adapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
+from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
@@ -20,6 +21,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     EcbAdapter.id: EcbAdapter,
     GcpAdapter.id: GcpAdapter,
+    HyperbolicAdapter.id: HyperbolicAdapter,
     LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,

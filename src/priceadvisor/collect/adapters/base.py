@@ -93,3 +93,10 @@ def exact_price(value: Any, scale: int = 0) -> float | None:
     except InvalidOperation:
         return None
     return float(number.scaleb(-scale)) if number.is_finite() else None
+
+
+def json_number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

@@ -29,6 +29,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     exact_price,
+    json_number,
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
@@ -78,7 +79,7 @@ def parse_row(row: dict[str, Any], url: str) -> list[RawQuote]:
 
 
 def _quote(row: dict[str, Any], specs: dict[str, Any], fabric: str, url: str) -> RawQuote:
-    model, count = str(specs.get("gpu_model") or ""), _number(specs.get("gpu_count"))
+    model, count = str(specs.get("gpu_model") or ""), json_number(specs.get("gpu_count"))
     free = row.get(f"gpu_count_{fabric}")
     return RawQuote(
         region=str(row["id"]),
@@ -88,14 +89,8 @@ def _quote(row: dict[str, Any], specs: dict[str, Any], fabric: str, url: str) ->
         price_basis=PriceBasis.GPU,
         gpu_name_raw=model or None,
         gpu_count=count,
-        vcpus=_number(specs.get("cpu_count")),
-        ram_gb=_number(specs.get("ram_gb")),
+        vcpus=json_number(specs.get("cpu_count")),
+        ram_gb=json_number(specs.get("ram_gb")),
         available=free > 0 if isinstance(free, int) and not isinstance(free, bool) else None,
         source_url=url,
     )
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
