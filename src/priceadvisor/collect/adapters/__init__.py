@@ -12,6 +12,7 @@ from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
+from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
 from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
 
@@ -25,6 +26,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
+    ScalewayAdapter.id: ScalewayAdapter,
     VastAdapter.id: VastAdapter,
     VoltageParkAdapter.id: VoltageParkAdapter,
 }
