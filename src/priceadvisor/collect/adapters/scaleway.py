@@ -82,7 +82,8 @@ def parse_page(document: Any) -> dict[str, Any]:
         raise SourceFormatError("no 'servers' object (format changed?)")
     if not all(isinstance(spec, dict) for spec in document["servers"].values()):
         raise SourceFormatError("a server entry is not a JSON object")
-    return document["servers"]
+    servers: dict[str, Any] = document["servers"]
+    return servers
 
 
 def is_gpu_offer(spec: dict[str, Any]) -> bool:
@@ -93,7 +94,8 @@ def is_gpu_offer(spec: dict[str, Any]) -> bool:
 def parse_server(
     zone: str, name: str, spec: dict[str, Any], availability: Any, url: str
 ) -> RawQuote:
-    info = spec.get("gpu_info") if isinstance(spec.get("gpu_info"), dict) else {}
+    info = spec.get("gpu_info")
+    info = info if isinstance(info, dict) else {}
     status = availability.get("availability") if isinstance(availability, dict) else None
     return RawQuote(
         region=zone,
