@@ -15,6 +15,7 @@ from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
 from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
+from priceadvisor.collect.adapters.vultr import VultrAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
@@ -29,6 +30,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     ScalewayAdapter.id: ScalewayAdapter,
     VastAdapter.id: VastAdapter,
     VoltageParkAdapter.id: VoltageParkAdapter,
+    VultrAdapter.id: VultrAdapter,
 }
 
 
