@@ -39,6 +39,7 @@ _FAMILY_PATTERNS: tuple[tuple[str, str], ...] = (
     ("V100", r"\bV100\b"),
     ("P100", r"\bP100\b"),
     ("K80", r"\bK80\b"),
+    ("RTX3080", r"\b(?:RTX )?3080\b"),
     ("RTX3090", r"\b(?:RTX )?3090\b"),
     ("RTX4090", r"\b(?:RTX )?4090\b"),
     ("RTX5090", r"\b(?:RTX )?5090\b"),

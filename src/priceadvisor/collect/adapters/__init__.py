@@ -6,6 +6,7 @@ from priceadvisor.collect.adapters.aws import AwsAdapter
 from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
+from priceadvisor.collect.adapters.cudo import CudoAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
 from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
@@ -21,6 +22,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
+    CudoAdapter.id: CudoAdapter,
     EcbAdapter.id: EcbAdapter,
     GcpAdapter.id: GcpAdapter,
     HyperbolicAdapter.id: HyperbolicAdapter,
