@@ -221,3 +221,11 @@ def _region(
         continent=continent,
         is_eu=(country in eu) if country else None,
     )
+
+
+@cache
+def country_codes() -> dict[str, str]:
+    """ISO code by English country name, case-insensitive ("united states" -> "US"), for
+    sources that name the country instead of coding it."""
+    data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
+    return {name.casefold(): code for code, (name, _continent) in data["countries"].items()}

@@ -14,6 +14,7 @@ from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
+from priceadvisor.collect.adapters.tensordock import TensorDockAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
 from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
 from priceadvisor.collect.adapters.vultr import VultrAdapter
@@ -30,6 +31,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     OracleAdapter.id: OracleAdapter,
     RunPodAdapter.id: RunPodAdapter,
     ScalewayAdapter.id: ScalewayAdapter,
+    TensorDockAdapter.id: TensorDockAdapter,
     VastAdapter.id: VastAdapter,
     VoltageParkAdapter.id: VoltageParkAdapter,
     VultrAdapter.id: VultrAdapter,

@@ -82,17 +82,41 @@ def rebase_link(link: str, endpoint: str) -> str:
     return str(httpx.URL(endpoint).copy_with(query=source.query))
 
 
-def exact_price(value: Any, scale: int = 0) -> float | None:
-    """A price stated as a JSON number or a decimal string, divided by 10**scale in decimal
-    arithmetic (US cents: scale 2; OVHcloud's 1e-8 currency units: scale 8), so 319 cents is
-    exactly 3.19 and "1.99" stays 1.99. Anything else is None, for the core to reject."""
+def exact_decimal(value: Any) -> Decimal | None:
+    """A JSON number or decimal string as an exact Decimal; None for anything else."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
         number = Decimal(str(value).strip())
     except InvalidOperation:
         return None
-    return float(number.scaleb(-scale)) if number.is_finite() else None
+    return number if number.is_finite() else None
+
+
+def exact_price(value: Any, scale: int = 0) -> float | None:
+    """A price stated as a JSON number or a decimal string, divided by 10**scale in decimal
+    arithmetic (US cents: scale 2; OVHcloud's 1e-8 currency units: scale 8), so 319 cents is
+    exactly 3.19 and "1.99" stays 1.99. Anything else is None, for the core to reject."""
+    number = exact_decimal(value)
+    return None if number is None else float(number.scaleb(-scale))
+
+
+def sum_of_units(parts: list[tuple[Any, int]]) -> float | None:
+    """Σ unit price × amount in decimal arithmetic (a VM assembled from GPU, vCPU and memory
+    prices); None when any unit price is unusable, for the core to reject."""
+    total = Decimal(0)
+    for price, amount in parts:
+        exact = exact_decimal(price)
+        if exact is None:
+            return None
+        total += exact * amount
+    return float(total)
+
+
+def json_object(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """A nested object, or an empty one when it is missing or not an object."""
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def json_number(value: Any) -> float | None:

@@ -23,7 +23,6 @@ stopped using it in June 2026, so the listing may now need a key or be gone. A r
 from __future__ import annotations
 
 import math
-from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 from priceadvisor.collect.adapters.base import (
@@ -32,6 +31,8 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     json_number,
+    json_object,
+    sum_of_units,
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
@@ -96,13 +97,7 @@ def offers(entry: dict[str, Any], shape: Shape, url: str) -> list[RawQuote]:
 def node_price(entry: dict[str, Any], gpus: int, vcpus: int, memory_gib: int) -> float | None:
     """GPUs, vCPUs and memory at their unit prices, summed exactly; None if a price is bad."""
     amounts = {"gpuPriceHr": gpus, "vcpuPriceHr": vcpus, "memoryGibPriceHr": memory_gib}
-    total = Decimal(0)
-    for key, amount in amounts.items():
-        price = _unit_price(entry.get(key))
-        if price is None:
-            return None
-        total += price * amount
-    return float(total)
+    return sum_of_units([(json_object(entry, k).get("value"), n) for k, n in amounts.items()])
 
 
 def _quote(
@@ -122,17 +117,6 @@ def _quote(
         available=None if free is None else free >= gpus,
         source_url=url,
     )
-
-
-def _unit_price(field: Any) -> Decimal | None:
-    value = field.get("value") if isinstance(field, dict) else None
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        return None
-    try:
-        price = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return price if price.is_finite() else None
 
 
 def _ratio(entry: dict[str, Any], key: str, default: float) -> float:

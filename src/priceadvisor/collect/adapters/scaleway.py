@@ -28,6 +28,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
     exact_price,
     json_number,
+    json_object,
 )
 from priceadvisor.collect.http import FetchError, HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
@@ -94,8 +95,7 @@ def is_gpu_offer(spec: dict[str, Any]) -> bool:
 def parse_server(
     zone: str, name: str, spec: dict[str, Any], availability: Any, url: str
 ) -> RawQuote:
-    info = spec.get("gpu_info")
-    info = info if isinstance(info, dict) else {}
+    info = json_object(spec, "gpu_info")
     status = availability.get("availability") if isinstance(availability, dict) else None
     return RawQuote(
         region=zone,
