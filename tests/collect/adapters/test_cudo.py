@@ -51,6 +51,8 @@ def test_machine_types_without_a_gpu_and_bad_unit_prices() -> None:
     assert offers(entry(""), SHAPE, "u") == []
     broken = entry("RTX A5000") | {"memoryGibPriceHr": {"value": "n/a"}}
     assert node_price(broken, 1, 8, 30) is None
+    free_gpu = entry("RTX A5000") | {"gpuPriceHr": {"value": "0.000000"}}
+    assert node_price(free_gpu, 1, 8, 30) is None  # not a VM priced at its CPU and RAM
 
 
 @pytest.mark.parametrize(

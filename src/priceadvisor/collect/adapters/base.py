@@ -103,11 +103,12 @@ def exact_price(value: Any, scale: int = 0) -> float | None:
 
 def sum_of_units(parts: list[tuple[Any, int]]) -> float | None:
     """Σ unit price × amount in decimal arithmetic (a VM assembled from GPU, vCPU and memory
-    prices); None when any unit price is unusable, for the core to reject."""
+    prices; the GPU first). None when a unit price is unusable or the GPU's is not positive
+    (a free GPU is a broken source, not a cheap VM), for the core to reject."""
     total = Decimal(0)
-    for price, amount in parts:
+    for index, (price, amount) in enumerate(parts):
         exact = exact_decimal(price)
-        if exact is None:
+        if exact is None or (index == 0 and exact <= 0):
             return None
         total += exact * amount
     return float(total)
