@@ -57,6 +57,7 @@ PRICE_KEYS = {
 @pytest.fixture(autouse=True)
 def _gcp_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GCP_API_KEY", "test-key")
+    monkeypatch.setenv("VERDA_CREDENTIALS", "test-client:test-secret")
 
 
 def settings_for(servers: dict[str, RecordingServer], db: Path) -> Settings:

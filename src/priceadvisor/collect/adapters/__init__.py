@@ -16,6 +16,7 @@ from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.tensordock import TensorDockAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
+from priceadvisor.collect.adapters.verda import VerdaAdapter
 from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
 from priceadvisor.collect.adapters.vultr import VultrAdapter
 
@@ -33,6 +34,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     ScalewayAdapter.id: ScalewayAdapter,
     TensorDockAdapter.id: TensorDockAdapter,
     VastAdapter.id: VastAdapter,
+    VerdaAdapter.id: VerdaAdapter,
     VoltageParkAdapter.id: VoltageParkAdapter,
     VultrAdapter.id: VultrAdapter,
 }
