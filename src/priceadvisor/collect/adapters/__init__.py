@@ -12,6 +12,7 @@ from priceadvisor.collect.adapters.gcp import GcpAdapter
 from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
+from priceadvisor.collect.adapters.ovh import OvhAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.tensordock import TensorDockAdapter
@@ -30,6 +31,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     HyperbolicAdapter.id: HyperbolicAdapter,
     LambdaAdapter.id: LambdaAdapter,
     OracleAdapter.id: OracleAdapter,
+    OvhAdapter.id: OvhAdapter,
     RunPodAdapter.id: RunPodAdapter,
     ScalewayAdapter.id: ScalewayAdapter,
     TensorDockAdapter.id: TensorDockAdapter,
