@@ -9,9 +9,11 @@ import respx
 
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
-from priceadvisor.models import IngestSummary, RawQuote, RunStatus
+from priceadvisor.manifest import manifest
+from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import db as store
 from priceadvisor.store.drift import drift_reason
+from priceadvisor.store.ingest import ingest
 from tests.conftest import azure_pages, ingest_quotes, query
 from tests.conftest import serve_azure as serve
 
@@ -39,6 +41,20 @@ def test_a_snapshot_under_half_the_last_good_run_closes_nothing(db_path: Path) -
         db_path, "SELECT status, error FROM fetch_runs ORDER BY run_id DESC LIMIT 1"
     )
     assert (status, error) == ("partial", shrunk.error)
+
+
+def test_a_drifted_run_records_no_complete_scope(db_path: Path) -> None:
+    ingest_quotes(db_path, "azure", quotes(10))
+    with store.writer(db_path) as con:
+        run_id = store.start_run(con, "azure")
+        result = FetchResult(
+            "azure", RunStatus.OK, quotes(2), frozenset({"region-0"}), finished_at=utcnow()
+        )
+        summary = ingest(con, run_id, result, manifest("azure"))
+    assert summary.status is RunStatus.PARTIAL and summary.offers_closed == 0
+    assert query(
+        db_path, "SELECT complete_scopes FROM core.fetch_runs WHERE run_id = ?", [run_id]
+    ) == [(None,)]
 
 
 def test_the_baseline_stays_the_last_ok_run_so_drift_cannot_creep_in(db_path: Path) -> None:

@@ -12,7 +12,6 @@ looks like, and closing every offer because of it would lose live prices.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from operator import attrgetter
 from typing import Any
@@ -349,11 +348,13 @@ def _guard_drift(
     status: RunStatus,
     error: str | None,
 ) -> tuple[FetchResult, RunStatus, str | None]:
-    """A suspiciously small snapshot becomes partial with nothing complete (store.drift)."""
+    """A suspiciously small snapshot becomes partial with nothing complete (store.drift); the
+    result itself is changed so the run's recorded scopes say the same."""
     reason = drift_reason(con, result.provider, snapshot_offers(con), min_share)
     if reason is None:
         return result, status, error
-    return dataclasses.replace(result, complete_scopes=frozenset()), RunStatus.PARTIAL, reason
+    result.complete_scopes = frozenset()
+    return result, RunStatus.PARTIAL, reason
 
 
 def _apply_changes(
