@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -127,3 +127,17 @@ def fetch_served(provider: str, db: Path) -> tuple[IngestSummary, RecordingServe
     with serving(provider) as server:
         [summary] = run_cycle(local_settings(db, server), [provider], False, lambda *_: None)
     return summary, server
+
+
+def fetch_locally(
+    db: Path, *providers: str, faults: list[Fault] | None = None, **provider: Any
+) -> dict[str, Any]:
+    """One fetch cycle of these providers, each against its own local server; summaries by id.
+    `faults` go to the first provider's server. The servers are returned too (under "servers")
+    for checking the requests they saw."""
+    with ExitStack() as stack:
+        servers = [stack.enter_context(serving(p)) for p in providers]
+        servers[0].faults.extend(faults or [])
+        settings = local_settings(db, *servers, **provider)
+        summaries = run_cycle(settings, list(providers), False, lambda *_: None)
+    return {s.provider: s for s in summaries} | {"servers": {s.provider: s for s in servers}}

@@ -39,6 +39,7 @@ _FAMILY_PATTERNS: tuple[tuple[str, str], ...] = (
     ("V100", r"\bV100\b"),
     ("P100", r"\bP100\b"),
     ("K80", r"\bK80\b"),
+    ("RTX3080", r"\b(?:RTX )?3080\b"),
     ("RTX3090", r"\b(?:RTX )?3090\b"),
     ("RTX4090", r"\b(?:RTX )?4090\b"),
     ("RTX5090", r"\b(?:RTX )?5090\b"),
@@ -220,3 +221,11 @@ def _region(
         continent=continent,
         is_eu=(country in eu) if country else None,
     )
+
+
+@cache
+def country_codes() -> dict[str, str]:
+    """ISO code by English country name, case-insensitive ("united states" -> "US"), for
+    sources that name the country instead of coding it."""
+    data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
+    return {name.casefold(): code for code, (name, _continent) in data["countries"].items()}

@@ -66,6 +66,12 @@ class ProviderSettings(BaseModel):
         description="largest decompressed response, e.g. '256 MiB'; overrides the manifest",
     )
     redirects: RedirectPolicy | None = Field(None, description="overrides the manifest's policy")
+    min_offer_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="fewer offers than this share of the last ok run: none closed (0 = off)",
+    )
 
 
 class HttpSettings(BaseModel):

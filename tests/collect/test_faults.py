@@ -39,6 +39,18 @@ PRICE_KEYS = {
     "nanos",
     "price_cents_per_hour",
     "rate",
+    # wave 2
+    "gpu_price_ethernet",
+    "gpu_price_infiniband",
+    "costPerHourCents",
+    "providerCostPerHourCents",
+    "hourly_price",
+    "monthly_price",
+    "hourly_cost",
+    "hourly_cost_preemptible",
+    "price_per_hour",
+    "spot_price",
+    "price_per_hr",
 }
 # Prices inside JSON that a page embeds in a JS string (Next.js flight data): keys written \"key\".
 ESCAPED_PRICE_KEYS = re.compile(r'(\\"(?:hour|avg)\\":)-?[\d.]+')
@@ -47,6 +59,7 @@ ESCAPED_PRICE_KEYS = re.compile(r'(\\"(?:hour|avg)\\":)-?[\d.]+')
 @pytest.fixture(autouse=True)
 def _gcp_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GCP_API_KEY", "test-key")
+    monkeypatch.setenv("VERDA_CREDENTIALS", "test-client:test-secret")
 
 
 def settings_for(servers: dict[str, RecordingServer], db: Path) -> Settings:
@@ -160,8 +173,10 @@ FAULTS: dict[str, Fault] = {
 def test_fault_is_recorded_and_changes_nothing(provider: str, fault: str, db_path: Path) -> None:
     if provider == "ecb" and fault == "absurd-prices":
         pytest.skip("a rate of 1e6 per euro is a valid FX rate")
-    with servers_for([provider]) as servers:
+    with servers_for([provider, "ecb"]) as servers:
         settings = settings_for(servers, db_path)
+        # FX first, so a provider priced in euros has its rate (ecb alone when it is the subject)
+        run_cycle(settings, ["ecb"], False, lambda *_: None)
         [good] = run_cycle(settings, [provider], False, lambda *_: None)
         assert good.status is RunStatus.OK, good.error
         before = fx_snapshot(db_path) if provider == "ecb" else snapshot(db_path, provider)

@@ -198,7 +198,13 @@ def ingest_results(
     runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
     with store.writer(path, settings.lock_timeout) as con:
         summaries = {
-            result.provider: ingest(con, run_id, result, manifest(result.provider))
+            result.provider: ingest(
+                con,
+                run_id,
+                result,
+                manifest(result.provider),
+                settings.provider(result.provider).min_offer_share,
+            )
             for run_id, result in runs
         }
     return [_whole_run(summaries[r.provider], r) for r in results]

@@ -22,6 +22,7 @@ from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import columns
+from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason, snapshot_offers
 
 MAX_REJECTED_SAMPLES = 1000
 # More than this share of quotes rejected means the source changed shape: fail, change nothing.
@@ -254,14 +255,18 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> An
 
 
 def ingest(
-    con: duckdb.DuckDBPyConnection, run_id: int, result: FetchResult, manifest: Manifest
+    con: duckdb.DuckDBPyConnection,
+    run_id: int,
+    result: FetchResult,
+    manifest: Manifest,
+    min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
 ) -> IngestSummary:
     """Merge one fetch result in a single transaction and finish its fetch_runs row."""
     started = time.perf_counter()
     now = result.finished_at or utcnow()
     con.execute("BEGIN TRANSACTION")
     try:
-        counts, status, error = _merge(con, run_id, result, manifest, now)
+        counts, status, error = _merge(con, run_id, result, manifest, now, min_offer_share)
         summary = _finish_run(con, run_id, result, status, error, counts, now, started)
         con.execute("COMMIT")
     except BaseException:
@@ -297,6 +302,7 @@ def _merge(
     result: FetchResult,
     manifest: Manifest,
     now: Any,
+    min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
 ) -> tuple[dict[str, int], RunStatus, str | None]:
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
@@ -308,6 +314,8 @@ def _merge(
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
     status, error = _effective_status(result, counts)
+    if status is RunStatus.OK:
+        result, status, error = _guard_drift(con, result, min_offer_share, status, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
         counts |= _apply_changes(con, result, status, params | {"now": now})
     return counts, status, error
@@ -336,6 +344,22 @@ def _effective_status(result: FetchResult, counts: dict[str, Any]) -> tuple[RunS
             "the source's format may have changed, nothing changed"
         )
     return result.status, result.error
+
+
+def _guard_drift(
+    con: duckdb.DuckDBPyConnection,
+    result: FetchResult,
+    min_share: float,
+    status: RunStatus,
+    error: str | None,
+) -> tuple[FetchResult, RunStatus, str | None]:
+    """A suspiciously small snapshot becomes partial with nothing complete (store.drift); the
+    result itself is changed so the run's recorded scopes say the same."""
+    reason = drift_reason(con, result.provider, snapshot_offers(con), min_share)
+    if reason is None:
+        return result, status, error
+    result.complete_scopes = frozenset()
+    return result, RunStatus.PARTIAL, reason
 
 
 def _apply_changes(

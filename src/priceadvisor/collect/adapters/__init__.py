@@ -7,40 +7,56 @@ from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
+from priceadvisor.collect.adapters.cudo import CudoAdapter
 from priceadvisor.collect.adapters.digitalocean import DigitalOceanAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
 from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
+from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.latitude import LatitudeAdapter
 from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
+from priceadvisor.collect.adapters.ovh import OvhAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
+from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.sfcompute import SfComputeAdapter
+from priceadvisor.collect.adapters.tensordock import TensorDockAdapter
 from priceadvisor.collect.adapters.together import TogetherAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
+from priceadvisor.collect.adapters.verda import VerdaAdapter
+from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
+from priceadvisor.collect.adapters.vultr import VultrAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     CrusoeAdapter.id: CrusoeAdapter,
+    CudoAdapter.id: CudoAdapter,
     DigitalOceanAdapter.id: DigitalOceanAdapter,
     EcbAdapter.id: EcbAdapter,
     GcpAdapter.id: GcpAdapter,
     HotAisleAdapter.id: HotAisleAdapter,
+    HyperbolicAdapter.id: HyperbolicAdapter,
     HyperstackAdapter.id: HyperstackAdapter,
     LambdaAdapter.id: LambdaAdapter,
     LatitudeAdapter.id: LatitudeAdapter,
     ModalAdapter.id: ModalAdapter,
     NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
+    OvhAdapter.id: OvhAdapter,
     RunPodAdapter.id: RunPodAdapter,
+    ScalewayAdapter.id: ScalewayAdapter,
     SfComputeAdapter.id: SfComputeAdapter,
+    TensorDockAdapter.id: TensorDockAdapter,
     TogetherAdapter.id: TogetherAdapter,
     VastAdapter.id: VastAdapter,
+    VerdaAdapter.id: VerdaAdapter,
+    VoltageParkAdapter.id: VoltageParkAdapter,
+    VultrAdapter.id: VultrAdapter,
 }
 
 

@@ -10,7 +10,8 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from decimal import Decimal, InvalidOperation
+from typing import Any, ClassVar
 
 import httpx
 from pydantic import SecretStr
@@ -110,3 +111,48 @@ class PageAdapter(Adapter):
     @abstractmethod
     def parse(self, html: str, url: str) -> ParsedPage:
         """The page's quotes, and what was left out on purpose (counted by reason)."""
+
+
+def exact_decimal(value: Any) -> Decimal | None:
+    """A JSON number or decimal string as an exact Decimal; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def exact_price(value: Any, scale: int = 0) -> float | None:
+    """A price stated as a JSON number or a decimal string, divided by 10**scale in decimal
+    arithmetic (US cents: scale 2; OVHcloud's 1e-8 currency units: scale 8), so 319 cents is
+    exactly 3.19 and "1.99" stays 1.99. Anything else is None, for the core to reject."""
+    number = exact_decimal(value)
+    return None if number is None else float(number.scaleb(-scale))
+
+
+def sum_of_units(parts: list[tuple[Any, int]]) -> float | None:
+    """Σ unit price × amount in decimal arithmetic (a VM assembled from GPU, vCPU and memory
+    prices; the GPU first). None when a unit price is unusable or the GPU's is not positive
+    (a free GPU is a broken source, not a cheap VM), for the core to reject."""
+    total = Decimal(0)
+    for index, (price, amount) in enumerate(parts):
+        exact = exact_decimal(price)
+        if exact is None or (index == 0 and exact <= 0):
+            return None
+        total += exact * amount
+    return float(total)
+
+
+def json_object(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """A nested object, or an empty one when it is missing or not an object."""
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def json_number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

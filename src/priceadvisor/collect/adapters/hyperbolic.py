@@ -1,0 +1,92 @@
+"""Hyperbolic on-demand rental options (no key needed).
+
+Format (verified against a real capture of 2026-08): `GET /v2/alpha/on-demand/rental-options`
+returns a bare JSON list, no envelope. Each option has `enabled`, `region`, `gpuType` ("h100"),
+`gpuFormFactor` ("sxm5", "pcie"), `gpuCount`, `machineType` ("virtual-machine", "bare-metal"),
+`connectionType` ("ethernet", "infiniband") with an optional `ethernetVariant` ("rocev2"),
+`nodes` (CPU, RAM, storage) and an optional `totalAvailable`.
+
+`costPerHourCents` is the customer price of the WHOLE option in integer US cents per hour, so it
+is stored per node (cents / 100, exactly), and the per-GPU price comes from dividing by
+gpuCount in the core. `providerCostPerHourCents` is Hyperbolic's supplier cost: it looks like a
+price (and may even exceed the customer price) but is never read. The same chip is sold in
+several regions at different prices, and PCIe and SXM parts are different products, so the
+form factor, count, machine type and fabric are all part of the offer's identity. A missing
+`totalAvailable` means unknown, not sold out. Disabled options are not offered.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+    exact_price,
+    json_number,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+REQUIRED = ("enabled", "region", "gpuType", "gpuFormFactor", "gpuCount", "costPerHourCents")
+
+
+class HyperbolicAdapter(Adapter):
+    id: ClassVar[str] = "hyperbolic"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        url = self.endpoints["rental_options"]
+        options = parse_options(await session.get_json(url))
+        progress(f"{len(options)} rental options")
+        return AdapterOutput(quotes=[parse_option(o, url) for o in options if o["enabled"] is True])
+
+
+def parse_options(document: Any) -> list[dict[str, Any]]:
+    if not isinstance(document, list):
+        raise SourceFormatError("the rental options are not a JSON list (format changed?)")
+    for option in document:
+        missing = [k for k in REQUIRED if not isinstance(option, dict) or k not in option]
+        if missing:
+            raise SourceFormatError(f"a rental option lacks {', '.join(missing)}")
+    return document
+
+
+def parse_option(option: dict[str, Any], url: str) -> RawQuote:
+    node = _first_node(option)
+    gpus = json_number(option["gpuCount"])
+    available = option.get("totalAvailable")
+    return RawQuote(
+        region=str(option["region"]),
+        instance_type=instance_type(option),
+        pricing=Pricing.ON_DEMAND,
+        price=exact_price(option["costPerHourCents"], scale=2),
+        price_basis=PriceBasis.NODE,
+        gpu_name_raw=f"{option['gpuType']} {option['gpuFormFactor']}",
+        gpu_count=gpus,
+        vcpus=json_number(node.get("vcpuCount", node.get("cpuCount"))),
+        ram_gb=json_number(node.get("ramGb")),
+        available=available > 0 if isinstance(available, int | float) else None,
+        source_url=url,
+    )
+
+
+def instance_type(option: dict[str, Any]) -> str:
+    """ "h100-sxm5 x8 bare-metal infiniband": every attribute that makes a different product."""
+    fabric = str(option.get("connectionType") or "")
+    variant = option.get("ethernetVariant")
+    if variant and variant != "normal":
+        fabric = f"{fabric}-{variant}"
+    parts = (
+        f"{option['gpuType']}-{option['gpuFormFactor']}",
+        f"x{option['gpuCount']}",
+        option.get("machineType"),
+        fabric,
+    )
+    return " ".join(str(p) for p in parts if p)
+
+
+def _first_node(option: dict[str, Any]) -> dict[str, Any]:
+    nodes = option.get("nodes")
+    return nodes[0] if isinstance(nodes, list) and nodes and isinstance(nodes[0], dict) else {}

@@ -1,0 +1,155 @@
+"""Vultr plan listings (public, no key): Cloud GPU plans and bare-metal plans.
+
+Format: `GET /v2/plans?type=all&per_page=500` returns `{"plans": [...], "meta": {"total",
+"links": {"next", "prev"}}}` and `GET /v2/plans-metal?per_page=500` the same with
+`"plans_metal"`; a non-empty `meta.links.next` is a cursor passed back as `?cursor=` (Vultr API
+v2 documentation). Cloud GPU plans (`type: "vcg"`) carry `gpu_type` ("NVIDIA_A100") and
+`gpu_vram_gb` (the plan's share of GPU memory); `hourly_cost` is USD per plan (node) per hour.
+`locations` lists where a plan can be ordered: one offer per plan and location.
+
+GPU count: not a field. A plan's `gpu_vram_gb` divided by the whole GPU's memory (manifest
+`[source.gpu_memory_gb]`, per gpu_type) gives the number of GPUs, and a fraction for plans that
+hold part of one GPU (4 GB of an 80 GB A100 is 0.05 of a GPU): such a plan is an offer of that
+fraction, so its per-GPU-hour price is the plan price over the fraction. The memory share is the
+only share the API states; a MIG slice's compute share can differ slightly from it.
+
+Bare metal: GPU model and count are not fields; they are read from the plan id
+("vbm-112c-2048gb-8-h100-gpu": 8 × H100). `hourly_cost_preemptible` is the only spot-like price
+(a preemptible server) and is stored as spot. Plans without a GPU are skipped.
+
+Uncertain: the only samples are documentation-shaped fixtures of another project (no `meta`
+block, three vcg and two metal plans); the cursor paging is from Vultr's API reference only.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any, ClassVar, NamedTuple
+
+from priceadvisor.collect.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    ProgressCallback,
+    SourceFormatError,
+    exact_price,
+    json_number,
+)
+from priceadvisor.collect.http import HttpSession
+from priceadvisor.models import PriceBasis, Pricing, RawQuote
+
+PER_PAGE = "500"
+MAX_PAGES = 20
+
+
+class Hardware(NamedTuple):
+    name: str
+    gpus: float | None
+    memory_gb: float | None  # of one whole GPU
+
+
+_METAL_GPU = re.compile(r"-(\d+)-([a-z0-9]+)-gpu$", re.IGNORECASE)
+
+
+class VultrAdapter(Adapter):
+    id: ClassVar[str] = "vultr"
+
+    async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
+        memory = {str(k): float(v) for k, v in self.manifest.source["gpu_memory_gb"].items()}
+        plans_url, metal_url = self.endpoints["plans"], self.endpoints["plans_metal"]
+        plans = await walk(session, plans_url, "plans", {"type": "all"})
+        metal = await walk(session, metal_url, "plans_metal", {})
+        progress(f"{len(plans)} plans, {len(metal)} bare-metal plans")
+        quotes = [q for p in plans for q in parse_cloud_plan(p, memory, plans_url)]
+        quotes += [q for p in metal for q in parse_metal_plan(p, metal_url)]
+        return AdapterOutput(quotes=quotes)
+
+
+async def walk(
+    session: HttpSession, url: str, key: str, params: dict[str, str]
+) -> list[dict[str, Any]]:
+    plans: list[dict[str, Any]] = []
+    cursor = ""
+    for _ in range(MAX_PAGES):
+        query = params | {"per_page": PER_PAGE} | ({"cursor": cursor} if cursor else {})
+        page, cursor = parse_page(await session.get_json(url, params=query), key)
+        plans.extend(page)
+        if not cursor:
+            return plans
+    raise SourceFormatError(f"{key}: more than {MAX_PAGES} pages")
+
+
+def parse_page(document: Any, key: str) -> tuple[list[dict[str, Any]], str]:
+    if not isinstance(document, dict) or not isinstance(document.get(key), list):
+        raise SourceFormatError(f"no {key!r} list (format changed?)")
+    for plan in document[key]:
+        if not isinstance(plan, dict) or "id" not in plan or "locations" not in plan:
+            raise SourceFormatError(f"a plan in {key!r} lacks 'id' or 'locations'")
+    links = (document.get("meta") or {}).get("links") or {}
+    return document[key], str(links.get("next") or "")
+
+
+def parse_cloud_plan(plan: dict[str, Any], memory: dict[str, float], url: str) -> list[RawQuote]:
+    gpu_type = plan.get("gpu_type")
+    if plan.get("type") != "vcg" or not gpu_type:
+        return []
+    whole = memory.get(str(gpu_type))
+    gpus = gpu_share(plan.get("gpu_vram_gb"), whole)
+    hardware = Hardware(str(gpu_type), gpus, whole)
+    return [
+        _quote(plan, location, Pricing.ON_DEMAND, plan.get("hourly_cost"), hardware, url)
+        for location in _locations(plan)
+    ]
+
+
+def gpu_share(vram: Any, whole_gb: float | None) -> float | None:
+    """GPUs in a plan: its memory over one whole GPU's (0.05 for 4 GB of an 80 GB A100)."""
+    stated = json_number(vram)
+    if stated is None or stated <= 0 or not whole_gb:
+        return None
+    return round(float(Decimal(str(stated)) / Decimal(str(whole_gb))), 4)
+
+
+def parse_metal_plan(plan: dict[str, Any], url: str) -> list[RawQuote]:
+    found = _METAL_GPU.search(str(plan["id"]))
+    if found is None:
+        return []
+    hardware = Hardware(found.group(2), float(found.group(1)), None)
+    prices = [(Pricing.ON_DEMAND, plan.get("hourly_cost"))]
+    if plan.get("hourly_cost_preemptible") is not None:
+        prices.append((Pricing.SPOT, plan["hourly_cost_preemptible"]))
+    return [
+        _quote(plan, location, pricing, price, hardware, url)
+        for location in _locations(plan)
+        for pricing, price in prices
+    ]
+
+
+def _locations(plan: dict[str, Any]) -> list[str]:
+    locations = plan["locations"]
+    if not isinstance(locations, list):
+        raise SourceFormatError(f"plan {plan['id']}: 'locations' is not a list")
+    return [str(location) for location in locations]
+
+
+def _quote(
+    plan: dict[str, Any], location: str, pricing: str, price: Any, gpu: Hardware, url: str
+) -> RawQuote:
+    return RawQuote(
+        region=location,
+        instance_type=str(plan["id"]),
+        pricing=pricing,
+        price=exact_price(price),
+        price_basis=PriceBasis.NODE,
+        gpu_name_raw=gpu.name,
+        gpu_count=gpu.gpus,
+        gpu_memory_gb=gpu.memory_gb,
+        vcpus=json_number(plan.get("vcpu_count", plan.get("cpu_threads"))),
+        ram_gb=_gb(plan.get("ram")),
+        source_url=url,
+    )
+
+
+def _gb(megabytes: Any) -> float | None:
+    number = json_number(megabytes)
+    return round(number / 1024, 1) if number else None

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.hyperbolic import parse_option, parse_options
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.conftest import query
+from tests.localserver import fetch_locally
+
+RECORDING = recordings_dir() / "hyperbolic" / "rental-options.json"
+
+
+def options() -> list[dict[str, Any]]:
+    return parse_options(json.loads(RECORDING.read_text()))
+
+
+def quotes() -> dict[tuple[str, str], Any]:
+    parsed = [parse_option(o, "u") for o in options() if o["enabled"]]
+    return {(q.region, q.instance_type): q for q in parsed}
+
+
+def test_cents_per_whole_option_become_an_exact_node_price() -> None:
+    node = quotes()["uk-southeast-3", "h100-sxm5 x8 bare-metal infiniband"]
+    assert (node.price, node.price_basis, node.gpu_count) == (25.52, "node", 8.0)
+    single = quotes()["us-east-1", "h100-sxm5 x1 virtual-machine ethernet"]
+    assert single.price == 3.19  # exactly, not 3.1900000000000004
+
+
+def test_the_supplier_cost_is_never_the_price() -> None:
+    """providerCostPerHourCents (444) exceeds the customer price (275) on this option."""
+    option = next(o for o in options() if o["gpuFormFactor"] == "pcie")
+    assert option["providerCostPerHourCents"] > option["costPerHourCents"]
+    assert parse_option(option, "u").price == 2.75
+    without = {k: v for k, v in option.items() if k != "costPerHourCents"}
+    with pytest.raises(SourceFormatError, match="costPerHourCents"):
+        parse_options([without])
+
+
+def test_missing_availability_is_unknown_not_sold_out() -> None:
+    found = quotes()
+    assert found["us-east-1", "h100-sxm5 x1 virtual-machine ethernet"].available is None
+    assert found["us-east-2", "h200-sxm5 x1 virtual-machine ethernet"].available is False
+    assert found["ca-east-1", "h100-pcie x1 virtual-machine ethernet"].available is True
+
+
+def test_form_factor_region_and_fabric_are_part_of_the_identity() -> None:
+    found = quotes()
+    assert len(found) == 11  # every enabled option is its own offer
+    h100_single = {r: q.price for (r, t), q in found.items() if t.startswith("h100-sxm5 x1")}
+    assert h100_single == {
+        "us-east-1": 3.19,
+        "ca-east-3": 4.85,
+        "eu-north-6": 3.58,
+        "eu-north-7": 3.58,
+    }
+    assert ("eu-north-4", "h100-sxm5 x8 virtual-machine ethernet-rocev2") in found
+    assert found["ca-east-1", "h100-pcie x1 virtual-machine ethernet"].gpu_name_raw == "h100 pcie"
+
+
+@pytest.mark.parametrize("document", [{"options": []}, [{"enabled": True}], ["x"]])
+def test_unexpected_layout_is_a_format_error(document: Any) -> None:
+    with pytest.raises(SourceFormatError):
+        parse_options(document)
+
+
+def test_end_to_end_through_a_local_server(db_path: Path) -> None:
+    summary = fetch_locally(db_path, "hyperbolic")["hyperbolic"]
+    assert summary.status is RunStatus.OK and summary.offers_seen == 11
+    assert summary.unmapped == 0
+    rows = dict(
+        query(
+            db_path,
+            "SELECT gpu_model, count(*) FROM offers WHERE provider = 'hyperbolic' GROUP BY 1",
+        )
+    )
+    assert rows == {"H100-SXM-80GB": 8, "H100-PCIE-80GB": 1, "H200-141GB": 2}
+    [(per_gpu, per_node, country)] = query(
+        db_path,
+        "SELECT price_gpu_hour_usd, price_hour_usd, country FROM offers WHERE region = 'jp-east-1'",
+    )
+    assert (per_gpu, per_node, country) == (pytest.approx(3.19), pytest.approx(25.52), "JP")
+    assert query(db_path, "SELECT count(*) FROM offers WHERE continent IS NULL") == [(0,)]

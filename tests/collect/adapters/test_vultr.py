@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.vultr import (
+    gpu_share,
+    parse_cloud_plan,
+    parse_metal_plan,
+    parse_page,
+)
+from priceadvisor.manifest import manifest
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.conftest import query
+from tests.localserver import fetch_locally
+
+FOLDER = recordings_dir() / "vultr"
+MEMORY = {k: float(v) for k, v in manifest("vultr").source["gpu_memory_gb"].items()}
+
+
+def plans(name: str, key: str) -> dict[str, dict[str, Any]]:
+    page, _ = parse_page(json.loads((FOLDER / name).read_text()), key)
+    return {p["id"]: p for p in page}
+
+
+def test_a_fractional_plan_is_an_offer_of_a_fraction_of_a_gpu() -> None:
+    plan = plans("plans.json", "plans")["vcg-a100-1c-6g-4vram"]
+    [newark, _] = parse_cloud_plan(plan, MEMORY, "u")
+    assert (newark.gpu_count, newark.price, newark.price_basis) == (0.05, 0.123, "node")
+    assert newark.gpu_memory_gb == 80  # the whole GPU's, so the catalog knows which A100
+    assert gpu_share(40, 80.0) == 0.5 and gpu_share(96, 48.0) == 2.0
+    assert gpu_share(4, None) is None and gpu_share("4", 80.0) is None
+
+
+def test_bare_metal_reads_model_and_count_from_the_id_and_preemptible_is_spot() -> None:
+    plan = plans("plans-metal.json", "plans_metal")["vbm-112c-2048gb-8-h100-gpu"]
+    quotes = {(q.region, q.pricing): q for q in parse_metal_plan(plan, "u")}
+    assert set(quotes) == {
+        ("sea", "on_demand"),
+        ("sea", "spot"),
+        ("ord", "on_demand"),
+        ("ord", "spot"),
+    }
+    assert quotes["sea", "on_demand"].price == 23.92 and quotes["sea", "spot"].price == 18.4
+    assert (quotes["sea", "spot"].gpu_name_raw, quotes["sea", "spot"].gpu_count) == ("h100", 8.0)
+
+
+def test_plans_without_a_gpu_are_not_offers() -> None:
+    cloud = plans("plans.json", "plans")["vc2-1c-1gb"]
+    metal = plans("plans-metal.json", "plans_metal")["vbm-4c-32gb"]
+    assert parse_cloud_plan(cloud, MEMORY, "u") == [] and parse_metal_plan(metal, "u") == []
+
+
+@pytest.mark.parametrize(
+    "document", [{"plans_metal": []}, {"plans": [{"id": "x"}]}, {"plans": "none"}, []]
+)
+def test_unexpected_layout_is_a_format_error(document: Any) -> None:
+    with pytest.raises(SourceFormatError):
+        parse_page(document, "plans")
+
+
+def test_end_to_end_prices_per_node_and_per_gpu(db_path: Path) -> None:
+    summary = fetch_locally(db_path, "vultr")["vultr"]
+    assert summary.status is RunStatus.OK and summary.offers_seen == 18
+    assert summary.unmapped == 0
+    rows = query(
+        db_path,
+        "SELECT instance_type, gpu_model, gpu_count, price_hour_usd, price_gpu_hour_usd, country "
+        "FROM offers WHERE region = 'ewr' AND instance_type LIKE 'vcg-a100%' ORDER BY gpu_count",
+    )
+    assert rows == [
+        ("vcg-a100-1c-6g-4vram", "A100-SXM-80GB", 0.05, 0.123, pytest.approx(2.46), "US"),
+        ("vcg-a100-2c-15g-10vram", "A100-SXM-80GB", 0.125, 0.3, pytest.approx(2.4), "US"),
+        ("vcg-a100-6c-60g-40vram", "A100-SXM-80GB", 0.5, 1.397, pytest.approx(2.794), "US"),
+        ("vcg-a100-12c-120g-80vram", "A100-SXM-80GB", 1.0, 2.397, 2.397, "US"),
+    ]
+    [(per_gpu,)] = query(
+        db_path,
+        "SELECT price_gpu_hour_usd FROM offers WHERE instance_type LIKE 'vbm-256c%' "
+        "AND pricing = 'spot'",
+    )
+    assert per_gpu == pytest.approx(14.72 / 8)
+
+
+def test_a_next_cursor_is_followed(db_path: Path) -> None:
+    first = json.loads((FOLDER / "plans.json").read_text())
+    first["meta"]["links"]["next"] = "bmV4dF9fQU1T"
+    second = {"plans": [], "meta": {"total": 8, "links": {"next": "", "prev": "x"}}}
+
+    def paged(path: str, q: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
+        if path != "/v2/plans":
+            return None
+        body = second if q.get("cursor") == "bmV4dF9fQU1T" else first
+        return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+    summaries = fetch_locally(db_path, "vultr", faults=[paged])
+    assert summaries["vultr"].status is RunStatus.OK
+    assert any("cursor=bmV4dF9fQU1T" in r for r in summaries["servers"]["vultr"].requests)
