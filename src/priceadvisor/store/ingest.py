@@ -326,16 +326,12 @@ def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
     return row[0] if row else None
 
 
-def _superseded(
-    result: FetchResult, newer: Any
-) -> tuple[dict[str, int], RunStatus, str | None]:
+def _superseded(result: FetchResult, newer: Any) -> tuple[dict[str, int], RunStatus, str | None]:
     """A snapshot that arrives after a later one was merged: merging it would close newer
     intervals in the past or bring back older prices, so it changes nothing."""
     counts = {"total": len(result.quotes), "rejected": 0, "unmapped": 0}
-    return counts, RunStatus.SUPERSEDED, (
-        f"a snapshot observed later ({newer:%Y-%m-%d %H:%M:%S} UTC) is already merged; "
-        "nothing changed"
-    )
+    error = f"a snapshot observed later ({newer:%Y-%m-%d %H:%M:%S} UTC) is already merged"
+    return counts, RunStatus.SUPERSEDED, error + "; nothing changed"
 
 
 def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
