@@ -381,10 +381,16 @@ class Daemon:
         # abandoned, so nothing looks in progress after it exits.
         self.give_up.set()
         await asyncio.get_running_loop().shutdown_default_executor()
-        with store.writer(self.path, self.settings.lock_timeout) as con:
-            abandoned = store.abandon_own_runs(con)
-        log.info(
-            "stopped%s",
-            f" ({abandoned} run abandoned)" if abandoned else "",
-            extra={"job": "daemon"},
-        )
+        log.info("stopped%s", self._abandon_own_runs(), extra={"job": "daemon"})
+
+    def _abandon_own_runs(self) -> str:
+        try:
+            with store.writer(self.path, self.settings.lock_timeout) as con:
+                abandoned = store.abandon_own_runs(con)
+        except store.StoreError as exc:
+            # Still a clean stop: the next writer marks them abandoned once this process is gone.
+            log.warning(
+                "could not mark unfinished runs abandoned: %s", exc, extra={"job": "daemon"}
+            )
+            return ""
+        return f" ({abandoned} run abandoned)" if abandoned else ""
