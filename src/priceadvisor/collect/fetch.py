@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 from pydantic import SecretStr
 
 from priceadvisor.collect import offline
@@ -180,9 +181,12 @@ def ingest_results(
                 result.provider: ingest(con, run_id, result, manifest(result.provider))
                 for run_id, result in runs
             }
-    except Exception as exc:
+    except store.StoreError as exc:
         _finish_unfinished(settings, path, run_ids, exc, give_up.is_set())
         raise
+    except duckdb.Error as exc:
+        _finish_unfinished(settings, path, run_ids, exc, gave_up=False)
+        raise store.StoreError(f"ingest failed: {store.first_line(exc)}") from exc
     return [summaries[r.provider] for r in results]
 
 
