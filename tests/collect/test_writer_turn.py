@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import duckdb
@@ -43,3 +44,30 @@ def test_a_cli_fetch_waits_for_a_reader_longer_than_lock_timeout(db_path: Path) 
         reader.communicate()
     assert summary.status == "ok"
     assert query(db_path, "SELECT status FROM fetch_runs ORDER BY run_id") == [("ok",), ("ok",)]
+
+
+def test_a_fetch_marks_runs_of_vanished_processes_abandoned(
+    settings: Settings, db_path: Path
+) -> None:
+    fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)
+    [run_id] = fetch.start_runs(settings, db_path, ["oracle"], threading.Event())
+    with store.writer(db_path) as con:
+        # a CLI fetch interrupted with Ctrl-C: its process (a PID above Linux's maximum) is gone
+        con.execute("UPDATE core.fetch_runs SET pid = 4194305 WHERE run_id = ?", [run_id])
+    fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)
+    assert query(db_path, "SELECT status FROM fetch_runs ORDER BY run_id") == [
+        ("ok",),
+        ("abandoned",),
+        ("ok",),
+    ]
+
+
+def test_a_nested_write_in_one_thread_fails_at_once_instead_of_waiting_forever(
+    db_path: Path,
+) -> None:
+    with (
+        store.writer(db_path),
+        pytest.raises(store.StoreError, match="already open in this thread"),
+        store.writer(db_path, give_up=threading.Event()),
+    ):
+        pass

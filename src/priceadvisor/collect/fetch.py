@@ -158,8 +158,10 @@ async def fetch_all(
 def start_runs(
     settings: Settings, path: Path, providers: list[str], give_up: threading.Event
 ) -> list[int]:
-    """Record runs as started (a short write, on our turn) so a crash mid-fetch leaves a trace."""
+    """Record runs as started (a short write, on our turn) so a crash mid-fetch leaves a trace;
+    runs left `running` by processes that are gone (a Ctrl-C'd fetch) are marked abandoned."""
     with store.writer(path, settings.lock_timeout, give_up) as con:
+        store.mark_abandoned_runs(con)
         return [store.start_run(con, provider) for provider in providers]
 
 

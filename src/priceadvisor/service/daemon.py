@@ -284,7 +284,8 @@ class Daemon:
             self.last_success[provider] = utcnow()
             self.metrics.last_success.labels(provider).set(time.time())
             self.metrics.offers.labels(provider).set(summary.offers_seen)
-        level = logging.INFO if summary.status is RunStatus.OK else logging.WARNING
+        normal = summary.status in (RunStatus.OK, RunStatus.SUPERSEDED)
+        level = logging.INFO if normal else logging.WARNING
         log.log(
             level,
             "%s: %d offers, %d changed, %d rejected%s",

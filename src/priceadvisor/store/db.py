@@ -66,8 +66,12 @@ def _connection(
     """A connection opened on this process's turn. In one process a read-only and a read-write
     connection to the same file cannot coexist (DuckDB refuses a second configuration) and two
     writers would conflict inside the shared instance, so all of them take turns."""
+    if _TURN.held:
+        # Waiting for its own turn would never end: a nested use is a programming error.
+        raise StoreError(f"{path} is already open in this thread")
     if not _take_turn(lock_timeout, give_up):
         raise StoreError(f"another use of {path} in this process did not finish in time")
+    _TURN.held = True
     try:
         con = _open(path, read_only, _LockWait(path, lock_timeout, give_up))
         try:
@@ -75,7 +79,15 @@ def _connection(
         finally:
             con.close()
     finally:
+        _TURN.held = False
         _WRITE_LOCK.release()
+
+
+class _Turn(threading.local):
+    held = False
+
+
+_TURN = _Turn()
 
 
 def _take_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
