@@ -159,3 +159,35 @@ def test_a_second_daemon_is_refused_and_a_killed_one_does_not_block_a_restart(
         with daemon(config, db_path) as restarted:  # the killed daemon's lock is gone with it
             restarted.proc.send_signal(signal.SIGTERM)
             assert restarted.proc.wait(timeout=60) == 0
+
+
+def test_a_shutdown_while_a_snapshot_waits_stops_cleanly_and_leaves_no_run_running(
+    tmp_path: Path, db_path: Path
+) -> None:
+    holding = threading.Event()
+    with serving("oracle") as server:
+        server.faults.append(lambda path, query: holding.wait(120) and None)
+        config = config_for(tmp_path, {"oracle": server}, "1h")
+        config.write_text('lock_timeout = "2s"\n' + config.read_text())
+        with daemon(config, db_path) as d:
+            wait_for(lambda: bool(server.requests), 60, "the daemon's fetch to reach the server")
+            reader = hold_read_only(db_path, seconds=120)
+            try:
+                holding.set()
+                wait_for(
+                    lambda: any("waiting our turn" in e["msg"] for e in d.logs()),
+                    60,
+                    "the snapshot to wait for the writer",
+                )
+                d.proc.send_signal(signal.SIGTERM)
+                assert d.proc.wait(timeout=120) == 0  # gives up waiting after the grace
+                assert statuses(db_path) == {"running": 1}  # the reader still holds the file
+            finally:
+                reader.kill()
+                reader.communicate()
+        with daemon(config, db_path) as restarted:  # marks it abandoned, then fetches afresh
+            wait_for(lambda: count(db_path, "oracle", "ok") == 1, 60, "a new run")
+            restarted.proc.send_signal(signal.SIGTERM)
+            assert restarted.proc.wait(timeout=60) == 0
+    assert statuses(db_path) == {"abandoned": 1, "ok": 1}
+    assert any(e["msg"] == "fetch abandoned at shutdown" for e in d.logs())
