@@ -59,6 +59,15 @@ CONNECTION_CONFIG: dict[str, str | bool | int | float | list[str]] = {}
 _prepared: set[Path] = set()
 
 
+class _Turn(threading.local):
+    """Whether this thread holds the process's turn (to refuse a nested use)."""
+
+    held = False
+
+
+_TURN = _Turn()
+
+
 @contextmanager
 def _connection(
     path: Path, read_only: bool, lock_timeout: float, give_up: threading.Event | None = None
@@ -81,13 +90,6 @@ def _connection(
     finally:
         _TURN.held = False
         _WRITE_LOCK.release()
-
-
-class _Turn(threading.local):
-    held = False
-
-
-_TURN = _Turn()
 
 
 def _take_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
