@@ -6,6 +6,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import db as store
@@ -107,3 +109,26 @@ def test_a_late_failed_fetch_is_recorded_as_failed(db_path: Path) -> None:
     )
     assert (summary.status, summary.error) == (RunStatus.FAILED, "HTTP 503 from the source")
     assert violations(db_path) == SOUND
+
+
+def test_an_upgraded_database_orders_new_snapshots_after_its_old_runs(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before_0005 = [m for m in store.migrations() if m[0] < 5]
+    monkeypatch.setattr(store, "migrations", lambda: before_0005)
+    monkeypatch.setattr(store, "create_views", lambda con: None)  # today's views need 0005
+    with store.writer(db_path) as con:  # a database written before observation times
+        con.execute(
+            "INSERT INTO core.fetch_runs (provider, started_at, finished_at, status) "
+            "VALUES ('azure', ?, ?, 'ok'), ('azure', ?, NULL, 'failed')",
+            [T0, T0 + dt.timedelta(minutes=1), T0],
+        )
+    monkeypatch.undo()
+    store._prepared.clear()  # a new process: the upgrade runs at its first write
+    summary = merge(db_path, started(db_path), T0, [quote("eastus", 3.0)])
+    assert summary.status is RunStatus.SUPERSEDED  # observed before the old run finished
+    assert query(db_path, "SELECT status, observed_at FROM fetch_runs ORDER BY run_id") == [
+        ("ok", T0 + dt.timedelta(minutes=1)),
+        ("failed", None),
+        ("superseded", T0),
+    ]
