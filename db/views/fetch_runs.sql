@@ -5,6 +5,7 @@ SELECT
     provider,
     started_at,
     finished_at,
+    observed_at,
     status,
     offers_seen,
     offers_changed,

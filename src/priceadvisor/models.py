@@ -49,6 +49,8 @@ class RunStatus(StrEnum):
     PARTIAL = "partial"
     FAILED = "failed"
     SKIPPED = "skipped"
+    # Observed before the provider's latest merged snapshot: recorded, nothing changed.
+    SUPERSEDED = "superseded"
 
 
 @dataclass(slots=True)

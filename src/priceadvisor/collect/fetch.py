@@ -1,18 +1,23 @@
 """One fetch cycle: every selected provider fetched concurrently, each ingested on its own.
 
 Network work happens without holding the database: the writer is opened briefly to record the
-runs as started, then again to ingest the results (DESIGN §4, one writer). A provider that
-fails, hangs past its deadline or crashes becomes a failed run; the others are unaffected.
+runs as started, then again to ingest the results. Both writes wait their turn while another
+process (a reader, the daemon, another fetch) holds the file, however long that takes: fetched
+data is kept in memory until it is ingested, never dropped because the database is busy. A
+provider that fails, hangs past its deadline or crashes becomes a failed run; the others are
+unaffected, and a run whose ingest fails is finished as failed, never left `running`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import duckdb
 from pydantic import SecretStr
 
 from priceadvisor.collect import offline
@@ -184,29 +189,46 @@ async def fetch_all(
     return list(await asyncio.gather(*tasks))
 
 
-def start_runs(settings: Settings, path: Path, providers: list[str]) -> list[int]:
-    """Record runs as started (a short write) so a crash mid-fetch leaves a trace."""
-    with store.writer(path, settings.lock_timeout) as con:
+def start_runs(
+    settings: Settings, path: Path, providers: list[str], give_up: threading.Event
+) -> list[int]:
+    """Record runs as started (a short write, on our turn) so a crash mid-fetch leaves a trace;
+    runs left `running` by processes that are gone (a Ctrl-C'd fetch) are marked abandoned."""
+    with store.writer(path, settings.lock_timeout, give_up) as con:
+        store.mark_abandoned_runs(con)
         return [store.start_run(con, provider) for provider in providers]
 
 
 def ingest_results(
-    settings: Settings, path: Path, run_ids: list[int], results: list[FetchResult]
+    settings: Settings,
+    path: Path,
+    run_ids: list[int],
+    results: list[FetchResult],
+    give_up: threading.Event,
 ) -> list[IngestSummary]:
-    """Ingest fetch results in one writer session; FX first, so this cycle's non-USD prices
-    convert at this cycle's rates. Summaries come back in the order of `results`."""
+    """Ingest fetch results in one writer session once it is our turn (until `give_up` is set);
+    FX first, so this cycle's non-USD prices convert at this cycle's rates. Summaries come back
+    in the order of `results`. If the ingest fails, runs it did not finish are finished as
+    failed (abandoned when given up) before the error goes on."""
     runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
-    with store.writer(path, settings.lock_timeout) as con:
-        summaries = {
-            result.provider: ingest(
-                con,
-                run_id,
-                result,
-                manifest(result.provider),
-                settings.provider(result.provider).min_offer_share,
-            )
-            for run_id, result in runs
-        }
+    try:
+        with store.writer(path, settings.lock_timeout, give_up) as con:
+            summaries = {
+                result.provider: ingest(
+                    con,
+                    run_id,
+                    result,
+                    manifest(result.provider),
+                    settings.provider(result.provider).min_offer_share,
+                )
+                for run_id, result in runs
+            }
+    except store.StoreError as exc:
+        _finish_unfinished(settings, path, run_ids, exc, give_up.is_set())
+        raise
+    except duckdb.Error as exc:
+        _finish_unfinished(settings, path, run_ids, exc, gave_up=False)
+        raise store.StoreError(f"ingest failed: {store.first_line(exc)}") from exc
     return [_whole_run(summaries[r.provider], r) for r in results]
 
 
@@ -215,6 +237,19 @@ def _whole_run(summary: IngestSummary, result: FetchResult) -> IngestSummary:
     providers of the cycle in between)."""
     fetching = (result.finished_at or result.started_at) - result.started_at
     return replace(summary, duration_s=fetching.total_seconds() + summary.duration_s)
+
+
+def _finish_unfinished(
+    settings: Settings, path: Path, run_ids: list[int], exc: Exception, gave_up: bool
+) -> None:
+    status = "abandoned" if gave_up else "failed"
+    reason = f"the snapshot could not be stored: {store.first_line(exc)}"
+    try:
+        with store.writer(path, settings.lock_timeout) as con:
+            store.fail_runs(con, run_ids, status, reason)
+    except store.StoreError as second:
+        # The next writer to open the file marks the runs abandoned once this process is gone.
+        log.error("could not record runs %s as %s: %s", run_ids, status, second)
 
 
 def run_cycle(
@@ -227,9 +262,10 @@ def run_cycle(
     """Record the runs as started, fetch concurrently, then ingest each result."""
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     path = db_path or settings.db_path()
-    run_ids = start_runs(settings, path, [p.provider for p in plans])
+    patient = threading.Event()  # never set: a CLI fetch waits its turn until interrupted
+    run_ids = start_runs(settings, path, [p.provider for p in plans], patient)
     results = asyncio.run(fetch_all(settings, plans, offline_mode, progress))
-    return ingest_results(settings, path, run_ids, results)
+    return ingest_results(settings, path, run_ids, results, patient)
 
 
 def _fx_first(provider_id: str) -> int:

@@ -127,7 +127,8 @@ def failing_providers(con: duckdb.DuckDBPyConnection, runs: int) -> list[str]:
         WITH ranked AS (
             SELECT provider, status,
                    row_number() OVER (PARTITION BY provider ORDER BY run_id DESC) AS n
-            FROM core.fetch_runs WHERE status NOT IN ('running', 'skipped', 'abandoned'))
+            FROM core.fetch_runs
+            WHERE status NOT IN ('running', 'skipped', 'abandoned', 'superseded'))
         SELECT provider FROM ranked WHERE n <= ? GROUP BY provider
         HAVING count(*) = ? AND bool_and(status = 'failed')""",
         [runs, runs],

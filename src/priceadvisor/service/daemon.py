@@ -1,4 +1,4 @@
-"""`priceadvisor run`: the long-running service (DESIGN §7).
+"""`priceadvisor run`: the long-running service.
 
 An APScheduler 3 AsyncIOScheduler with an in-memory job store rebuilt from config at every
 start: one fetch job per enabled, configured provider (its interval, with jitter,
@@ -8,8 +8,13 @@ DuckDB write runs in a worker thread and opens the database only for that write 
 After each fetch job the after-fetch hooks run: the advice ranking (when workloads are
 configured), the optional Parquet export, and the alert hooks (filled by the alerts feature).
 
-SIGTERM/SIGINT stop the scheduler, give a running job `shutdown_grace` to finish, then cancel
-it; an abandoned run is marked so at the next start (its process is gone).
+One daemon per database: an OS lock on `<db>.daemon.lock` is held for the daemon's life and a
+second daemon is refused with the first one's PID. Fetched data waits (in memory) for its turn
+at the writer however long readers or CLI fetches hold the file.
+
+SIGTERM/SIGINT stop the scheduler, give a running job `shutdown_grace` to finish (an ingest
+still waiting for the database then gives up), then cancel it; a run left unfinished is marked
+`abandoned`, at shutdown or at the next start (its process is gone).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import ctypes
 import datetime as dt
 import logging
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +53,7 @@ from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
+from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_parquet
 
 if TYPE_CHECKING:
@@ -90,6 +97,9 @@ class Daemon:
         self.caches: dict[str, MemoryValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
+        # Set after the shutdown grace: writes still waiting for the database stop waiting.
+        self.give_up = threading.Event()
+        self.lock = DaemonLock(self.path)
         self.providers = self._runnable_providers()
         self.last_success: dict[str, dt.datetime] = {}
         self.health_port: int | None = None
@@ -107,6 +117,13 @@ class Daemon:
         return runnable
 
     async def run(self) -> None:
+        self.lock.acquire()  # refuses a second daemon on this database
+        try:
+            await self._serve()
+        finally:
+            self.lock.release()
+
+    async def _serve(self) -> None:
         _bound_memory()
         await asyncio.to_thread(self._prepare_database)
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
@@ -121,7 +138,7 @@ class Daemon:
         await self._shutdown(scheduler, server)
 
     def _prepare_database(self) -> None:
-        with store.writer(self.path, self.settings.lock_timeout) as con:
+        with store.writer(self.path, self.settings.lock_timeout, self.give_up) as con:
             rows = con.execute(
                 "SELECT provider, max(finished_at) FROM core.fetch_runs "
                 "WHERE status IN ('ok', 'partial') GROUP BY provider"
@@ -241,7 +258,7 @@ class Daemon:
         try:
             summary = await self._fetch_and_ingest(provider)
         except store.StoreError as exc:
-            log.error("database unavailable: %s", exc, extra=job)
+            log.error("could not store the fetch: %s", exc, extra=job)
             self.metrics.fetches.labels(provider, "db_error").inc()
             return
         except asyncio.CancelledError:
@@ -256,11 +273,13 @@ class Daemon:
 
     async def _fetch_and_ingest(self, provider: str) -> IngestSummary:
         plan_ = plan(self.settings, provider, self.offline)
-        [run_id] = await asyncio.to_thread(start_runs, self.settings, self.path, [provider])
+        [run_id] = await asyncio.to_thread(
+            start_runs, self.settings, self.path, [provider], self.give_up
+        )
         cache = self.caches.setdefault(provider, MemoryValidatorCache())
         result = await fetch_one(self.settings, plan_, self.offline, lambda *_: None, cache)
         [summary] = await asyncio.to_thread(
-            ingest_results, self.settings, self.path, [run_id], [result]
+            ingest_results, self.settings, self.path, [run_id], [result], self.give_up
         )
         return summary
 
@@ -271,7 +290,8 @@ class Daemon:
         if summary.status in (RunStatus.OK, RunStatus.PARTIAL):
             self.last_success[provider] = utcnow()
             self.metrics.offers.labels(provider).set(summary.offers_seen)
-        level = logging.INFO if summary.status is RunStatus.OK else logging.WARNING
+        normal = summary.status in (RunStatus.OK, RunStatus.SUPERSEDED)
+        level = logging.INFO if normal else logging.WARNING
         log.log(
             level,
             "%s: %d offers, %d changed, %d rejected%s",
@@ -374,13 +394,21 @@ class Daemon:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        # Writes already handed to worker threads finish first; then what this process left
-        # `running` is recorded as abandoned, so nothing looks in progress after it exits.
+        # Writes already handed to worker threads finish first (those still waiting for the
+        # database give up now); then what this process left `running` is recorded as
+        # abandoned, so nothing looks in progress after it exits.
+        self.give_up.set()
         await asyncio.get_running_loop().shutdown_default_executor()
-        with store.writer(self.path, self.settings.lock_timeout) as con:
-            abandoned = store.abandon_own_runs(con)
-        log.info(
-            "stopped%s",
-            f" ({abandoned} run abandoned)" if abandoned else "",
-            extra={"job": "daemon"},
-        )
+        log.info("stopped%s", self._abandon_own_runs(), extra={"job": "daemon"})
+
+    def _abandon_own_runs(self) -> str:
+        try:
+            with store.writer(self.path, self.settings.lock_timeout) as con:
+                abandoned = store.abandon_own_runs(con)
+        except store.StoreError as exc:
+            # Still a clean stop: the next writer marks them abandoned once this process is gone.
+            log.warning(
+                "could not mark unfinished runs abandoned: %s", exc, extra={"job": "daemon"}
+            )
+            return ""
+        return f" ({abandoned} run abandoned)" if abandoned else ""

@@ -1,13 +1,16 @@
 """DuckDB file: connections (one writer, many readers), migrations, views, catalog tables.
 
-One writer (DESIGN §4): read-write connections are opened only around a write (open, write,
-checkpoint, close) and retried while another process holds the lock; readers open read-only and
-retry too. Migrations are numbered SQL files, each applied in one transaction together with its
-bookkeeping row; views are re-created on every writer open.
+One writer: read-write connections are opened only around a write (open, write, checkpoint,
+close) and retried while another process holds the lock; readers open read-only and retry too.
+Most writes give up after `lock_timeout`; writes of fetched data wait their turn however long it
+takes (see `writer`), so a reader holding the file never costs a snapshot. Migrations are
+numbered SQL files, each applied in one transaction together with its bookkeeping row; views are
+re-created on every writer open.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -15,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -24,6 +27,8 @@ from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
 from priceadvisor.store import columns
+
+log = logging.getLogger(__name__)
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK_MARKERS = ("lock", "Conflicting")
@@ -54,30 +59,59 @@ CONNECTION_CONFIG: dict[str, str | bool | int | float | list[str]] = {}
 _prepared: set[Path] = set()
 
 
+class _Turn(threading.local):
+    """Whether this thread holds the process's turn (to refuse a nested use)."""
+
+    held = False
+
+
+_TURN = _Turn()
+
+
 @contextmanager
 def _connection(
-    path: Path, read_only: bool, lock_timeout: float
+    path: Path, read_only: bool, lock_timeout: float, give_up: threading.Event | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection opened on this process's turn. In one process a read-only and a read-write
     connection to the same file cannot coexist (DuckDB refuses a second configuration) and two
     writers would conflict inside the shared instance, so all of them take turns."""
-    if not _WRITE_LOCK.acquire(timeout=lock_timeout):
+    if _TURN.held:
+        # Waiting for its own turn would never end: a nested use is a programming error.
+        raise StoreError(f"{path} is already open in this thread")
+    if not _take_turn(lock_timeout, give_up):
         raise StoreError(f"another use of {path} in this process did not finish in time")
+    _TURN.held = True
     try:
-        con = _open(path, read_only=read_only, lock_timeout=lock_timeout)
+        con = _open(path, read_only, _LockWait(path, lock_timeout, give_up))
         try:
             yield con
         finally:
             con.close()
     finally:
+        _TURN.held = False
         _WRITE_LOCK.release()
 
 
+def _take_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
+    if give_up is None:
+        return _WRITE_LOCK.acquire(timeout=lock_timeout)
+    while not _WRITE_LOCK.acquire(timeout=0.5):
+        if give_up.is_set():
+            return False
+    return True
+
+
 @contextmanager
-def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Read-write connection for one write job: migrated, views fresh; checkpointed on close."""
+def writer(
+    path: Path, lock_timeout: float = 10.0, give_up: threading.Event | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-write connection for one write job: migrated, views fresh; checkpointed on close.
+
+    Without `give_up` it waits at most `lock_timeout` for other processes (readers, a CLI
+    fetch, the daemon) to release the file. With it, the write waits its turn however long that
+    takes, warning every `lock_timeout`, until `give_up` is set (the daemon's shutdown)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _connection(path, read_only=False, lock_timeout=lock_timeout) as con:
+    with _connection(path, False, lock_timeout, give_up) as con:
         _prepare_once(con, path)
         yield con
         con.execute("CHECKPOINT")
@@ -106,29 +140,60 @@ def reader(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyCo
     """Read-only connection; refuses a file that is missing or from another schema version."""
     if not path.is_file():
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
-    with _connection(path, read_only=True, lock_timeout=lock_timeout) as con:
+    with _connection(path, True, lock_timeout) as con:
         _check_version(con, path)
         yield con
 
 
-def _open(path: Path, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
-    deadline = time.monotonic() + lock_timeout
-    delay = 0.05
+@dataclass
+class _LockWait:
+    """Waiting while another process holds the file: bounded by `lock_timeout`, or (with a
+    `give_up` event) until the event is set, with a warning every `lock_timeout`."""
+
+    path: Path
+    lock_timeout: float
+    give_up: threading.Event | None
+    started: float = field(default_factory=time.monotonic)
+    delay: float = 0.05
+    warned: float = 0.0
+
+    def pause(self) -> None:
+        """Wait a moment before the next attempt, or raise StoreError when it is time to stop."""
+        waited = time.monotonic() - self.started
+        if self.give_up is None:
+            if waited >= self.lock_timeout:
+                raise StoreError(
+                    f"database {self.path} is locked by another process (a write in progress?); "
+                    f"gave up after {self.lock_timeout:.0f} s"
+                )
+            time.sleep(self.delay)
+        else:
+            self._patient(waited)
+        self.delay = min(self.delay * 2, 0.25)
+
+    def _patient(self, waited: float) -> None:
+        assert self.give_up is not None
+        if waited - self.warned >= max(self.lock_timeout, 1.0):
+            self.warned = waited
+            log.warning(
+                "database %s is held by another process; waiting our turn (%.0f s so far)",
+                self.path,
+                waited,
+            )
+        if self.give_up.wait(self.delay):
+            raise StoreError(f"stopped waiting for database {self.path}: shutting down")
+
+
+def _open(path: Path, read_only: bool, wait: _LockWait) -> duckdb.DuckDBPyConnection:
     while True:
         try:
             return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
-                raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
-            if time.monotonic() >= deadline:
-                raise StoreError(
-                    f"database {path} is locked by another process (a write in progress?); "
-                    f"gave up after {lock_timeout:.0f} s"
-                ) from None
+                raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+            raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
+        wait.pause()
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -179,7 +244,7 @@ def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:
         con.execute("COMMIT")
     except duckdb.Error as exc:
         con.execute("ROLLBACK")
-        raise StoreError(f"migration {path.name} failed: {_first_line(exc)}") from None
+        raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -273,6 +338,16 @@ def abandon_own_runs(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+def fail_runs(con: duckdb.DuckDBPyConnection, run_ids: list[int], status: str, error: str) -> int:
+    """Finish the runs among `run_ids` still `running` (their ingest failed or was given up)."""
+    row = con.execute(
+        "UPDATE core.fetch_runs SET status = ?, finished_at = ?, error = ? "
+        "WHERE status = 'running' AND list_contains(?, run_id)",
+        [status, utcnow(), error, run_ids],
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def mark_abandoned_runs(con: duckdb.DuckDBPyConnection) -> int:
     """Runs left `running` by a process of this host that no longer exists were abandoned."""
     host = socket.gethostname()
@@ -301,5 +376,5 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

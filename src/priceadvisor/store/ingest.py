@@ -1,4 +1,4 @@
-"""Normalise, validate and merge one provider snapshot into the change log (DESIGN §2, §4).
+"""Normalise, validate and merge one provider snapshot into the change log.
 
 Everything here is set-based: quotes go into DuckDB as one Arrow table, names are resolved once
 per distinct value (not per row), and the merge is a handful of SQL statements in one
@@ -8,6 +8,12 @@ transaction. The run's outcome decides what may change:
   failed   — nothing changes.
 A snapshot most of whose quotes are rejected is treated as failed: that is what a format change
 looks like, and closing every offer because of it would lose live prices.
+
+Snapshots merge in observation order. A snapshot is stamped with its observation time (when its
+fetch finished), not the time it reaches the database, and one observed no later than the
+provider's latest merged snapshot is `superseded`: recorded, nothing changed. Every close and
+open therefore happens after everything already in the history, so an interval never ends before
+it starts and two intervals of a key never overlap, however late an ingest gets its turn.
 """
 
 from __future__ import annotations
@@ -263,11 +269,11 @@ def ingest(
 ) -> IngestSummary:
     """Merge one fetch result in a single transaction and finish its fetch_runs row."""
     started = time.perf_counter()
-    now = result.finished_at or utcnow()
+    observed = result.finished_at or utcnow()
     con.execute("BEGIN TRANSACTION")
     try:
-        counts, status, error = _merge(con, run_id, result, manifest, now, min_offer_share)
-        summary = _finish_run(con, run_id, result, status, error, counts, now, started)
+        counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
+        summary = _finish_run(con, run_id, result, status, error, counts, observed, started)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -304,6 +310,9 @@ def _merge(
     now: Any,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
 ) -> tuple[dict[str, int], RunStatus, str | None]:
+    newer = _latest_observation(con, result.provider)
+    if result.status in (RunStatus.OK, RunStatus.PARTIAL) and newer is not None and newer >= now:
+        return _superseded(result, newer)
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
     con.register("_raw", quotes_table(result.quotes))
@@ -319,6 +328,23 @@ def _merge(
     if status in (RunStatus.OK, RunStatus.PARTIAL):
         counts |= _apply_changes(con, result, status, params | {"now": now})
     return counts, status, error
+
+
+def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
+    row = con.execute(
+        "SELECT max(observed_at) FROM core.fetch_runs "
+        "WHERE provider = ? AND status IN ('ok', 'partial')",
+        [provider],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _superseded(result: FetchResult, newer: Any) -> tuple[dict[str, int], RunStatus, str | None]:
+    """A snapshot that arrives after a later one was merged: merging it would close newer
+    intervals in the past or bring back older prices, so it changes nothing."""
+    counts = {"total": len(result.quotes), "rejected": 0, "unmapped": 0}
+    error = f"a snapshot observed later ({newer:%Y-%m-%d %H:%M:%S} UTC) is already merged"
+    return counts, RunStatus.SUPERSEDED, error + "; nothing changed"
 
 
 def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -388,7 +414,7 @@ def _finish_run(
     status: RunStatus,
     error: str | None,
     counts: dict[str, Any],
-    now: Any,
+    observed: Any,
     started: float,
 ) -> IngestSummary:
     summary = IngestSummary(
@@ -407,12 +433,14 @@ def _finish_run(
         duration_s=time.perf_counter() - started,
     )
     con.execute(
-        """UPDATE core.fetch_runs SET finished_at = ?, status = ?, offers_seen = ?,
-               offers_changed = ?, offers_new = ?, offers_closed = ?, offers_rejected = ?,
-               unmapped = ?, http_requests = ?, http_bytes = ?, error = ?, complete_scopes = ?
+        """UPDATE core.fetch_runs SET finished_at = ?, observed_at = ?, status = ?,
+               offers_seen = ?, offers_changed = ?, offers_new = ?, offers_closed = ?,
+               offers_rejected = ?, unmapped = ?, http_requests = ?, http_bytes = ?, error = ?,
+               complete_scopes = ?
            WHERE run_id = ?""",
         [
-            now,
+            utcnow(),
+            observed,
             str(status),
             summary.offers_seen,
             summary.offers_changed,

@@ -134,7 +134,7 @@ def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
         """
         WITH ranked AS (
             SELECT *, row_number() OVER (PARTITION BY provider ORDER BY run_id DESC) AS n
-            FROM core.fetch_runs WHERE status NOT IN ('running', 'skipped')
+            FROM core.fetch_runs WHERE status NOT IN ('running', 'skipped', 'superseded')
         ),
         streak AS (
             SELECT provider,
