@@ -16,6 +16,7 @@ from priceadvisor.cli.common import (
     AppState,
     FormatOpt,
     ProviderOpt,
+    UsageError,
     UserError,
     err,
     out,
@@ -26,6 +27,7 @@ from priceadvisor.cli.notify import commands as notify_commands
 from priceadvisor.cli.output import Format, render
 from priceadvisor.cli.progress import FetchProgress
 from priceadvisor.cli.sizing import commands as sizing_commands
+from priceadvisor.cli.sqlguard import check_read_only
 from priceadvisor.collect import health
 from priceadvisor.collect.adapters import REGISTRY, UnknownProviderError, adapter_class
 from priceadvisor.collect.fetch import enabled_providers, run_cycle
@@ -37,10 +39,9 @@ from priceadvisor.service.daemon import Daemon
 from priceadvisor.service.logs import configure
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
-from priceadvisor.store.export import export_parquet
+from priceadvisor.store.export import export_database
 
 CONTINENTS = ("AF", "AS", "EU", "NA", "OC", "SA")
-READ_STATEMENTS = {"SELECT", "EXPLAIN"}
 
 app = typer.Typer(
     name="priceadvisor",
@@ -237,24 +238,14 @@ def sql(
     """Run one read-only SQL query against the public views (see docs/sql.md)."""
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        _check_read_only(con, query)
+        check_read_only(con, query)
         try:
             table = reads.fetch_table(con, query)
+        except duckdb.PermissionException as exc:
+            raise UsageError(f"refused: {store.first_line(exc)}") from None
         except duckdb.Error as exc:
             raise UserError(f"SQL error: {_one_line(exc)}") from None
     render(table, fmt, out)
-
-
-def _check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    try:
-        statements = con.extract_statements(query)
-    except duckdb.Error as exc:
-        raise UserError(f"SQL error: {_one_line(exc)}") from None
-    if len(statements) != 1:
-        raise UserError(f"give exactly one SQL statement (got {len(statements)})")
-    kind = statements[0].type.name
-    if kind not in READ_STATEMENTS:
-        raise UserError(f"only read queries are allowed here; {kind} statements are refused")
 
 
 @app.command()
@@ -268,8 +259,7 @@ def export(
     """Write the public views as Parquet, hive-partitioned by day."""
     settings = state(ctx).settings
     target = out_dir or settings.db_path().parent / "export"
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        counts = export_parquet(con, target)
+    counts = export_database(settings.db_path(), target, settings.lock_timeout)
     rows = [(name, n) for name, n in counts.items()]
     render(reads.Table(["table", "rows"], rows), Format.TABLE, out, title=f"Exported to {target}")
 
@@ -371,7 +361,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: turn every expected failure into one line and an exit code."""
     try:
         code = app(args=argv, standalone_mode=False)
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:
         _fail(str(exc), 2)
     except _USER_ERRORS as exc:
         _fail(str(exc), 1)

@@ -23,6 +23,11 @@ class UserError(Exception):
     """Bad input from the user; exit 1 with the message."""
 
 
+class UsageError(UserError):
+    """A command used in a way it does not accept (an argument out of range, a refused SQL
+    statement); exit 2 with the message, like a malformed argument."""
+
+
 @dataclass(slots=True)
 class AppState:
     config: Path | None

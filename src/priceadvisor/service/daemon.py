@@ -47,7 +47,7 @@ from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
-from priceadvisor.store.export import export_parquet
+from priceadvisor.store.export import export_database
 
 log = logging.getLogger("priceadvisor.service.daemon")
 
@@ -310,8 +310,7 @@ class Daemon:
 
     def _export(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.daemon.export_dir is not None:
-            with store.reader(self.path, settings.lock_timeout) as con:
-                export_parquet(con, settings.daemon.export_dir)
+            export_database(self.path, settings.daemon.export_dir, settings.lock_timeout)
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Every scheduled provider succeeded within twice its interval."""

@@ -50,13 +50,30 @@ def latest_version() -> int:
 # Connections of one process to one file share a database instance: see _connection.
 _WRITE_LOCK = threading.Lock()
 # Extra DuckDB settings for every connection this process opens; the daemon bounds memory here.
-CONNECTION_CONFIG: dict[str, str | bool | int | float | list[str]] = {}
+Config = dict[str, str | bool | int | float | list[str]]
+CONNECTION_CONFIG: Config = {}
+# No connection ever fetches or loads an extension behind the user's back: a SQLite file at the
+# database path or an s3:// URL in a query would otherwise download sqlite_scanner or httpfs.
+_NO_EXTENSIONS: Config = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+# Readers (the `sql` command, reports, exports) see the database file and nothing else: no other
+# file, no network, no extension, and the settings cannot be changed by a statement. DuckDB checks
+# these itself, so they hold for any statement that slips past the CLI's own statement check.
+_SEALED: Config = {
+    **_NO_EXTENSIONS,
+    "enable_external_access": False,
+    "allow_community_extensions": False,
+    "lock_configuration": True,
+}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path] = set()
 
 
 @contextmanager
 def _connection(
-    path: Path, read_only: bool, lock_timeout: float
+    path: Path, read_only: bool, lock_timeout: float, allowed: Path | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection opened on this process's turn. In one process a read-only and a read-write
     connection to the same file cannot coexist (DuckDB refuses a second configuration) and two
@@ -64,8 +81,10 @@ def _connection(
     if not _WRITE_LOCK.acquire(timeout=lock_timeout):
         raise StoreError(f"another use of {path} in this process did not finish in time")
     try:
-        con = _open(path, read_only=read_only, lock_timeout=lock_timeout)
+        con = _open(path, read_only, _config(read_only, allowed), lock_timeout)
         try:
+            if allowed is not None:
+                _seal_except(con, allowed)
             yield con
         finally:
             con.close()
@@ -102,33 +121,69 @@ def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 @contextmanager
-def reader(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Read-only connection; refuses a file that is missing or from another schema version."""
+def reader(
+    path: Path, lock_timeout: float = 10.0, writable_dir: Path | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-only connection sealed off from files, network, extensions and settings (only
+    `writable_dir`, for an export, is reachable); refuses a file that is missing or from
+    another schema version."""
     if not path.is_file():
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
-    with _connection(path, read_only=True, lock_timeout=lock_timeout) as con:
+    with _connection(path, True, lock_timeout, writable_dir) as con:
         _check_version(con, path)
         yield con
 
 
-def _open(path: Path, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+def _config(read_only: bool, allowed: Path | None) -> Config:
+    if not read_only:
+        return {**CONNECTION_CONFIG, **_NO_EXTENSIONS}
+    if allowed is None:
+        return {**CONNECTION_CONFIG, **_SEALED}
+    return {**CONNECTION_CONFIG, **_NO_EXTENSIONS, "allow_community_extensions": False}
+
+
+def _seal_except(con: duckdb.DuckDBPyConnection, allowed: Path) -> None:
+    """_SEALED with one writable folder: DuckDB takes allowed_directories only on a started
+    database and before external access is switched off, so these run before any other
+    statement (all ours: the folder's path is quoted as a literal)."""
+    folder = f"{allowed.resolve()}/".replace("'", "''")
+    con.execute(f"SET allowed_directories = ['{folder}']")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def _open(
+    path: Path, read_only: bool, config: Config, lock_timeout: float
+) -> duckdb.DuckDBPyConnection:
+    _refuse_sqlite(path)
     deadline = time.monotonic() + lock_timeout
     delay = 0.05
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
+            return duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
-                raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
+                raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
             if time.monotonic() >= deadline:
                 raise StoreError(
                     f"database {path} is locked by another process (a write in progress?); "
                     f"gave up after {lock_timeout:.0f} s"
                 ) from None
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from None
+            raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+def _refuse_sqlite(path: Path) -> None:
+    """DuckDB would hand a SQLite file to its sqlite extension; say what the file is instead."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(_SQLITE_MAGIC))
+    except OSError:
+        return  # missing (a writer creates it) or unreadable: DuckDB's own error says which
+    if head == _SQLITE_MAGIC:
+        raise StoreError(f"{path} is a SQLite file, not a priceadvisor DuckDB database")
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -179,7 +234,7 @@ def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:
         con.execute("COMMIT")
     except duckdb.Error as exc:
         con.execute("ROLLBACK")
-        raise StoreError(f"migration {path.name} failed: {_first_line(exc)}") from None
+        raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -301,5 +356,5 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
