@@ -7,13 +7,16 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from priceadvisor.cli.output import clean
+
 
 class FetchProgress:
     def __init__(self, console: Console, providers: list[str]) -> None:
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.fields[provider]}"),
-            TextColumn("{task.description}"),
+            # Messages carry provider text (errors, names): shown as text, never as markup.
+            TextColumn("{task.description}", markup=False),
             TimeElapsedColumn(),
             console=console,
             transient=True,
@@ -37,4 +40,4 @@ class FetchProgress:
     def update(self, provider: str, message: str) -> None:
         task = self._tasks.get(provider)
         if task is not None:
-            self._progress.update(task, description=message)
+            self._progress.update(task, description=clean(message))

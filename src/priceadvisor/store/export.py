@@ -59,7 +59,9 @@ def export_parquet(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, in
             "FORMAT parquet, PARTITION_BY (day)",
         )
     for view in _SNAPSHOTS:
-        counts[view] = _copy(con, f"SELECT * FROM {view}", folder / f"{view}.parquet", "FORMAT parquet")
+        counts[view] = _copy(
+            con, f"SELECT * FROM {view}", folder / f"{view}.parquet", "FORMAT parquet"
+        )
     return counts
 
 
