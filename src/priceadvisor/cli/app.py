@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -24,7 +25,7 @@ from priceadvisor.cli.common import (
 )
 from priceadvisor.cli.doctor import render_report
 from priceadvisor.cli.notify import commands as notify_commands
-from priceadvisor.cli.output import Format, render
+from priceadvisor.cli.output import Format, clean, render
 from priceadvisor.cli.progress import FetchProgress
 from priceadvisor.cli.sizing import commands as sizing_commands
 from priceadvisor.cli.sqlguard import check_read_only
@@ -182,7 +183,7 @@ CountryOpt = Annotated[str | None, typer.Option(help="Country code (DE) or name.
 ContinentOpt = Annotated[str | None, typer.Option(help="Continent: AF AS EU NA OC SA.")]
 EuOpt = Annotated[bool, typer.Option("--eu", help="Only EU member states.")]
 PricingOpt = Annotated[str | None, typer.Option(help="on_demand or spot.")]
-LimitOpt = Annotated[int, typer.Option(min=1, help="At most this many rows.")]
+LimitOpt = Annotated[int, typer.Option(min=1, max=10**9, help="At most this many rows.")]
 
 
 @app.command()
@@ -368,10 +369,22 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         _fail("aborted", 130)
     except Exception as exc:
-        if not _is_usage_error(exc):
-            raise
-        _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
+        if _is_usage_error(exc):
+            _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
+        _fail(_unexpected(exc), 1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _unexpected(exc: Exception) -> str:
+    """Anything no command turned into a message still ends as one line: the file system's
+    or DuckDB's own words, else the exception; the traceback goes to the DEBUG log."""
+    logging.getLogger("priceadvisor.cli").debug("unexpected error", exc_info=exc)
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    if isinstance(exc, duckdb.Error):
+        return f"database error: {store.first_line(exc)}"
+    return f"unexpected {type(exc).__name__}: {store.first_line(exc)}"
 
 
 def _is_usage_error(exc: Exception) -> bool:
@@ -381,7 +394,7 @@ def _is_usage_error(exc: Exception) -> bool:
 
 
 def _fail(message: str, code: int) -> None:
-    err.print(f"error: {_one_line_text(message)}", highlight=False, markup=False)
+    err.print(f"error: {clean(_one_line_text(message))}", highlight=False, markup=False)
     sys.exit(code)
 
 

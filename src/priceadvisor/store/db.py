@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 
@@ -95,11 +95,35 @@ def _connection(
 @contextmanager
 def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
     """Read-write connection for one write job: migrated, views fresh; checkpointed on close."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _connection(path, read_only=False, lock_timeout=lock_timeout) as con:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create a database at {path}: {exc.strerror or exc}") from None
+    with (
+        _connection(path, read_only=False, lock_timeout=lock_timeout) as con,
+        _write_failures(path),
+    ):
         _prepare_once(con, path)
         yield con
         con.execute("CHECKPOINT")
+
+
+@contextmanager
+def _write_failures(path: Path) -> Iterator[None]:
+    """A write the file system refused (disk full, read-only, I/O error) ends as one line
+    with DuckDB's cause; a fatal error also leaves the instance unusable, so say so."""
+    try:
+        yield
+    except (duckdb.IOException, duckdb.FatalException) as exc:
+        raise StoreError(f"writing {path} failed: {first_line(exc)}") from None
+
+
+def rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back after a failure without hiding it: when the failure (a full disk, a fatal
+    error) already ended the transaction, ROLLBACK raises too, and that error would mask the
+    cause the caller is about to re-raise."""
+    with suppress(duckdb.Error):
+        con.execute("ROLLBACK")
 
 
 def _prepare_once(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -233,7 +257,7 @@ def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:
         )
         con.execute("COMMIT")
     except duckdb.Error as exc:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
 
 

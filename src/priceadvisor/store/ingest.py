@@ -22,6 +22,7 @@ from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import columns
+from priceadvisor.store import db as store
 
 MAX_REJECTED_SAMPLES = 1000
 # More than this share of quotes rejected means the source changed shape: fail, change nothing.
@@ -260,7 +261,7 @@ def ingest(
         summary = _finish_run(con, run_id, result, status, error, counts, now, started)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        store.rollback(con)
         raise
     finally:
         for name in ("_raw", "_resolved"):
