@@ -240,6 +240,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
     )
     applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
+    if applied and max(applied) > latest_version():
+        # Writing with an older schema's idea of the tables would corrupt a newer database.
+        raise StoreError(
+            f"the database was written by a newer priceadvisor (schema v{max(applied)}, "
+            f"this one knows v{latest_version()})"
+        )
     done = []
     for version, path in migrations():
         if version not in applied:
