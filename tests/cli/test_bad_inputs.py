@@ -5,8 +5,6 @@ usage and configuration errors, 1 for the rest. Unknown PRICEADVISOR_* variables
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -14,6 +12,7 @@ import pytest
 
 from priceadvisor.cli.app import main
 from priceadvisor.store import db as store
+from tests.conftest import cli_process
 
 # (arguments after `--db {db}`, exit code, a fragment of the error line). Placeholders: {db} the
 # database, {tmp} this test's folder, {file} a regular file, {full} a folder holding a file.
@@ -442,10 +441,5 @@ def test_bad_input_in_a_real_process(
 ) -> None:
     (Path(places["tmp"]) / "azrue.toml").write_text("[providers.azrue]\nenabled = false\n")
     filled = [a.format(**places) for a in args]
-    done = subprocess.run(
-        [sys.executable, "-m", "priceadvisor", "--db", places["db"], *filled],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli_process("--db", places["db"], *filled)
     assert_one_line(done.returncode, done.stdout, done.stderr, code, fragment)

@@ -1,15 +1,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from priceadvisor.collect.adapters import REGISTRY
-from tests.conftest import cli
+from tests.conftest import cli, cli_process
 
 EU_MEMBERS = {
     "AT",
@@ -291,37 +289,9 @@ def test_demo_builds_a_fresh_database(capsys: pytest.CaptureFixture[str], tmp_pa
 
 def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     db = tmp_path / "p.duckdb"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "priceadvisor",
-            "--db",
-            str(db),
-            "fetch",
-            "--offline",
-            "-p",
-            "azure",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli_process("--db", str(db), "fetch", "--offline", "-p", "azure")
     assert done.returncode == 0, done.stderr
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "priceadvisor",
-            "--db",
-            str(db),
-            "sql",
-            "insert into offers values (1)",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = cli_process("--db", str(db), "sql", "insert into offers values (1)")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith("error: ")
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.models import RawQuote, RunStatus
-from priceadvisor.store import db as store
 from tests.conftest import cli, ingest_quotes
 
 # (DuckDB expression, the JSON value expected for it, or ... where it varies by run)
@@ -56,22 +55,14 @@ TYPES: dict[str, tuple[str, object]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def empty_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("db") / "prices.duckdb"
-    with store.writer(path):
-        pass
-    return path
-
-
 @pytest.mark.parametrize("name", list(TYPES))
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
 def test_every_type_prints_in_every_format(
-    capsys: pytest.CaptureFixture[str], empty_db: Path, name: str, fmt: str
+    capsys: pytest.CaptureFixture[str], migrated_db: Path, name: str, fmt: str
 ) -> None:
     expression, expected = TYPES[name]
     query = f"SELECT {expression} AS v, 'after' AS w"
-    code, out, err = cli(capsys, "--db", str(empty_db), "sql", "-f", fmt, query)
+    code, out, err = cli(capsys, "--db", str(migrated_db), "sql", "-f", fmt, query)
     assert (code, err) == (0, "")
     if fmt == "json":
         [record] = json.loads(out)
@@ -86,10 +77,10 @@ def test_every_type_prints_in_every_format(
 
 
 def test_timestamps_with_zone_keep_their_offset(
-    capsys: pytest.CaptureFixture[str], empty_db: Path
+    capsys: pytest.CaptureFixture[str], migrated_db: Path
 ) -> None:
     query = "SELECT TIMESTAMPTZ '2024-01-01 10:00:00+00' AS t"
-    _, out, _ = cli(capsys, "--db", str(empty_db), "sql", "-f", "csv", query)
+    _, out, _ = cli(capsys, "--db", str(migrated_db), "sql", "-f", "csv", query)
     assert out.splitlines() == ["t", "2024-01-01 10:00:00+0000"]
 
 
@@ -99,16 +90,16 @@ HOSTILE_TEXT = (
 
 
 def test_sql_prints_markup_literally_and_drops_control_codes(
-    capsys: pytest.CaptureFixture[str], empty_db: Path
+    capsys: pytest.CaptureFixture[str], migrated_db: Path
 ) -> None:
     literal = HOSTILE_TEXT.replace("'", "''")
     query = f"SELECT '{literal}' AS \"[bold]col\""
     for fmt in ("table", "csv"):
-        code, out, err = cli(capsys, "--db", str(empty_db), "sql", "-f", fmt, query)
+        code, out, err = cli(capsys, "--db", str(migrated_db), "sql", "-f", fmt, query)
         assert (code, err) == (0, "")
         assert "[/]" in out and "[link=https://evil.example]" in out and "[bold]col" in out
         assert not any(c in out for c in "\x1b\x07\x9b\r")
-    _, out, _ = cli(capsys, "--db", str(empty_db), "sql", "-f", "json", query)
+    _, out, _ = cli(capsys, "--db", str(migrated_db), "sql", "-f", "json", query)
     assert json.loads(out) == [{"[bold]col": HOSTILE_TEXT}]
     assert not any(c in out for c in "\x1b\x07\x9b\r")  # escaped as \\uXXXX, not raw
 

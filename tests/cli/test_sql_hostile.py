@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from priceadvisor.store import db as store
-from tests.conftest import cli
+from tests.conftest import cli, cli_process
 
 DB = "{db}"
 HERE = "{dir}"
@@ -111,19 +108,11 @@ def web() -> Iterator[Web]:
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "prices.duckdb"
-    with store.writer(path):
-        pass
-    return path
-
-
 @pytest.fixture
-def sandbox(tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def sandbox(tmp_path: Path, migrated_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A database copy, a readable CSV beside it, and HOME here (an extension install would
     land in HOME/.duckdb and show up in the listing)."""
-    shutil.copy(template_db, tmp_path / "prices.duckdb")
+    shutil.copy(migrated_db, tmp_path / "prices.duckdb")
     (tmp_path / "secret.csv").write_text("k,v\nclassified,7781\n")
     monkeypatch.setenv("HOME", str(tmp_path))
     return tmp_path
@@ -222,19 +211,8 @@ def test_a_sqlite_file_is_named_and_no_extension_is_installed(
 def test_refusal_in_a_real_process(sandbox: Path, web: Web) -> None:
     db = sandbox / "prices.duckdb"
     before = _snapshot(sandbox)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "priceadvisor",
-            "--db",
-            str(db),
-            "sql",
-            f"EXPLAIN ANALYZE COPY (select 'x') TO '{db}' (FORMAT csv)",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = cli_process(
+        "--db", str(db), "sql", f"EXPLAIN ANALYZE COPY (select 'x') TO '{db}' (FORMAT csv)"
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: refused")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import cli_process
 
 
 @pytest.fixture
@@ -31,12 +32,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
 
 def test_fetch_onto_a_full_disk_is_one_line(tiny_disk: Path) -> None:
     db = tiny_disk / "prices.duckdb"
-    done = subprocess.run(
-        [sys.executable, "-m", "priceadvisor", "--db", str(db), "fetch", "--offline"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli_process("--db", str(db), "fetch", "--offline")
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -46,29 +42,10 @@ def test_fetch_onto_a_full_disk_is_one_line(tiny_disk: Path) -> None:
 
 def test_export_onto_a_full_disk_is_one_line(tiny_disk: Path, tmp_path: Path) -> None:
     db = tmp_path / "prices.duckdb"
-    fetched = subprocess.run(
-        [sys.executable, "-m", "priceadvisor", "--db", str(db), "fetch", "--offline", "-p", "aws"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    fetched = cli_process("--db", str(db), "fetch", "--offline", "-p", "aws")
     assert fetched.returncode == 0, fetched.stderr
     _fill(tiny_disk / "filler")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "priceadvisor",
-            "--db",
-            str(db),
-            "export",
-            "--out",
-            str(tiny_disk / "x"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli_process("--db", str(db), "export", "--out", str(tiny_disk / "x"))
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
