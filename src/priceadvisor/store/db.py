@@ -111,10 +111,10 @@ def writer(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyCo
 @contextmanager
 def _write_failures(path: Path) -> Iterator[None]:
     """A write the file system refused (disk full, read-only, I/O error) ends as one line
-    with DuckDB's cause; a fatal error also leaves the instance unusable, so say so."""
+    with DuckDB's cause: a failed checkpoint is fatal, a failed WAL write fails the commit."""
     try:
         yield
-    except (duckdb.IOException, duckdb.FatalException) as exc:
+    except (duckdb.IOException, duckdb.FatalException, duckdb.TransactionException) as exc:
         raise StoreError(f"writing {path} failed: {first_line(exc)}") from None
 
 
