@@ -443,3 +443,28 @@ def test_bad_input_in_a_real_process(
     filled = [a.format(**places) for a in args]
     done = cli_process("--db", places["db"], *filled)
     assert_one_line(done.returncode, done.stdout, done.stderr, code, fragment)
+
+
+@pytest.mark.parametrize(
+    ("failure", "line"),
+    [
+        (OSError(28, "No space left on device", "/var/x"), "No space left on device: /var/x"),
+        (duckdb.IOException("IO Error: disk\nmore"), "database error: IO Error: disk"),
+        (RuntimeError("boom\nsecond line"), "unexpected RuntimeError: boom"),
+    ],
+)
+def test_an_unforeseen_failure_is_still_one_line(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    places: dict[str, str],
+    failure: Exception,
+    line: str,
+) -> None:
+    """Whatever a command did not turn into a message ends as one line, exit 1."""
+
+    def fail(*_: object) -> None:
+        raise failure
+
+    monkeypatch.setattr("priceadvisor.store.db.reader", fail)
+    code, _, err = run(capsys, ["--db", places["db"], "prices"])
+    assert (code, err.strip()) == (1, f"error: {line}")
