@@ -9,7 +9,6 @@ var name a provider's manifest gives, in the environment, then in the secrets di
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -320,21 +319,22 @@ def _known_provider_ids(ids: list[str]) -> None:
             raise ValueError(f"unknown provider {provider_id!r} (known: {', '.join(known)})")
 
 
-def unknown_env_vars(settings: Settings, environ: Mapping[str, str] | None = None) -> list[str]:
+def unknown_env_vars(settings: Settings) -> list[str]:
     """PRICEADVISOR_* variables that configure nothing: not a setting (PRICEADVISOR_<KEY> or
     PRICEADVISOR_<KEY>__…), not the config path, not a secret a setting names. Settings read
     only the names they know, so a typo would otherwise be ignored without a word."""
-    env = os.environ if environ is None else environ
     keys = {name.upper() for name in Settings.model_fields}
     secrets = _secret_env_names(settings)
     return sorted(
-        name
-        for name in env
-        if name.startswith(_ENV_PREFIX)
-        and name != CONFIG_ENV
-        and name not in secrets
-        and name[len(_ENV_PREFIX) :].split("__")[0] not in keys
+        name for name in os.environ if _unknown_setting(name.upper(), keys) and name not in secrets
     )
+
+
+def _unknown_setting(name: str, keys: set[str]) -> bool:
+    """Settings read their variables whatever the case, so `name` comes upper-cased."""
+    if not name.startswith(_ENV_PREFIX) or name == CONFIG_ENV:
+        return False
+    return name[len(_ENV_PREFIX) :].split("__", maxsplit=1)[0] not in keys
 
 
 def _secret_env_names(settings: Settings) -> set[str]:
