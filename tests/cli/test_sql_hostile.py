@@ -73,6 +73,7 @@ EXPLAINED = [f"EXPLAIN ANALYZE {s}" for s in HOSTILE if ";" not in s] + [
     f"EXPLAIN (FORMAT json) COPY offers TO '{HERE}/out.csv'",
     f"EXPLAIN EXPLAIN ANALYZE COPY offers TO '{HERE}/out.csv'",
     f"/* x */ explain analyze -- y\n COPY (select 'x') TO '{DB}' (FORMAT csv)",
+    f"/* ééé */ EXPLAIN ANALYZE /* ünïcödé */ COPY (SELECT 'é') TO '{DB}' (FORMAT csv)",
 ]
 
 
@@ -175,6 +176,7 @@ def test_local_files_are_refused_by_duckdb(
         "EXPLAIN ANALYZE SELECT count(*) FROM price_history",
         "EXPLAIN (FORMAT json) SELECT 1",
         "explain analyze (select 1)",
+        "/* ééé */ EXPLAIN ANALYZE /* ü */ SELECT 'ö' AS o",
         "WITH x AS (SELECT 1 AS a) SELECT a FROM x",
         "SELECT * FROM query('SELECT 42 AS answer')",
         "SELECT now() AS t",

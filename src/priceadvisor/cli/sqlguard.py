@@ -14,7 +14,7 @@ import duckdb
 
 from priceadvisor.cli.common import UsageError, UserError
 
-_WORD = re.compile(r"\w+")
+_WORD = re.compile(rb"\w+")
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
@@ -40,16 +40,19 @@ def _single_statement_kind(con: duckdb.DuckDBPyConnection, query: str) -> str:
 
 
 def _explained(query: str) -> str:
-    """The statement after EXPLAIN, its ANALYZE and its option list such as (FORMAT json)."""
+    """The statement after EXPLAIN, its ANALYZE and its option list such as (FORMAT json).
+    DuckDB's tokenizer gives byte offsets, so the walk is over the UTF-8 bytes."""
+    text = query.encode("utf-8")
     tokens = duckdb.tokenize(query)[1:]
     depth = 0
     for index, (position, kind) in enumerate(tokens):
+        char = text[position : position + 1]
         if depth:
-            depth += {"(": 1, ")": -1}.get(query[position], 0) if _is_operator(kind) else 0
-        elif _is_operator(kind) and query[position] == "(" and _options_follow(tokens, index):
+            depth += {b"(": 1, b")": -1}.get(char, 0) if _is_operator(kind) else 0
+        elif _is_operator(kind) and char == b"(" and _options_follow(tokens, index):
             depth = 1
-        elif not _is_word(query, position, "ANALYZE"):
-            return query[position:]
+        elif not _is_word(text, position, b"ANALYZE"):
+            return text[position:].decode("utf-8")
     return ""
 
 
@@ -62,8 +65,8 @@ def _is_operator(kind: duckdb.token_type) -> bool:
     return kind == duckdb.token_type.operator
 
 
-def _is_word(query: str, position: int, word: str) -> bool:
-    found = _WORD.match(query, position)
+def _is_word(text: bytes, position: int, word: bytes) -> bool:
+    found = _WORD.match(text, position)
     return found is not None and found.group().upper() == word
 
 
