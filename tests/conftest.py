@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,27 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         main(list(args))
     captured = capsys.readouterr()
     return int(done.value.code or 0), captured.out, captured.err
+
+
+def cli_process(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the console entry point as a real process."""
+    return subprocess.run(
+        [sys.executable, "-m", "priceadvisor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty database with the current schema, shared by a module's read-only tests."""
+    from priceadvisor.store import db as store
+
+    path = tmp_path_factory.mktemp("migrated") / "prices.duckdb"
+    with store.writer(path):
+        pass
+    return path
 
 
 def query(db: Path, sql: str, params: Any = None) -> list[tuple[Any, ...]]:

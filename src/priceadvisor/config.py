@@ -24,6 +24,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import (
@@ -34,13 +35,15 @@ from pydantic_settings import (
 )
 
 from priceadvisor import llm
+from priceadvisor.catalog import gpu_catalog
 from priceadvisor.durations import parse_duration
-from priceadvisor.manifest import RedirectPolicy
+from priceadvisor.manifest import RedirectPolicy, manifest, manifest_ids
 from priceadvisor.models import Precision, Task
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
 CONFIG_ENV = "PRICEADVISOR_CONFIG"
+_ENV_PREFIX = "PRICEADVISOR_"
 _APP = "priceadvisor"
 _config_file: ContextVar[Path | None] = ContextVar("priceadvisor_config_file", default=None)
 
@@ -147,6 +150,11 @@ class AlertRule(BaseModel):
             raise ValueError("a 'cheaper' rule needs workload")
         if self.kind == "price_drop" and not self.gpu_model:
             raise ValueError("a 'price_drop' rule needs gpu_model")
+        if self.gpu_model is not None and self.gpu_model not in gpu_catalog().gpus:
+            raise ValueError(
+                f"unknown gpu_model {self.gpu_model!r} (canonical ids are in the gpus table)"
+            )
+        _known_provider_ids(self.providers)
         return self
 
 
@@ -287,6 +295,25 @@ class Settings(BaseSettings):
             raise ValueError(f"workload names must be unique; repeated: {', '.join(duplicates)}")
         return self
 
+    @field_validator("providers")
+    @classmethod
+    def _known_sections(cls, value: dict[str, ProviderSettings]) -> dict[str, ProviderSettings]:
+        """A misspelt [providers.<id>] section would otherwise configure nothing, silently."""
+        _known_provider_ids(list(value))
+        return value
+
+    @model_validator(mode="after")
+    def _known_workloads(self) -> Settings:
+        """A rule watching a workload that does not exist would never fire."""
+        names = {w.name for w in self.workloads}
+        for rule in self.alerts.rules:
+            if rule.workload is not None and rule.workload not in names:
+                known = ", ".join(sorted(names)) or "none configured"
+                raise ValueError(
+                    f"alert rule names unknown workload {rule.workload!r} (workloads: {known})"
+                )
+        return self
+
     def workload(self, name: str) -> WorkloadProfile:
         for profile in self.workloads:
             if profile.name == name:
@@ -299,6 +326,42 @@ class Settings(BaseSettings):
 
     def provider(self, provider_id: str) -> ProviderSettings:
         return self.providers.get(provider_id) or ProviderSettings()
+
+
+def _known_provider_ids(ids: list[str]) -> None:
+    known = manifest_ids()
+    for provider_id in ids:
+        if provider_id not in known:
+            raise ValueError(f"unknown provider {provider_id!r} (known: {', '.join(known)})")
+
+
+def unknown_env_vars(settings: Settings) -> list[str]:
+    """PRICEADVISOR_* variables that configure nothing: not a setting (PRICEADVISOR_<KEY> or
+    PRICEADVISOR_<KEY>__…), not the config path, not a secret a setting names. Settings read
+    only the names they know, so a typo would otherwise be ignored without a word."""
+    keys = {name.upper() for name in Settings.model_fields}
+    secrets = _secret_env_names(settings)
+    return sorted(
+        name for name in os.environ if _unknown_setting(name.upper(), keys) and name not in secrets
+    )
+
+
+def _unknown_setting(name: str, keys: set[str]) -> bool:
+    """Settings read their variables whatever the case, so `name` comes upper-cased."""
+    if not name.startswith(_ENV_PREFIX) or name == CONFIG_ENV:
+        return False
+    return name[len(_ENV_PREFIX) :].split("__", maxsplit=1)[0] not in keys
+
+
+def _secret_env_names(settings: Settings) -> set[str]:
+    names = {manifest(p).credential_env for p in manifest_ids()}
+    names |= {EmailSettings.model_fields["password_env"].default}
+    names |= {SlackSettings.model_fields["webhook_env"].default}
+    if settings.notify.email is not None:
+        names.add(settings.notify.email.password_env)
+    if settings.notify.slack is not None:
+        names.add(settings.notify.slack.webhook_env)
+    return {name for name in names if name}
 
 
 def default_db_path() -> Path:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# Longer than anything scheduled or silenced, short enough that now + duration is a date.
+MAX_SECONDS = 100 * 365 * 86400
 
 
 def parse_duration(value: object) -> float:
@@ -18,8 +21,10 @@ def parse_duration(value: object) -> float:
         seconds = _parse_text(value)
     else:
         raise ValueError(f"expected a duration such as '15m' or '1h', got {type(value).__name__}")
-    if seconds <= 0:
-        raise ValueError("a duration must be positive")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError("a duration must be positive and finite")
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"a duration must be at most 100 years ({MAX_SECONDS:.0f} s)")
     return seconds
 
 

@@ -1,15 +1,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from priceadvisor.collect.adapters import REGISTRY
-from tests.conftest import cli
+from tests.conftest import cli, cli_process
 
 EU_MEMBERS = {
     "AT",
@@ -91,12 +89,12 @@ def test_sql_csv(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["sql", "delete from offers"], 1, "DELETE statements are refused"),
-        (["sql", "copy offers to '/tmp/x.csv'"], 1, "COPY statements are refused"),
-        (["sql", "attach '/tmp/other.duckdb'"], 1, "ATTACH statements are refused"),
+        (["sql", "delete from offers"], 2, "refused: only read queries are allowed here"),
+        (["sql", "copy offers to '/tmp/x.csv'"], 2, "not COPY"),
+        (["sql", "attach '/tmp/other.duckdb'"], 2, "not ATTACH"),
         (["sql", "selec 1"], 1, "SQL error: Parser Error"),
         (["sql", "select nope from offers"], 1, "SQL error: Binder Error"),
-        (["sql", "select 1; select 2"], 1, "exactly one SQL statement"),
+        (["sql", "select 1; select 2"], 2, "exactly one SQL statement"),
         (["prices", "--provider", "nope"], 1, "unknown provider 'nope'"),
         (["fetch", "--provider", "nope", "--offline"], 1, "unknown provider 'nope'"),
         (["prices", "--pricing", "reserved"], 1, "unknown pricing"),
@@ -291,38 +289,10 @@ def test_demo_builds_a_fresh_database(capsys: pytest.CaptureFixture[str], tmp_pa
 
 def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     db = tmp_path / "p.duckdb"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "priceadvisor",
-            "--db",
-            str(db),
-            "fetch",
-            "--offline",
-            "-p",
-            "azure",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli_process("--db", str(db), "fetch", "--offline", "-p", "azure")
     assert done.returncode == 0, done.stderr
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "priceadvisor",
-            "--db",
-            str(db),
-            "sql",
-            "insert into offers values (1)",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    bad = cli_process("--db", str(db), "sql", "insert into offers values (1)")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith("error: ")
 
 

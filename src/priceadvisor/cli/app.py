@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -16,6 +17,7 @@ from priceadvisor.cli.common import (
     AppState,
     FormatOpt,
     ProviderOpt,
+    UsageError,
     UserError,
     err,
     out,
@@ -23,9 +25,10 @@ from priceadvisor.cli.common import (
 )
 from priceadvisor.cli.doctor import render_report
 from priceadvisor.cli.notify import commands as notify_commands
-from priceadvisor.cli.output import Format, render
+from priceadvisor.cli.output import Format, clean, render
 from priceadvisor.cli.progress import FetchProgress
 from priceadvisor.cli.sizing import commands as sizing_commands
+from priceadvisor.cli.sqlguard import check_read_only
 from priceadvisor.collect import health
 from priceadvisor.collect.adapters import REGISTRY, UnknownProviderError, adapter_class
 from priceadvisor.collect.fetch import enabled_providers, run_cycle
@@ -37,10 +40,9 @@ from priceadvisor.service.daemon import Daemon
 from priceadvisor.service.logs import configure
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
-from priceadvisor.store.export import export_parquet
+from priceadvisor.store.export import export_database
 
 CONTINENTS = ("AF", "AS", "EU", "NA", "OC", "SA")
-READ_STATEMENTS = {"SELECT", "EXPLAIN"}
 
 app = typer.Typer(
     name="priceadvisor",
@@ -184,7 +186,7 @@ PricingOpt = Annotated[
     str | None,
     typer.Option(help="on_demand, spot or market (market averages are shown only when asked)."),
 ]
-LimitOpt = Annotated[int, typer.Option(min=1, help="At most this many rows.")]
+LimitOpt = Annotated[int, typer.Option(min=1, max=10**9, help="At most this many rows.")]
 
 
 @app.command()
@@ -240,24 +242,14 @@ def sql(
     """Run one read-only SQL query against the public views (see docs/sql.md)."""
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        _check_read_only(con, query)
+        check_read_only(con, query)
         try:
             table = reads.fetch_table(con, query)
+        except duckdb.PermissionException as exc:
+            raise UsageError(f"refused: {store.first_line(exc)}") from None
         except duckdb.Error as exc:
             raise UserError(f"SQL error: {_one_line(exc)}") from None
     render(table, fmt, out)
-
-
-def _check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    try:
-        statements = con.extract_statements(query)
-    except duckdb.Error as exc:
-        raise UserError(f"SQL error: {_one_line(exc)}") from None
-    if len(statements) != 1:
-        raise UserError(f"give exactly one SQL statement (got {len(statements)})")
-    kind = statements[0].type.name
-    if kind not in READ_STATEMENTS:
-        raise UserError(f"only read queries are allowed here; {kind} statements are refused")
 
 
 @app.command()
@@ -271,8 +263,7 @@ def export(
     """Write the public views as Parquet, hive-partitioned by day."""
     settings = state(ctx).settings
     target = out_dir or settings.db_path().parent / "export"
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        counts = export_parquet(con, target)
+    counts = export_database(settings.db_path(), target, settings.lock_timeout)
     rows = [(name, n) for name, n in counts.items()]
     render(reads.Table(["table", "rows"], rows), Format.TABLE, out, title=f"Exported to {target}")
 
@@ -374,17 +365,29 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: turn every expected failure into one line and an exit code."""
     try:
         code = app(args=argv, standalone_mode=False)
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:
         _fail(str(exc), 2)
     except _USER_ERRORS as exc:
         _fail(str(exc), 1)
     except typer.Abort:
         _fail("aborted", 130)
     except Exception as exc:
-        if not _is_usage_error(exc):
-            raise
-        _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
+        if _is_usage_error(exc):
+            _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
+        _fail(_unexpected(exc), 1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _unexpected(exc: Exception) -> str:
+    """Anything no command turned into a message still ends as one line: the file system's
+    or DuckDB's own words, else the exception; the traceback goes to the DEBUG log."""
+    logging.getLogger("priceadvisor.cli").debug("unexpected error", exc_info=exc)
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    if isinstance(exc, duckdb.Error):
+        return f"database error: {store.first_line(exc)}"
+    return f"unexpected {type(exc).__name__}: {store.first_line(exc)}"
 
 
 def _is_usage_error(exc: Exception) -> bool:
@@ -394,7 +397,7 @@ def _is_usage_error(exc: Exception) -> bool:
 
 
 def _fail(message: str, code: int) -> None:
-    err.print(f"error: {_one_line_text(message)}", highlight=False, markup=False)
+    err.print(f"error: {clean(_one_line_text(message))}", highlight=False, markup=False)
     sys.exit(code)
 
 

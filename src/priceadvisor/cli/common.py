@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from priceadvisor.cli.output import Format
-from priceadvisor.config import Settings, load_settings
+from priceadvisor.config import Settings, load_settings, unknown_env_vars
 
 # Piped output is not cut to 80 columns: scripts and CI logs get whole tables.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 250)
@@ -21,6 +21,11 @@ err = Console(stderr=True, soft_wrap=True)
 
 class UserError(Exception):
     """Bad input from the user; exit 1 with the message."""
+
+
+class UsageError(UserError):
+    """A command used in a way it does not accept (an argument out of range, a refused SQL
+    statement); exit 2 with the message, like a malformed argument."""
 
 
 @dataclass(slots=True)
@@ -34,6 +39,12 @@ class AppState:
         if self._settings is None:
             overrides: dict[str, Any] = {"db": self.db} if self.db else {}
             self._settings = load_settings(self.config, **overrides)
+            for name in unknown_env_vars(self._settings):
+                err.print(
+                    f"warning: ignoring unknown environment variable {name}",
+                    markup=False,
+                    highlight=False,
+                )
             logging.basicConfig(
                 level=self._settings.log_level,
                 stream=sys.stderr,

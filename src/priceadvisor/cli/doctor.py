@@ -6,7 +6,7 @@ import json
 
 from rich.console import Console
 
-from priceadvisor.cli.output import Format, render, to_json
+from priceadvisor.cli.output import Format, clean, render, to_json
 from priceadvisor.collect.health import HealthReport
 
 
@@ -15,13 +15,17 @@ def render_report(report: HealthReport, fmt: Format, console: Console) -> None:
         console.out(_report_json(report), highlight=False)
         return
     size = f"{report.db_bytes / 1e6:.1f} MB" if report.db_bytes is not None else "missing"
-    console.print(f"Database: {report.db_path} ({size}, schema v{report.schema_version})")
+    console.print(
+        f"Database: {clean(str(report.db_path))} ({size}, schema v{report.schema_version})",
+        markup=False,
+        highlight=False,
+    )
     render(report.providers, fmt, console, title="Providers")
     render(report.unmapped, fmt, console, title="GPU names with no canonical model")
     if report.rejections.rows:
         render(report.rejections, fmt, console, title="Rejected quotes in the latest runs")
     verdict = "healthy" if report.healthy else "UNHEALTHY: " + "; ".join(report.problems)
-    console.print(verdict, markup=False)
+    console.print(clean(verdict), markup=False, highlight=False)
 
 
 def _report_json(report: HealthReport) -> str:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from priceadvisor.cli.common import FormatOpt, UserError, out, state
+from priceadvisor.cli.common import FormatOpt, UsageError, UserError, out, state
 from priceadvisor.cli.output import Format, render
 from priceadvisor.config import Settings
 from priceadvisor.durations import parse_duration
@@ -50,15 +50,22 @@ def digest(
 
 
 def _write_preview(folder: Path, message: Message) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "digest.html").write_text(message.html, encoding="utf-8")
-    (folder / "digest.txt").write_text(message.text, encoding="utf-8")
-    (folder / "slack.json").write_text(
-        json.dumps(message.slack, indent=2, ensure_ascii=False), encoding="utf-8"
-    )
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"--preview takes a folder; {folder} is a file")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "digest.html").write_text(message.html, encoding="utf-8")
+        (folder / "digest.txt").write_text(message.text, encoding="utf-8")
+        (folder / "slack.json").write_text(
+            json.dumps(message.slack, indent=2, ensure_ascii=False), encoding="utf-8"
+        )
+    except OSError as exc:
+        raise UserError(f"cannot write the preview into {folder}: {exc.strerror or exc}") from None
     out.print(
         f"wrote {folder / 'digest.html'}, digest.txt and slack.json "
-        f"({len(message.slack)} Slack message(s))"
+        f"({len(message.slack)} Slack message(s))",
+        markup=False,
+        highlight=False,
     )
 
 
@@ -161,7 +168,7 @@ def silence_add(
     try:
         seconds = parse_duration(duration)
     except ValueError as exc:
-        raise UserError(str(exc)) from None
+        raise UsageError(f"--duration: {exc}") from None
     settings = state(ctx).settings
     now = utcnow()
     with store.writer(settings.db_path(), settings.lock_timeout) as con:

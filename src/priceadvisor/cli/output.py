@@ -1,4 +1,9 @@
-"""Render query results as a rich table, CSV or JSON (stable: a list of objects)."""
+"""Render query results as a rich table, CSV or JSON (stable: a list of objects).
+
+Every value DuckDB's Python client returns prints in every format. Cell text is never read as
+Rich markup (provider strings may hold `[/]` or `[link=…]`) and loses control characters, so
+a region name cannot move the cursor, set a title or plant a hyperlink in a terminal.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,14 @@ import decimal
 import io
 import json
 import math
+import re
+import uuid
 from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from priceadvisor.store.reads import Table
 
@@ -34,59 +42,92 @@ def render(table: Table, fmt: Format, console: Console, title: str | None = None
 
 def to_json(table: Table) -> str:
     records = [dict(zip(table.columns, map(_json_value, row), strict=True)) for row in table.rows]
-    return json.dumps(records, indent=2, ensure_ascii=False)
+    text = json.dumps(records, indent=2, ensure_ascii=False)
+    # json escapes C0 characters itself; C1 and DEL pass raw unless escaped here.
+    return _CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def to_csv(table: Table) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(table.columns)
+    writer.writerow([clean(c) for c in table.columns])
     writer.writerows([[_text(v) for v in row] for row in table.rows])
     return buffer.getvalue()
 
 
 def to_rich(table: Table, title: str | None = None) -> RichTable:
-    out = RichTable(title=title, header_style="bold", show_lines=False)
+    out = RichTable(
+        title=Text(clean(title)) if title else None, header_style="bold", show_lines=False
+    )
     for column in table.columns:
         numeric = bool(table.rows) and isinstance(
             table.rows[0][table.columns.index(column)], int | float
         )
-        out.add_column(column, justify="right" if numeric else "left")
+        out.add_column(Text(clean(column)), justify="right" if numeric else "left")
     for row in table.rows:
-        out.add_row(*(_text(v) for v in row))
+        out.add_row(*(Text(_text(v)) for v in row))
     if not table.rows:
         out.caption = "no rows"
     return out
 
 
 def _json_value(value: Any) -> Any:
-    """DuckDB values as JSON: ISO times, floats for decimals, null for NaN/inf."""
+    """DuckDB values as JSON: ISO times, seconds for intervals, floats for decimals, hex for
+    blobs, text for UUIDs and non-text map keys, null for NaN/inf."""
     if isinstance(value, list | tuple):
         return [_json_value(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _json_value(v) for k, v in value.items()}
+        return {_key(k): _json_value(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
         return None
     for kind, convert in _JSON_CONVERSIONS:
         if isinstance(value, kind):
             return convert(value)
-    return value
+    return value if isinstance(value, str | int | float | bool | None) else str(value)
+
+
+def _key(key: Any) -> str:
+    return key if isinstance(key, str) else json.dumps(_json_value(key), ensure_ascii=False)
 
 
 _JSON_CONVERSIONS: tuple[tuple[type | tuple[type, ...], Any], ...] = (
     ((dt.datetime, dt.date, dt.time), lambda v: v.isoformat()),
+    (dt.timedelta, lambda v: v.total_seconds()),
     (decimal.Decimal, float),
     (bytes, lambda v: v.hex()),
+    (uuid.UUID, str),
 )
+
+# C0 and C1 control characters except tab and newline: ESC starts CSI/OSC sequences, C1 0x9b
+# and 0x9d are their one-byte forms, CR overwrites what was printed.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: str) -> str:
+    """Text as it may reach a terminal or a spreadsheet: control characters removed."""
+    return _CONTROL.sub("", text)
 
 
 def _text(value: Any) -> str:
+    return clean(_plain(value))
+
+
+def _plain(value: Any) -> str:
     if value is None:
         return ""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
     if isinstance(value, float):
-        return f"{value:.4f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:.0f}"
+        return _float_text(value)
     if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+        plain = value.strftime("%Y-%m-%d %H:%M:%S")
+        return plain if value.tzinfo is None else plain + value.strftime("%z")
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(_json_value(value), ensure_ascii=False)
     return str(value)
+
+
+def _float_text(value: float) -> str:
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.4f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:.0f}"

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from priceadvisor.cli.output import clean
+
 RETRY_LOGGER = "priceadvisor.collect.http"
 
 
@@ -22,6 +24,7 @@ class FetchProgress:
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.fields[provider]}"),
+            # Messages carry provider text (errors, names): shown as text, never as markup.
             TextColumn("{task.description}", markup=False),
             TimeElapsedColumn(),
             console=console,
@@ -50,7 +53,7 @@ class FetchProgress:
     def update(self, provider: str, message: str) -> None:
         task = self._tasks.get(provider)
         if task is not None:
-            self._progress.update(task, description=message)
+            self._progress.update(task, description=clean(message))
 
     def _route_logs(self) -> None:
         root, retries = logging.getLogger(), logging.getLogger(RETRY_LOGGER)

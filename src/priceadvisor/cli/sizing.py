@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -162,17 +163,36 @@ def advise(
     render(table, fmt, out, title="Advice (USD)")
 
 
+def _finite(value: float | None) -> float | None:
+    """NaN passes every range check and inf most: refuse both."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def _positive(value: float | None) -> float | None:
+    if _finite(value) is not None and value is not None and value <= 0:
+        raise typer.BadParameter(f"{value} is not a positive number")
+    return value
+
+
 @commands.command()
 def tco(
     ctx: typer.Context,
     gpu: Annotated[str | None, typer.Option(help="GPU model to compare.")] = None,
     workload: Annotated[str | None, typer.Option(help="Use this workload's best offer.")] = None,
-    purchase_price: Annotated[float | None, typer.Option(help="USD per GPU.")] = None,
-    power_w: Annotated[float | None, typer.Option(help="Watts per GPU (default: TDP).")] = None,
-    pue: Annotated[float, typer.Option(min=1.0)] = 1.3,
-    electricity: Annotated[float, typer.Option(help="USD per kWh.")] = 0.15,
-    utilisation: Annotated[float, typer.Option(min=0.01, max=1.0)] = 0.6,
-    years: Annotated[float, typer.Option(min=0.5)] = 4.0,
+    purchase_price: Annotated[
+        float | None, typer.Option(help="USD per GPU.", callback=_positive)
+    ] = None,
+    power_w: Annotated[
+        float | None, typer.Option(help="Watts per GPU (default: TDP).", callback=_positive)
+    ] = None,
+    pue: Annotated[float, typer.Option(min=1.0, max=10.0, callback=_positive)] = 1.3,
+    electricity: Annotated[
+        float, typer.Option(help="USD per kWh.", min=0.0, max=100.0, callback=_finite)
+    ] = 0.15,
+    utilisation: Annotated[float, typer.Option(min=0.01, max=1.0, callback=_positive)] = 0.6,
+    years: Annotated[float, typer.Option(min=0.5, max=100.0, callback=_positive)] = 4.0,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rent vs buy: break-even GPU-hours and utilisation against the cheapest suitable rental."""

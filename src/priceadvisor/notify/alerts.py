@@ -29,6 +29,7 @@ import duckdb
 from priceadvisor.config import AlertRule, AlertSettings
 from priceadvisor.notify import Message
 from priceadvisor.notify import slack as blocks
+from priceadvisor.store import db as store
 
 
 @dataclass(slots=True)
@@ -356,6 +357,6 @@ def evaluate_and_queue(
         )
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        store.rollback(con)
         raise
     return queued

@@ -54,7 +54,7 @@ from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store.daemonlock import DaemonLock
-from priceadvisor.store.export import export_parquet
+from priceadvisor.store.export import export_database
 
 if TYPE_CHECKING:
     from priceadvisor.service.web import HealthServer
@@ -336,8 +336,7 @@ class Daemon:
 
     def _export(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.daemon.export_dir is not None:
-            with store.reader(self.path, settings.lock_timeout) as con:
-                export_parquet(con, settings.daemon.export_dir)
+            export_database(self.path, settings.daemon.export_dir, settings.lock_timeout)
 
     def freshness(self) -> dict[str, metrics_module.Freshness]:
         """Each scheduled provider's last success (from the database at start, then from each

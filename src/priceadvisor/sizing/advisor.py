@@ -23,6 +23,7 @@ from priceadvisor.models import TRAINING_TASKS, utcnow
 from priceadvisor.sizing.estimate import Estimate, estimate, replicas_for
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import columns
+from priceadvisor.store import db as store
 
 CHECKPOINT_OVERHEAD = 0.05
 LOST_WORK_SHARE = 0.5
@@ -240,6 +241,6 @@ def store_advice(
             row = con.execute("SELECT count(*) FROM core.advice").fetchone()
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            store.rollback(con)
             raise
     return int(row[0]) if row else 0

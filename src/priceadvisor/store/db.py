@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -55,7 +55,24 @@ def latest_version() -> int:
 # Connections of one process to one file share a database instance: see _connection.
 _WRITE_LOCK = threading.Lock()
 # Extra DuckDB settings for every connection this process opens; the daemon bounds memory here.
-CONNECTION_CONFIG: dict[str, str | bool | int | float | list[str]] = {}
+Config = dict[str, str | bool | int | float | list[str]]
+CONNECTION_CONFIG: Config = {}
+# No connection ever fetches or loads an extension behind the user's back: a SQLite file at the
+# database path or an s3:// URL in a query would otherwise download sqlite_scanner or httpfs.
+_NO_EXTENSIONS: Config = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+# Readers (the `sql` command, reports, exports) see the database file and nothing else: no other
+# file, no network, no extension, and the settings cannot be changed by a statement. DuckDB checks
+# these itself, so they hold for any statement that slips past the CLI's own statement check.
+_SEALED: Config = {
+    **_NO_EXTENSIONS,
+    "enable_external_access": False,
+    "allow_community_extensions": False,
+    "lock_configuration": True,
+}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path] = set()
 
 
@@ -70,7 +87,11 @@ _TURN = _Turn()
 
 @contextmanager
 def _connection(
-    path: Path, read_only: bool, lock_timeout: float, give_up: threading.Event | None = None
+    path: Path,
+    read_only: bool,
+    lock_timeout: float,
+    give_up: threading.Event | None = None,
+    allowed: Path | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection opened on this process's turn. In one process a read-only and a read-write
     connection to the same file cannot coexist (DuckDB refuses a second configuration) and two
@@ -82,8 +103,12 @@ def _connection(
         raise StoreError(f"another use of {path} in this process did not finish in time")
     _TURN.held = True
     try:
-        con = _open(path, read_only, _LockWait(path, lock_timeout, give_up))
+        con = _open(
+            path, read_only, _config(read_only, allowed), _LockWait(path, lock_timeout, give_up)
+        )
         try:
+            if allowed is not None:
+                _seal_except(con, allowed)
             yield con
         finally:
             con.close()
@@ -110,11 +135,35 @@ def writer(
     Without `give_up` it waits at most `lock_timeout` for other processes (readers, a CLI
     fetch, the daemon) to release the file. With it, the write waits its turn however long that
     takes, warning every `lock_timeout`, until `give_up` is set (the daemon's shutdown)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _connection(path, False, lock_timeout, give_up) as con:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create a database at {path}: {exc.strerror or exc}") from None
+    with (
+        _connection(path, False, lock_timeout, give_up) as con,
+        _write_failures(path),
+    ):
         _prepare_once(con, path)
         yield con
         con.execute("CHECKPOINT")
+
+
+@contextmanager
+def _write_failures(path: Path) -> Iterator[None]:
+    """A write the file system refused (disk full, read-only, I/O error) ends as one line
+    with DuckDB's cause: a failed checkpoint is fatal, a failed WAL write fails the commit."""
+    try:
+        yield
+    except (duckdb.IOException, duckdb.FatalException, duckdb.TransactionException) as exc:
+        raise StoreError(f"writing {path} failed: {first_line(exc)}") from None
+
+
+def rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back after a failure without hiding it: when the failure (a full disk, a fatal
+    error) already ended the transaction, ROLLBACK raises too, and that error would mask the
+    cause the caller is about to re-raise."""
+    with suppress(duckdb.Error):
+        con.execute("ROLLBACK")
 
 
 def _prepare_once(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -136,11 +185,15 @@ def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 @contextmanager
-def reader(path: Path, lock_timeout: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Read-only connection; refuses a file that is missing or from another schema version."""
+def reader(
+    path: Path, lock_timeout: float = 10.0, writable_dir: Path | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Read-only connection sealed off from files, network, extensions and settings (only
+    `writable_dir`, for an export, is reachable); refuses a file that is missing or from
+    another schema version."""
     if not path.is_file():
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
-    with _connection(path, True, lock_timeout) as con:
+    with _connection(path, True, lock_timeout, allowed=writable_dir) as con:
         _check_version(con, path)
         yield con
 
@@ -184,16 +237,48 @@ class _LockWait:
             raise StoreError(f"stopped waiting for database {self.path}: shutting down")
 
 
-def _open(path: Path, read_only: bool, wait: _LockWait) -> duckdb.DuckDBPyConnection:
+def _config(read_only: bool, allowed: Path | None) -> Config:
+    if not read_only:
+        return {**CONNECTION_CONFIG, **_NO_EXTENSIONS}
+    if allowed is None:
+        return {**CONNECTION_CONFIG, **_SEALED}
+    return {**CONNECTION_CONFIG, **_NO_EXTENSIONS, "allow_community_extensions": False}
+
+
+def _seal_except(con: duckdb.DuckDBPyConnection, allowed: Path) -> None:
+    """_SEALED with one writable folder: DuckDB takes allowed_directories only on a started
+    database and before external access is switched off, so these run before any other
+    statement (all ours: the folder's path is quoted as a literal)."""
+    folder = f"{allowed.resolve()}/".replace("'", "''")
+    con.execute(f"SET allowed_directories = ['{folder}']")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def _open(
+    path: Path, read_only: bool, config: Config, wait: _LockWait
+) -> duckdb.DuckDBPyConnection:
+    _refuse_sqlite(path)
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
+            return duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
                 raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
         except duckdb.Error as exc:
             raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
         wait.pause()
+
+
+def _refuse_sqlite(path: Path) -> None:
+    """DuckDB would hand a SQLite file to its sqlite extension; say what the file is instead."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(_SQLITE_MAGIC))
+    except OSError:
+        return  # missing (a writer creates it) or unreadable: DuckDB's own error says which
+    if head == _SQLITE_MAGIC:
+        raise StoreError(f"{path} is a SQLite file, not a priceadvisor DuckDB database")
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -226,6 +311,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
     )
     applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
+    if applied and max(applied) > latest_version():
+        # Writing with an older schema's idea of the tables would corrupt a newer database.
+        raise StoreError(
+            f"the database was written by a newer priceadvisor (schema v{max(applied)}, "
+            f"this one knows v{latest_version()})"
+        )
     done = []
     for version, path in migrations():
         if version not in applied:
@@ -243,7 +334,7 @@ def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:
         )
         con.execute("COMMIT")
     except duckdb.Error as exc:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
 
 

@@ -28,6 +28,7 @@ from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import columns
+from priceadvisor.store import db as store
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason, snapshot_offers
 
 MAX_REJECTED_SAMPLES = 1000
@@ -276,7 +277,7 @@ def ingest(
         summary = _finish_run(con, run_id, result, status, error, counts, observed, started)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        store.rollback(con)
         raise
     finally:
         for name in ("_raw", "_resolved"):
