@@ -289,6 +289,7 @@ def test_demo_builds_a_fresh_database(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0
 
 
+@pytest.mark.slow
 def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     db = tmp_path / "p.duckdb"
     done = subprocess.run(
