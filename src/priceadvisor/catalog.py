@@ -189,6 +189,13 @@ def _gpu_spec(gpu_id: str, entry: dict[str, Any]) -> GpuSpec:
 
 
 @cache
+def countries() -> dict[str, tuple[str, str]]:
+    """ISO 3166-1 alpha-2 code -> (name, continent code), from providers/regions.toml."""
+    data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
+    return {code: (name, continent) for code, (name, continent) in data["countries"].items()}
+
+
+@cache
 def region_catalog() -> dict[tuple[str, str], RegionInfo]:
     """Every known (provider, region) with its place; see providers/regions.toml."""
     data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))

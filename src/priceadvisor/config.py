@@ -288,6 +288,12 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(_APP)) / "priceadvisor.duckdb"
 
 
+def recorded_db_path() -> Path:
+    """Where `fetch --offline` replays the recorded responses by default: beside the live
+    database, never in it."""
+    return default_db_path().with_name("recorded.duckdb")
+
+
 def default_config_paths() -> list[Path]:
     """Searched in order when neither --config nor PRICEADVISOR_CONFIG is given."""
     return [

@@ -238,8 +238,17 @@ def snapshot_counts(db: Path) -> dict[str, tuple[int, int]]:
 
 def cli_count_problems(db: Path) -> list[str]:
     cli = subprocess.run(
-        [sys.executable, "-m", "priceadvisor", "--db", str(db), "sql", "-f", "json",
-         "select count(*) as n from offers"],
+        [
+            sys.executable,
+            "-m",
+            "priceadvisor",
+            "--db",
+            str(db),
+            "sql",
+            "-f",
+            "json",
+            "select count(*) as n from offers",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

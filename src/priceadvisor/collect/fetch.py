@@ -150,10 +150,14 @@ async def fetch_all(
     return list(await asyncio.gather(*tasks))
 
 
-def start_runs(settings: Settings, path: Path, providers: list[str]) -> list[int]:
-    """Record runs as started (a short write) so a crash mid-fetch leaves a trace."""
+def start_runs(
+    settings: Settings, path: Path, providers: list[str], offline_mode: bool = False
+) -> list[int]:
+    """Record runs as started (a short write) so a crash mid-fetch leaves a trace, and whether
+    they replay the recorded responses."""
+    source = "recorded" if offline_mode else "live"
     with store.writer(path, settings.lock_timeout) as con:
-        return [store.start_run(con, provider) for provider in providers]
+        return [store.start_run(con, provider, source) for provider in providers]
 
 
 def ingest_results(
@@ -180,7 +184,7 @@ def run_cycle(
     """Record the runs as started, fetch concurrently, then ingest each result."""
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     path = db_path or settings.db_path()
-    run_ids = start_runs(settings, path, [p.provider for p in plans])
+    run_ids = start_runs(settings, path, [p.provider for p in plans], offline_mode)
     results = asyncio.run(fetch_all(settings, plans, offline_mode, progress))
     return ingest_results(settings, path, run_ids, results)
 
