@@ -349,8 +349,11 @@ def lookup_secret(settings: Settings, env_name: str) -> SecretStr | None:
     """A credential from the environment or a file of that name in a secrets directory."""
     if os.environ.get(env_name):
         return SecretStr(os.environ[env_name])
+    # `LoadCredential=priceadvisor:/etc/priceadvisor/credentials` (a directory, so absent keys
+    # are fine) names each file's credential "priceadvisor_<file name>" (systemd.exec(5)).
+    names = (env_name, f"priceadvisor_{env_name}")
     for directory in secret_dirs(settings):
-        candidate = directory / env_name
-        if candidate.is_file():
-            return SecretStr(candidate.read_text(encoding="utf-8").strip())
+        for candidate in (directory / name for name in names):
+            if candidate.is_file():
+                return SecretStr(candidate.read_text(encoding="utf-8").strip())
     return None

@@ -129,7 +129,7 @@ def test_unknown_values_are_usage_errors(
 def test_ecb_is_marked_as_fx_not_an_offer_source(
     capsys: pytest.CaptureFixture[str], offline_db: Path
 ) -> None:
-    code, _, err = prices(capsys, offline_db, "-p", "nope")
+    _, _, err = prices(capsys, offline_db, "-p", "nope")
     assert "ecb (FX)" in err
     _, out, _ = cli(capsys, "--db", str(offline_db), "providers", "-f", "json")
     kinds = {p["id"]: p["kind"] for p in json.loads(out)}
