@@ -1,4 +1,4 @@
-"""Advisor benchmark (DESIGN §12): `advise` for 50 workloads over ≥ 50,000 current offers in
+"""Advisor benchmark: `advise` for 50 workloads over ≥ 50,000 current offers in
 ≤ 0.5 s median, and ≥ 20× faster than a per-row Python loop.
 
     ./uvw run python bench/bench_advise.py [--offers 60000] [--repeat 5]

@@ -1,4 +1,4 @@
-"""Peak memory of the AWS adapter's parsing on full-size inputs (DESIGN §12: ≤ 300 MB RSS).
+"""Peak memory of the AWS adapter's parsing on full-size inputs (target: ≤ 300 MB RSS).
 
     ./uvw run python bench/bench_aws_memory.py
 

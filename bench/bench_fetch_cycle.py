@@ -1,4 +1,4 @@
-"""One fetch cycle against local servers with 100 ms added per request (DESIGN §12: the whole
+"""One fetch cycle against local servers with 100 ms added per request (target: the whole
 cycle ≤ 1.5× the slowest provider fetched alone — providers run concurrently).
 
     ./uvw run python bench/bench_fetch_cycle.py [--latency 0.1] [--repeat 3]

@@ -1,4 +1,4 @@
-"""Daemon soak (DESIGN §12: ≥ 500 fetch cycles, RSS ≤ 200 MB and flat over the second half).
+"""Daemon soak (target: ≥ 500 fetch cycles, RSS ≤ 200 MB and flat over the second half).
 
     ./uvw run python bench/bench_soak.py [--runs 500] [--every 0.2] [--fault-rate 0.2]
 

@@ -1,4 +1,4 @@
-"""Canonical GPU and region catalog, and the mapping of providers' raw names onto it (DESIGN §3).
+"""Canonical GPU and region catalog, and the mapping of providers' raw names onto it.
 
 Name resolution works on distinct raw names only (a few hundred per snapshot), never per row:
 store.ingest resolves the distinct names here and joins the result set-based in DuckDB.

@@ -1,4 +1,4 @@
-"""Configuration (DESIGN §8): one TOML file + PRICEADVISOR_* environment + a secrets directory.
+"""Configuration: one TOML file + PRICEADVISOR_* environment + a secrets directory.
 
 Precedence, highest first: environment variables (`__` nests: PRICEADVISOR_PROVIDERS__AZURE__
 ENABLED=false), the TOML file, defaults. Credentials are SecretStr and are looked up by the env

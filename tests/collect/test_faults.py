@@ -1,4 +1,5 @@
-"""Every provider against a real local server, with the faults of DESIGN §11 injected.
+"""Every provider against a real local server, with the faults live sources show injected
+(errors, timeouts, slow and malformed bodies).
 
 Each fault must end as a recorded failed (or partial) run with a clear error, the prices of the
 previous good run intact, and the other providers of the same cycle unaffected.

@@ -1,7 +1,7 @@
 """One fetch cycle: every selected provider fetched concurrently, each ingested on its own.
 
 Network work happens without holding the database: the writer is opened briefly to record the
-runs as started, then again to ingest the results (DESIGN §4, one writer). A provider that
+runs as started, then again to ingest the results (one writer). A provider that
 fails, hangs past its deadline or crashes becomes a failed run; the others are unaffected.
 """
 

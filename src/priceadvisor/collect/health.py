@@ -1,7 +1,7 @@
 """Data health for `doctor` and `providers`: freshness per provider, unmapped names, DB facts.
 
 A provider is healthy when it is disabled, not configured (skipped on purpose), or its last
-successful fetch is within twice its interval (DESIGN §7).
+successful fetch is within twice its interval.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one place an HTTP client is built (DESIGN §1): timeouts, User-Agent, retries that honour
+"""The one place an HTTP client is built: timeouts, User-Agent, retries that honour
 Retry-After, conditional GET, and per-fetch request/byte counts.
 """
 

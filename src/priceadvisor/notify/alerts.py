@@ -1,4 +1,4 @@
-"""Alert rules with Alertmanager semantics (DESIGN §6), evaluated after each fetch cycle.
+"""Alert rules with Alertmanager semantics, evaluated after each fetch cycle.
 
 Each rule yields observations: labels (the fingerprint is rule + labels), a value and the lines
 that explain it. Per fingerprint the state machine is:

@@ -1,4 +1,4 @@
-"""The outbox (DESIGN §6): every digest and alert is a row with an idempotency key, queued until
+"""The outbox: every digest and alert is a row with an idempotency key, queued until
 a channel takes it, retried with exponential backoff while the channel is down.
 
 Enqueueing is idempotent (the key is unique: the same digest week or alert state is queued once

@@ -1,4 +1,4 @@
-"""`priceadvisor run`: the long-running service (DESIGN §7).
+"""`priceadvisor run`: the long-running service.
 
 An APScheduler 3 AsyncIOScheduler with an in-memory job store rebuilt from config at every
 start: one fetch job per enabled, configured provider (its interval, with jitter,

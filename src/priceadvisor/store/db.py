@@ -1,6 +1,6 @@
 """DuckDB file: connections (one writer, many readers), migrations, views, catalog tables.
 
-One writer (DESIGN §4): read-write connections are opened only around a write (open, write,
+One writer: read-write connections are opened only around a write (open, write,
 checkpoint, close) and retried while another process holds the lock; readers open read-only and
 retry too. Migrations are numbered SQL files, each applied in one transaction together with its
 bookkeeping row; views are re-created on every writer open.

@@ -1,4 +1,4 @@
-"""Normalise, validate and merge one provider snapshot into the change log (DESIGN §2, §4).
+"""Normalise, validate and merge one provider snapshot into the change log.
 
 Everything here is set-based: quotes go into DuckDB as one Arrow table, names are resolved once
 per distinct value (not per row), and the merge is a handful of SQL statements in one

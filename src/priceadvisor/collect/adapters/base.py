@@ -63,7 +63,7 @@ def require_complete_html(html: str) -> str:
 
 
 def resolve_endpoint(default: str, override: str | None) -> str:
-    """An override with only scheme and host keeps the default's path (DESIGN §8)."""
+    """An override with only scheme and host keeps the default's path."""
     if not override:
         return default
     target = httpx.URL(override)
