@@ -100,7 +100,7 @@ def prices(
 def latest_sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
     """Per provider: whether its latest successful run was 'live' or 'recorded'."""
     rows = con.execute(
-        "SELECT provider, arg_max(source, run_id) FROM core.fetch_runs "
+        "SELECT provider, arg_max_null(source, run_id) FROM core.fetch_runs "
         "WHERE status IN ('ok', 'partial') GROUP BY provider"
     ).fetchall()
     return dict(rows)
@@ -161,7 +161,7 @@ def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
         SELECT r.provider, r.status AS last_status, r.finished_at AS last_run,
                (SELECT max(finished_at) FROM core.fetch_runs f
                  WHERE f.provider = r.provider AND f.status IN ('ok', 'partial')) AS last_success,
-               (SELECT arg_max(source, run_id) FROM core.fetch_runs f
+               (SELECT arg_max_null(source, run_id) FROM core.fetch_runs f
                  WHERE f.provider = r.provider AND f.status IN ('ok', 'partial'))
                    AS last_success_source,
                s.consecutive_failures, r.error AS last_error,
