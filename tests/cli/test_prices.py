@@ -176,3 +176,38 @@ def test_help_has_no_python_type_labels(capsys: pytest.CaptureFixture[str]) -> N
         assert code == 0 and "<bool>" not in out and "list[str]" not in out, command
     code, out, _ = cli(capsys, "estimate", "--help")
     assert "llama-3.1-70b" in out and "mixtral" in out.lower()
+
+
+def test_generic_tables_align_numbers_by_column_type_not_first_row() -> None:
+    from priceadvisor.cli.output import to_rich
+
+    table = reads.Table(["workload", "cost_usd"], [("a", None), ("b", 12.5), ("c", 1234.25)])
+    console = Console(width=60, record=True, color_system=None)
+    console.print(to_rich(table))
+    lines = [
+        line for line in console.export_text().splitlines() if "12.5" in line or "1234" in line
+    ]
+    assert len({line.rstrip(" │").__len__() for line in lines}) == 1  # right-aligned together
+
+
+@pytest.mark.parametrize(
+    ("args", "shape"),
+    [
+        (["prices", "--limit", "2"], list),
+        (["history", "--limit", "2"], list),
+        (["providers"], list),
+        (["calibrate"], list),
+        (["alerts", "list"], list),
+        (["doctor"], dict),
+        (["estimate", "--model", "llama-3.1-8b", "--gpu", "H100-SXM-80GB"], dict),
+        (["tco", "--gpu", "H100-SXM-80GB", "--purchase-price", "30000"], dict),
+    ],
+)
+def test_json_shapes_are_as_the_readme_says(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, args: list[str], shape: type
+) -> None:
+    _, out, _ = cli(capsys, "--db", str(offline_db), *args, "-f", "json")
+    parsed = json.loads(out)
+    assert isinstance(parsed, shape)
+    if shape is list:
+        assert all(isinstance(item, dict) for item in parsed)
