@@ -345,11 +345,19 @@ def providers(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 def run(
     ctx: typer.Context,
     offline: Annotated[
-        bool, typer.Option("--offline", help="Serve the recorded responses instead of the network.")
+        bool,
+        typer.Option(
+            "--offline",
+            help="Serve the recorded responses instead of the network, into their own database "
+            f"({recorded_db_path()}) unless --db is given.",
+        ),
     ] = False,
 ) -> None:
     """Run the service: scheduled fetches, advice, health and metrics, until SIGTERM."""
-    settings = state(ctx).settings
+    current = state(ctx)
+    settings = current.settings
+    if offline and current.db is None:  # recorded prices never land in the live database
+        settings = settings.model_copy(update={"db": recorded_db_path()})
     configure(settings.log_level)
     daemon = Daemon(settings, offline=offline)
     if not daemon.providers:
