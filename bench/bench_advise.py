@@ -1,7 +1,7 @@
-"""Advisor benchmark (DESIGN §12): `advise` for 50 workloads over ≥ 50,000 current offers in
+"""Advisor benchmark: `advise` for 50 workloads over ≥ 50,000 current offers in
 ≤ 0.5 s median, and ≥ 20× faster than a per-row Python loop.
 
-    python3 -m uv run python bench/bench_advise.py [--offers 60000] [--repeat 5]
+    ./uvw run python bench/bench_advise.py [--offers 60000] [--repeat 5]
 
 Offers: a synthetic snapshot (bench/gen_snapshot.py) ingested into a real DuckDB file.
 Workloads: 50 profiles cycling through the bundled models, serving and training tasks, and

@@ -1,6 +1,6 @@
-"""Peak memory of the AWS adapter's parsing on full-size inputs (DESIGN §12: ≤ 300 MB RSS).
+"""Peak memory of the AWS adapter's parsing on full-size inputs (target: ≤ 300 MB RSS).
 
-    python3 -m uv run python bench/bench_aws_memory.py
+    ./uvw run python bench/bench_aws_memory.py
 
 The AWS inputs are the spot price feed (~3 MB real: every region × every instance type), the
 spot advisor file (~0.9 MB) and one on-demand page per region (~50 KB; a full page with every

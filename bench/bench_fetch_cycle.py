@@ -1,7 +1,7 @@
-"""One fetch cycle against local servers with 100 ms added per request (DESIGN §12: the whole
+"""One fetch cycle against local servers with 100 ms added per request (target: the whole
 cycle ≤ 1.5× the slowest provider fetched alone — providers run concurrently).
 
-    python3 -m uv run python bench/bench_fetch_cycle.py [--latency 0.1] [--repeat 3]
+    ./uvw run python bench/bench_fetch_cycle.py [--latency 0.1] [--repeat 3]
 
 Every provider's recordings are served by its own HTTP server on 127.0.0.1 that sleeps
 `latency` before each answer; each provider is fetched alone, then all together, into a real

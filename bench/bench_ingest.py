@@ -1,4 +1,4 @@
-"""Ingest benchmark (DESIGN §12): one 100k-offer snapshot normalised, validated and merged into
+"""Ingest benchmark: one 100k-offer snapshot normalised, validated and merged into
 the change-log history; target <= 1 s median on a 2-core machine, history growing only by the
 changed prices.
 

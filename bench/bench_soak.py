@@ -1,6 +1,6 @@
-"""Daemon soak (DESIGN §12: ≥ 500 fetch cycles, RSS ≤ 200 MB and flat over the second half).
+"""Daemon soak (target: ≥ 500 fetch cycles, RSS ≤ 200 MB and flat over the second half).
 
-    python3 -m uv run python bench/bench_soak.py [--runs 500] [--every 0.2] [--fault-rate 0.2]
+    ./uvw run python bench/bench_soak.py [--runs 500] [--every 0.2] [--fault-rate 0.2]
 
 `priceadvisor run` as a subprocess, every provider pointed at its own local server serving the
 recordings, intervals shortened to `every` seconds, and random faults injected by the servers

@@ -1,4 +1,4 @@
--- Tables behind the public views (DESIGN §4). Tables live in schema `core`; users query the
+-- Tables behind the public views. Tables live in schema `core`; users query the
 -- views in `main` (db/views/*.sql), which are the contract. Every timestamp is naive UTC.
 
 CREATE SEQUENCE core.fetch_run_ids START 1;
@@ -112,7 +112,7 @@ CREATE TABLE core.fx_rates (
     PRIMARY KEY (rate_date, currency)
 );
 
--- The outbox of every alert and digest (DESIGN §6).
+-- The outbox of every alert and digest.
 CREATE SEQUENCE core.notification_ids START 1;
 CREATE TABLE core.notifications (
     id              BIGINT PRIMARY KEY DEFAULT nextval('core.notification_ids'),

@@ -1,4 +1,4 @@
--- The latest ranking of current offers per workload (DESIGN §5), written by `advise` and by
+-- The latest ranking of current offers per workload, written by `advise` and by
 -- the daemon after each fetch cycle; replaced whole each time (top N per workload).
 CREATE TABLE core.advice (
     workload        VARCHAR NOT NULL,

@@ -1,4 +1,4 @@
--- Alert state (DESIGN §6, Alertmanager semantics) and silences.
+-- Alert state (Alertmanager semantics) and silences.
 CREATE TABLE core.alert_state (
     fingerprint      VARCHAR PRIMARY KEY,   -- rule + labels
     rule             VARCHAR NOT NULL,

@@ -1,2 +1,2 @@
--- advice: the latest ranking per workload (DESIGN §4, §5; contract).
+-- advice: the latest ranking per workload (a public contract, documented in docs/sql.md).
 CREATE OR REPLACE VIEW main.advice AS SELECT * FROM core.advice;

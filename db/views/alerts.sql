@@ -1,4 +1,4 @@
--- alerts: the state of every alert (DESIGN §6).
+-- alerts: the state of every alert.
 CREATE OR REPLACE VIEW main.alerts AS
 SELECT fingerprint, rule, labels, reference, value, pending, firing, notified_value,
     last_notified_at, updated_at

@@ -1,4 +1,4 @@
--- fetch_runs: one row per fetch of one provider (DESIGN §4, contract).
+-- fetch_runs: one row per fetch of one provider (a public contract, documented in docs/sql.md).
 CREATE OR REPLACE VIEW main.fetch_runs AS
 SELECT
     run_id,
@@ -7,6 +7,7 @@ SELECT
     finished_at,
     observed_at,
     status,
+    source,
     offers_seen,
     offers_changed,
     offers_new,

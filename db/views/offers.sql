@@ -1,4 +1,4 @@
--- offers: every current offer (DESIGN §4, contract; documented in docs/sql.md).
+-- offers: every current offer (a public contract, documented in docs/sql.md).
 CREATE OR REPLACE VIEW main.offers AS
 SELECT
     p.provider,

@@ -1,4 +1,4 @@
--- price_history: every price interval, current and closed (DESIGN §4, contract).
+-- price_history: every price interval, current and closed (a public contract, documented in docs/sql.md).
 CREATE OR REPLACE VIEW main.price_history AS
 SELECT
     provider,

@@ -1,4 +1,4 @@
-"""Canonical GPU and region catalog, and the mapping of providers' raw names onto it (DESIGN §3).
+"""Canonical GPU and region catalog, and the mapping of providers' raw names onto it.
 
 Name resolution works on distinct raw names only (a few hundred per snapshot), never per row:
 store.ingest resolves the distinct names here and joins the result set-based in DuckDB.
@@ -187,6 +187,13 @@ def _gpu_spec(gpu_id: str, entry: dict[str, Any]) -> GpuSpec:
         aliases=tuple(entry.get("aliases", ())),
         specs={k: entry.get(k) for k in _SPEC_KEYS},
     )
+
+
+@cache
+def countries() -> dict[str, tuple[str, str]]:
+    """ISO 3166-1 alpha-2 code -> (name, continent code), from providers/regions.toml."""
+    data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
+    return {code: (name, continent) for code, (name, continent) in data["countries"].items()}
 
 
 @cache

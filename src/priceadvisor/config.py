@@ -1,4 +1,4 @@
-"""Configuration (DESIGN §8): one TOML file + PRICEADVISOR_* environment + a secrets directory.
+"""Configuration: one TOML file + PRICEADVISOR_* environment + a secrets directory.
 
 Precedence, highest first: environment variables (`__` nests: PRICEADVISOR_PROVIDERS__AZURE__
 ENABLED=false), the TOML file, defaults. Credentials are SecretStr and are looked up by the env
@@ -368,6 +368,12 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(_APP)) / "priceadvisor.duckdb"
 
 
+def recorded_db_path() -> Path:
+    """Where `fetch --offline` replays the recorded responses by default: beside the live
+    database, never in it."""
+    return default_db_path().with_name("recorded.duckdb")
+
+
 def default_config_paths() -> list[Path]:
     """Searched in order when neither --config nor PRICEADVISOR_CONFIG is given."""
     return [
@@ -423,8 +429,11 @@ def lookup_secret(settings: Settings, env_name: str) -> SecretStr | None:
     """A credential from the environment or a file of that name in a secrets directory."""
     if os.environ.get(env_name):
         return SecretStr(os.environ[env_name])
+    # `LoadCredential=priceadvisor:/etc/priceadvisor/credentials` (a directory, so absent keys
+    # are fine) names each file's credential "priceadvisor_<file name>" (systemd.exec(5)).
+    names = (env_name, f"priceadvisor_{env_name}")
     for directory in secret_dirs(settings):
-        candidate = directory / env_name
-        if candidate.is_file():
-            return SecretStr(candidate.read_text(encoding="utf-8").strip())
+        for candidate in (directory / name for name in names):
+            if candidate.is_file():
+                return SecretStr(candidate.read_text(encoding="utf-8").strip())
     return None

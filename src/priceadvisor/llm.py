@@ -1,7 +1,8 @@
 """Model architectures: the bundled catalog (providers/models.toml), explicit numbers, or a
 local Hugging Face config.json — and what follows from them (parameters, KV cache per token).
 
-Formulas: shared/reference/sizing.md §1 and §3.
+Formulas: the standard transformer parameter and KV-cache counts (attention, MLP or MoE
+experts, embeddings); the estimator and its accuracy are described in docs/accuracy.md.
 """
 
 from __future__ import annotations

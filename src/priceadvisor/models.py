@@ -55,7 +55,7 @@ class RunStatus(StrEnum):
 
 @dataclass(slots=True)
 class RawQuote:
-    """One price as a source states it, before normalisation (DESIGN §2)."""
+    """One price as a source states it, before normalisation."""
 
     region: str
     instance_type: str
@@ -92,7 +92,7 @@ class FetchResult:
 
     `complete_scopes` names what is complete when status is PARTIAL: a region ("eastus") or a
     region and pricing kind ("us-east-1|spot"). Only there may offers that were not seen be
-    closed (DESIGN §4).
+    closed.
     """
 
     provider: str

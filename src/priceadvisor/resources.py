@@ -1,7 +1,7 @@
 """Where the data folders are: inside the wheel, or at the top of a checkout.
 
 The folders `providers/`, `db/`, `templates/` and the recorded responses under
-`tests/fixtures/providers/` live at the top of the repository (DESIGN §1). A built wheel carries
+`tests/fixtures/providers/` live at the top of the repository. A built wheel carries
 them under `priceadvisor/_data/` (hatch force-include); an editable install or a plain checkout
 finds them two levels above this package. This module is the only place that knows.
 """

@@ -111,7 +111,8 @@ def hostile_db(db_path: Path) -> Path:
         instance_type="[red]Standard_NC24ads_A100_v4[/]",
         pricing="on_demand",
         price=3.0,
-        gpu_name_raw="A100 [/]",
+        gpu_name_raw="A100 80GB",
+        gpu_memory_gb=80.0,
         gpu_count=1.0,
     )
     ingest_quotes(db_path, "azure", [quote])
@@ -127,7 +128,7 @@ def hostile_db(db_path: Path) -> Path:
         ["history"],
         ["history", "-f", "csv"],
         ["doctor"],
-        ["sql", "select * from offers"],
+        ["sql", "select provider, region, instance_type, gpu_name_raw from offers"],
         ["sql", "select * from fetch_runs"],
     ],
 )

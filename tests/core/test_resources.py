@@ -36,6 +36,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(built[0])
 
 
+@pytest.mark.slow
 def test_wheel_carries_every_data_folder(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in (
@@ -65,6 +66,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_installed_wheel_finds_data_and_runs_offline(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

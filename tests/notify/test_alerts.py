@@ -231,7 +231,7 @@ def test_silence_cli_add_list_rm(capsys: pytest.CaptureFixture[str], db_path: Pa
     code, out, _ = cli(capsys, *base, "list", "--format", "json")
     [row] = json.loads(out)
     assert json.loads(row["matchers"]) == {"gpu_model": "H100-SXM-80GB"} and row["active"]
-    assert cli(capsys, *base, "add", "--match", "nolabel")[0] == 1
+    assert cli(capsys, *base, "add", "--match", "nolabel")[0] == 2  # usage errors
     assert cli(capsys, *base, "add", "--match", "a=b", "--duration", "soon")[0] == 2
     assert cli(capsys, *base, "rm", "1")[0] == 0
     code, _, err = cli(capsys, *base, "rm", "1")

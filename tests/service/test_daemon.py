@@ -162,10 +162,8 @@ def test_jobs_run_data_lands_health_metrics_and_sigterm_exits_0(
         assert status == 200
         assert b'priceadvisor_fetch_runs_total{outcome="ok",provider="azure"}' in metrics
         assert b"priceadvisor_last_success_timestamp_seconds" in metrics
-        started = time.monotonic()
         d.proc.send_signal(signal.SIGTERM)
-        assert d.proc.wait(timeout=15) == 0
-        assert time.monotonic() - started < 10
+        assert d.proc.wait(timeout=30) == 0  # a clean exit 0; the deadline only stops a hang
     logs = d.logs()
     assert any(e.get("provider") == "azure" and e.get("status") == "ok" for e in logs)
     assert all({"ts", "level", "msg"} <= set(e) for e in logs)
@@ -199,44 +197,63 @@ def test_a_failing_and_a_hanging_provider_do_not_stall_the_others(
     assert any("deadline" in e["msg"] for e in errors)
 
 
+READS = 12
+
+
 def test_readers_during_repeated_ingests_never_fail(tmp_path: Path, db_path: Path) -> None:
+    """Every read succeeds and sees whole snapshots, however slow the machine: no read counts
+    against a clock, only a generous deadline for the daemon to keep ingesting meanwhile."""
     problems: list[str] = []
+    seen: list[dict[str, tuple[int, int]]] = []
     with servers("azure", "oracle") as s, daemon(config_for(tmp_path, s, "0.5s"), db_path) as d:
         wait_for(lambda: count(db_path, "azure", "ok") >= 1, 60, "a first run")
-        deadline = time.monotonic() + 8
-        reads = 0
-        while time.monotonic() < deadline:
+        first = len(runs(db_path))
+        for _ in range(READS):
             try:
-                with store.reader(db_path, lock_timeout=10) as con:
-                    con.execute("SELECT count(*) FROM offers").fetchall()
-                reads += 1
+                seen.append(snapshot_counts(db_path))
             except store.StoreError as exc:
                 problems.append(str(exc))
-            cli = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "priceadvisor",
-                    "--db",
-                    str(db_path),
-                    "sql",
-                    "-f",
-                    "json",
-                    "select count(*) as n from offers",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            if cli.returncode != 0:
-                problems.append(cli.stderr)
+            problems += cli_count_problems(db_path)
+        wait_for(lambda: len(runs(db_path)) >= first + 2, 120, "ingests during the reads")
         d.proc.send_signal(signal.SIGTERM)
-        assert d.proc.wait(timeout=15) == 0
-    assert problems == [] and reads > 5
+        assert d.proc.wait(timeout=30) == 0
+    assert problems == [] and len(seen) == READS
+    for counts in seen:  # each provider's offers are exactly its latest complete run's
+        assert all(offers == last_run for offers, last_run in counts.values()), counts
     statuses = [st for _, st in runs(db_path)]
     # no ingest lost to a reader: every run ingested, bar one a SIGTERM may have cut short
     assert set(statuses) <= {"ok", "abandoned"} and statuses.count("abandoned") <= 1
     assert not any("could not store the fetch" in e["msg"] for e in d.logs())
+
+
+def snapshot_counts(db: Path) -> dict[str, tuple[int, int]]:
+    """Per provider, in one read: (current offers, offers_seen of its latest ok run)."""
+    with store.reader(db, lock_timeout=30) as con:
+        rows = con.execute("""
+            SELECT provider, (SELECT count(*) FROM offers o WHERE o.provider = r.provider),
+                   arg_max(offers_seen, run_id)
+            FROM fetch_runs r WHERE status = 'ok' GROUP BY provider""").fetchall()
+    return {provider: (offers, last_run) for provider, offers, last_run in rows}
+
+
+def cli_count_problems(db: Path) -> list[str]:
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "priceadvisor",
+            "--db",
+            str(db),
+            "sql",
+            "-f",
+            "json",
+            "select count(*) as n from offers",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return [] if cli.returncode == 0 else [cli.stderr]
 
 
 def test_kill_9_during_ingests_leaves_a_consistent_database(tmp_path: Path, db_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_no_workloads_is_a_clear_error(
     capsys: pytest.CaptureFixture[str], offline_db: Path
 ) -> None:
     code, _, err = cli(capsys, "--db", str(offline_db), "advise")
-    assert code == 1 and "no workloads configured" in err
+    assert code == 2 and "no workloads configured" in err  # a configuration error
 
 
 @pytest.mark.parametrize(
@@ -218,7 +218,7 @@ def test_estimate_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
         "latency target",
     )
     code, _, err = cli(capsys, "estimate", "--model", "llama-3.1-8b", "--gpu", "TPU-X")
-    assert code == 1 and "unknown GPU" in err
+    assert code == 2 and "unknown GPU" in err
     code, _, err = cli(
         capsys,
         "estimate",
@@ -266,7 +266,7 @@ def test_tco_break_even(capsys: pytest.CaptureFixture[str], offline_db: Path) ->
         30000 / (result["rent_gpu_hour_usd"] - power), rel=1e-3
     )
     code, _, err = cli(capsys, "--db", str(offline_db), "tco", "--gpu", "H100-SXM-80GB")
-    assert code == 1 and "--purchase-price" in err
+    assert code == 2 and "--purchase-price" in err
 
 
 # --- a higher price never predicts a lower cost ---------------------------------------------

@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -139,15 +138,13 @@ def test_reader_waits_for_a_writer_then_gets_in(db_path: Path) -> None:
 def test_reader_gives_up_with_a_clear_message(db_path: Path) -> None:
     with store.writer(db_path):
         pass
-    proc = hold_lock(db_path, 30)
+    proc = hold_lock(db_path, 600)  # held until killed: a reader that waited would hang
     try:
-        started = time.monotonic()
         with (
             pytest.raises(store.StoreError, match="locked by another process"),
             store.reader(db_path, lock_timeout=0.5),
         ):
             pass
-        assert time.monotonic() - started < 20
     finally:
         proc.kill()
         stop(proc)

@@ -1,4 +1,5 @@
-"""The `priceadvisor` command line (DESIGN §9). Errors are one line and a non-zero exit."""
+"""The `priceadvisor` command line. Errors are one line and a non-zero exit: 2 for usage and
+configuration errors, 1 for the rest (README "Using it")."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import duckdb
 import typer
 
 from priceadvisor import __version__
+from priceadvisor.cli import filters
+from priceadvisor.cli import prices as layout
 from priceadvisor.cli.common import (
     AppState,
     FormatOpt,
@@ -32,8 +35,8 @@ from priceadvisor.cli.sqlguard import check_read_only
 from priceadvisor.collect import health
 from priceadvisor.collect.adapters import REGISTRY, UnknownProviderError, adapter_class
 from priceadvisor.collect.fetch import enabled_providers, run_cycle
-from priceadvisor.config import ConfigError, Settings, default_db_path
-from priceadvisor.manifest import ManifestError
+from priceadvisor.config import ConfigError, Settings, default_db_path, recorded_db_path
+from priceadvisor.manifest import ManifestError, manifest
 from priceadvisor.models import IngestSummary, RunStatus
 from priceadvisor.resources import ResourceError
 from priceadvisor.service.daemon import Daemon
@@ -41,8 +44,6 @@ from priceadvisor.service.logs import configure
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
 from priceadvisor.store.export import export_database
-
-CONTINENTS = ("AF", "AS", "EU", "NA", "OC", "SA")
 
 app = typer.Typer(
     name="priceadvisor",
@@ -90,24 +91,42 @@ def fetch(
     ctx: typer.Context,
     provider: ProviderOpt = None,
     offline: Annotated[
-        bool, typer.Option("--offline", help="Use the recorded responses shipped with the package.")
+        bool,
+        typer.Option(
+            "--offline",
+            help="Replay the recorded responses shipped with the package, into their own "
+            f"database ({recorded_db_path()}) unless --db or --into-live is given.",
+        ),
+    ] = False,
+    into_live: Annotated[
+        bool,
+        typer.Option(
+            "--into-live", help="With --offline: write into the configured database anyway."
+        ),
     ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Fetch current prices from providers into the database (all enabled by default)."""
-    settings = state(ctx).settings
+    current = state(ctx)
+    settings = current.settings
     ids = _known_providers(provider) or enabled_providers(settings, list(REGISTRY))
     if not ids:
-        raise UserError("no provider enabled: enable one in the config or pass --provider")
-    summaries = _fetch_with_progress(settings, ids, offline)
+        raise UsageError("no provider enabled: enable one in the config or pass --provider")
+    # Recorded prices never land in the live database by default: they would pass for live.
+    path = recorded_db_path() if offline and current.db is None and not into_live else None
+    summaries = _fetch_with_progress(settings, ids, offline, path)
     render(_summary_table(summaries), fmt, out, title="Fetch summary")
+    if path is not None:
+        err.print(f"recorded responses written to {path}; read them with --db {path}")
     if any(s.status is RunStatus.FAILED for s in summaries):
         raise typer.Exit(1)
 
 
-def _fetch_with_progress(settings: Settings, ids: list[str], offline: bool) -> list[IngestSummary]:
+def _fetch_with_progress(
+    settings: Settings, ids: list[str], offline: bool, path: Path | None = None
+) -> list[IngestSummary]:
     with FetchProgress(err, ids) as progress:
-        return run_cycle(settings, ids, offline, progress.update)
+        return run_cycle(settings, ids, offline, progress.update, path)
 
 
 def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
@@ -145,21 +164,6 @@ def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
     return reads.Table(columns, rows)
 
 
-def _pricing(value: str | None) -> str | None:
-    if value is None:
-        return None
-    normalised = value.strip().lower().replace("-", "_")
-    if normalised not in ("on_demand", "spot", "market"):
-        raise UserError(f"unknown pricing {value!r} (use on_demand, spot or market)")
-    return normalised
-
-
-def _continent(value: str | None) -> str | None:
-    if value is not None and value.upper() not in CONTINENTS:
-        raise UserError(f"unknown continent {value!r} (use one of {', '.join(CONTINENTS)})")
-    return value.upper() if value else None
-
-
 def _offer_filter(
     gpu: str | None,
     provider: list[str] | None,
@@ -169,24 +173,34 @@ def _offer_filter(
     pricing: str | None,
 ) -> reads.OfferFilter:
     return reads.OfferFilter(
-        gpu=gpu,
+        gpu_models=filters.gpu_models(gpu) if gpu else None,
         providers=_known_providers(provider),
-        country=country,
-        continent=_continent(continent),
+        country=filters.country_code(country) if country else None,
+        continent=filters.continent_code(continent) if continent else None,
         eu=eu,
-        pricing=_pricing(pricing),
+        pricing=filters.pricing(pricing) if pricing else None,
     )
 
 
-GpuOpt = Annotated[str | None, typer.Option(help="GPU model or part of it, e.g. H100.")]
-CountryOpt = Annotated[str | None, typer.Option(help="Country code (DE) or name.")]
-ContinentOpt = Annotated[str | None, typer.Option(help="Continent: AF AS EU NA OC SA.")]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="GPU model (H100-SXM-80GB) or family (H100: every variant, not GH100); "
+        "a trailing * matches a prefix (H100-S*)."
+    ),
+]
+CountryOpt = Annotated[str | None, typer.Option(help="Country: code (DE) or name (Germany).")]
+ContinentOpt = Annotated[
+    str | None, typer.Option(help="Continent: code or name, AF AS EU NA OC SA (EU = Europe).")
+]
 EuOpt = Annotated[bool, typer.Option("--eu", help="Only EU member states.")]
 PricingOpt = Annotated[
     str | None,
     typer.Option(help="on_demand, spot or market (market averages are shown only when asked)."),
 ]
-LimitOpt = Annotated[int, typer.Option(min=1, max=10**9, help="At most this many rows.")]
+
+
+TABLE_ROWS = 50  # what a terminal shows when --limit is not given; machine formats get all
 
 
 @app.command()
@@ -201,17 +215,52 @@ def prices(
     sort: Annotated[
         str, typer.Option(help=f"Sort by: {', '.join(reads.PRICE_SORTS)}.")
     ] = "gpu-hour",
-    limit: LimitOpt = 50,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=10**9,
+            help=f"At most this many rows (table default {TABLE_ROWS}; "
+            "csv and json return every row).",
+        ),
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option(help=f"Comma-separated columns: {', '.join(layout.FIELDS)}."),
+    ] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Current offers, cheapest per GPU-hour first."""
+    """Current offers, cheapest per GPU-hour first (offers with an unmapped GPU: `doctor`)."""
     if sort not in reads.PRICE_SORTS:
-        raise UserError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
+        raise UsageError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
     flt = _offer_filter(gpu, provider, country, continent, eu, pricing)
+    # Machine formats get every column unless --columns: a stable shape for scripts.
+    shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
+    rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
-        table = reads.prices(con, flt, sort, limit)
-    render(table, fmt, out, title="Current GPU offers (USD)")
+        table = reads.prices(con, flt, sort, rows, shown)
+        sources = reads.latest_sources(con)
+    if fmt is Format.TABLE:
+        notes = _price_notes(table, sources)
+        out.print(layout.to_rich(table, "Current GPU offers (USD)", notes))
+    else:
+        render(table, fmt, out)
+
+
+def _price_notes(table: reads.Table, sources: dict[str, str | None]) -> list[str]:
+    notes = []
+    if table.total is not None:
+        notes.append(f"showing {len(table.rows)} of {table.total}: --limit N for more")
+    elif not table.rows:
+        notes.append("no offers match")
+    recorded = sorted(
+        p for p, source in sources.items() if source == "recorded" and _offers_source(p)
+    )
+    if recorded:
+        notes.append(f"recorded responses, not live prices: {', '.join(recorded)}")
+    return notes
 
 
 @app.command()
@@ -222,7 +271,7 @@ def history(
     region: Annotated[str | None, typer.Option(help="Provider region code.")] = None,
     instance_type: Annotated[str | None, typer.Option(help="Exact instance type.")] = None,
     pricing: PricingOpt = None,
-    limit: LimitOpt = 100,
+    limit: Annotated[int, typer.Option(min=1, max=10**9, help="At most this many rows.")] = 100,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Price intervals over time (newest first per offer)."""
@@ -289,11 +338,19 @@ def providers(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 def run(
     ctx: typer.Context,
     offline: Annotated[
-        bool, typer.Option("--offline", help="Serve the recorded responses instead of the network.")
+        bool,
+        typer.Option(
+            "--offline",
+            help="Serve the recorded responses instead of the network, into their own database "
+            f"({recorded_db_path()}) unless --db is given.",
+        ),
     ] = False,
 ) -> None:
     """Run the service: scheduled fetches, advice, health and metrics, until SIGTERM."""
-    settings = state(ctx).settings
+    current = state(ctx)
+    settings = current.settings
+    if offline and current.db is None:  # recorded prices never land in the live database
+        settings = settings.model_copy(update={"db": recorded_db_path()})
     configure(settings.log_level)
     daemon = Daemon(settings, offline=offline)
     if not daemon.providers:
@@ -308,23 +365,23 @@ def demo(
     ctx: typer.Context,
     replace: Annotated[
         bool,
-        typer.Option("--replace", help="Overwrite the database given by --db / PRICEADVISOR_DB."),
+        typer.Option("--replace", help="Overwrite the database given by --db."),
     ] = False,
 ) -> None:
     """The whole pipeline offline into a fresh database, ending with a table of offers."""
     current = state(ctx)
     settings = current.settings
-    path = _demo_path(settings, replace)
-    summaries = _fetch_with_progress(
-        settings.model_copy(update={"db": path}), list(REGISTRY), offline=True
-    )
+    path = _demo_path(current.db, replace)
+    summaries = _fetch_with_progress(settings, list(REGISTRY), True, path)
     render(_summary_table(summaries), Format.TABLE, out, title="Offline fetch (recorded data)")
     with store.reader(path, settings.lock_timeout) as con:
-        table = reads.prices(con, reads.OfferFilter(), "gpu-hour", 25)
+        table = reads.prices(
+            con, reads.OfferFilter(), "gpu-hour", 25, layout.view_columns(layout.DEFAULT)
+        )
         [(offers, cheapest)] = con.execute(
             "SELECT count(*), min(price_gpu_hour_usd) FROM offers"
         ).fetchall()
-    render(table, Format.TABLE, out, title="Cheapest current GPU offers (USD)")
+    out.print(layout.to_rich(table, "Cheapest current GPU offers (USD)", _price_notes(table, {})))
     # Jinja is imported here only: the daemon, which never renders, stays ~10 MB smaller.
     from priceadvisor.notify import render as templates  # noqa: PLC0415
 
@@ -334,18 +391,25 @@ def demo(
             db_path=path,
             offers=offers,
             cheapest=cheapest,
-            providers=[s.provider for s in summaries],
+            providers=[s.provider for s in summaries if _offers_source(s.provider)],
         ),
         highlight=False,
         end="",
     )
 
 
-def _demo_path(settings: Settings, replace: bool) -> Path:
-    if settings.db is None:
+def _offers_source(provider: str) -> bool:
+    """Whether a provider's data are offers (FX sources, such as ecb, only convert prices)."""
+    return provider in REGISTRY and manifest(provider).kind == "prices"
+
+
+def _demo_path(given: Path | None, replace: bool) -> Path:
+    """The demo's own database: a temporary file unless --db names one (never the configured
+    one: the demo's recorded prices must not mix with live ones)."""
+    if given is None:
         path = Path(tempfile.gettempdir()) / "priceadvisor-demo" / "demo.duckdb"
     else:
-        path = settings.db
+        path = given
         if path.exists() and not replace:
             raise UserError(f"{path} exists; the demo needs a fresh database (add --replace)")
     for stale in (path, path.with_name(path.name + ".wal")):
@@ -358,14 +422,15 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-_USER_ERRORS = (UserError, store.StoreError, UnknownProviderError, ResourceError, ManifestError)
+_USAGE_ERRORS = (ConfigError, UsageError, UnknownProviderError)
+_USER_ERRORS = (UserError, store.StoreError, ResourceError, ManifestError)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: turn every expected failure into one line and an exit code."""
     try:
         code = app(args=argv, standalone_mode=False)
-    except (ConfigError, UsageError) as exc:
+    except _USAGE_ERRORS as exc:
         _fail(str(exc), 2)
     except _USER_ERRORS as exc:
         _fail(str(exc), 1)

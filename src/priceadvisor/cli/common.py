@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperOption
 
 from priceadvisor.cli.output import Format
 from priceadvisor.config import Settings, load_settings, unknown_env_vars
@@ -20,12 +22,12 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 class UserError(Exception):
-    """Bad input from the user; exit 1 with the message."""
+    """A request that cannot be done (invalid SQL, an existing demo database); exit 1."""
 
 
 class UsageError(UserError):
-    """A command used in a way it does not accept (an argument out of range, a refused SQL
-    statement); exit 2 with the message, like a malformed argument."""
+    """A command used in a way it does not accept (an unknown country, GPU or column, an
+    argument out of range, a refused SQL statement); exit 2, like a malformed argument."""
 
 
 @dataclass(slots=True)
@@ -60,6 +62,20 @@ def state(ctx: typer.Context) -> AppState:
     assert isinstance(current, AppState)
     return current
 
+
+_typer_type_label = TyperOption.display_type_rich
+
+
+def _plain_type_label(self: TyperOption, ctx: Any) -> str | None:
+    """Typer labels options with Python types in --help (`<bool>`, `<list[str]>`): a flag needs
+    no label, and a repeatable option says it repeats."""
+    if self.is_flag:
+        return None
+    label = _typer_type_label(self, ctx)
+    return re.sub(r"<list\[(\w+)\]>", r"<\1>…", label) if label else label
+
+
+TyperOption.display_type_rich = _plain_type_label  # type: ignore[method-assign]
 
 ProviderOpt = Annotated[
     list[str] | None, typer.Option("--provider", "-p", help="Provider id; repeat for several.")

@@ -38,7 +38,7 @@ def digest(
 ) -> None:
     """Build this week's digest from the database; preview it and/or send it."""
     if preview is None and not send:
-        raise UserError("give --preview DIR and/or --send")
+        raise UsageError("give --preview DIR and/or --send")
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         built = digests.build(con, settings, utcnow())
@@ -163,7 +163,7 @@ def silence_add(
     for item in match:
         label, sep, value = item.partition("=")
         if not sep or not label or not value:
-            raise UserError(f"--match takes label=value, got {item!r}")
+            raise UsageError(f"--match takes label=value, got {item!r}")
         matchers[label] = value
     try:
         seconds = parse_duration(duration)

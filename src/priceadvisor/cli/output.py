@@ -59,16 +59,23 @@ def to_rich(table: Table, title: str | None = None) -> RichTable:
     out = RichTable(
         title=Text(clean(title)) if title else None, header_style="bold", show_lines=False
     )
-    for column in table.columns:
-        numeric = bool(table.rows) and isinstance(
-            table.rows[0][table.columns.index(column)], int | float
-        )
-        out.add_column(Text(clean(column)), justify="right" if numeric else "left")
+    for index, column in enumerate(table.columns):
+        numeric = _numeric_column([row[index] for row in table.rows])
+        out.add_column(Text(clean(column)), justify="right" if numeric else "left", no_wrap=numeric)
     for row in table.rows:
         out.add_row(*(Text(_text(v)) for v in row))
     if not table.rows:
         out.caption = "no rows"
     return out
+
+
+def _numeric_column(values: list[Any]) -> bool:
+    """Right-align a column by its type: every value a number (NULLs aside), not the first row's
+    (a leading NULL would left-align a whole column of costs)."""
+    present = [v for v in values if v is not None]
+    return bool(present) and all(
+        isinstance(v, int | float | decimal.Decimal) and not isinstance(v, bool) for v in present
+    )
 
 
 def _json_value(value: Any) -> Any:

@@ -11,7 +11,7 @@ import typer
 
 from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
-from priceadvisor.cli.common import FormatOpt, UserError, out, state
+from priceadvisor.cli.common import FormatOpt, UsageError, UserError, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.models import Precision, Task
 from priceadvisor.sizing import calibration
@@ -27,7 +27,9 @@ commands = typer.Typer()
 def _arch(model: str | None, config_json: Path | None, numbers: dict[str, Any]) -> llm.Architecture:
     given = [x for x in (model, config_json) if x] + ([numbers] if any(numbers.values()) else [])
     if len(given) != 1:
-        raise UserError("give one of --model, --config-json or architecture numbers (--params-b …)")
+        raise UsageError(
+            "give one of --model, --config-json or architecture numbers (--params-b …)"
+        )
     try:
         if model:
             return llm.lookup(model)
@@ -35,14 +37,14 @@ def _arch(model: str | None, config_json: Path | None, numbers: dict[str, Any]) 
             return llm.from_hf_config(config_json)
         return llm.from_numbers("custom", **{k: v for k, v in numbers.items() if v})
     except llm.ModelError as exc:
-        raise UserError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _gpu(gpu: str) -> str:
     catalog = gpu_catalog()
     resolved = gpu if gpu in catalog else catalog.resolve(gpu)
     if resolved is None:
-        raise UserError(
+        raise UsageError(
             f'unknown GPU {gpu!r} (canonical ids: `priceadvisor sql "select gpu_model from gpus"`)'
         )
     return resolved
@@ -52,7 +54,9 @@ def _gpu(gpu: str) -> str:
 def estimate_command(
     gpu: Annotated[str, typer.Option(help="Canonical GPU id, e.g. H100-SXM-80GB.")],
     task: Annotated[str, typer.Option(help="pretrain|finetune|lora|qlora|serve|batch")] = "serve",
-    model: Annotated[str | None, typer.Option(help="Bundled model id, e.g. llama-3.1-70b.")] = None,
+    model: Annotated[
+        str | None, typer.Option(help=f"Bundled model: {', '.join(sorted(llm.catalog()))}.")
+    ] = None,
     config_json: Annotated[Path | None, typer.Option(help="A local HF config.json.")] = None,
     params_b: Annotated[float | None, typer.Option(help="Parameters, billions.")] = None,
     layers: Annotated[int | None, typer.Option()] = None,
@@ -74,9 +78,9 @@ def estimate_command(
 ) -> None:
     """Memory, fit, throughput, time and binding constraint — no prices needed."""
     if task not in Task.__args__:  # type: ignore[attr-defined]
-        raise UserError(f"unknown task {task!r} (use {', '.join(Task.__args__)})")  # type: ignore[attr-defined]
+        raise UsageError(f"unknown task {task!r} (use {', '.join(Task.__args__)})")  # type: ignore[attr-defined]
     if precision not in Precision.__args__:  # type: ignore[attr-defined]
-        raise UserError(f"unknown precision {precision!r} (use bf16, fp16, fp8, int8, int4)")
+        raise UsageError(f"unknown precision {precision!r} (use bf16, fp16, fp8, int8, int4)")
     numbers = {
         "params_b": params_b,
         "layers": layers,
@@ -148,7 +152,7 @@ def advise(
     """Rank current offers for the configured workloads (cost per run or per 1M tokens)."""
     settings = state(ctx).settings
     if not settings.workloads:
-        raise UserError(
+        raise UsageError(
             "no workloads configured: add [[workloads]] to the config (see docs/configuration.md)"
         )
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
@@ -198,14 +202,14 @@ def tco(
     """Rent vs buy: break-even GPU-hours and utilisation against the cheapest suitable rental."""
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
-        raise UserError("give --gpu or --workload")
+        raise UsageError("give --gpu or --workload")
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         model, rent = _rental(con, gpu, workload, settings)
     spec = gpu_catalog().gpus[model]
     price = purchase_price or spec.specs.get("approx_list_price_usd")
     watts = power_w or spec.specs.get("tdp_w")
     if not price or not watts:
-        raise UserError(
+        raise UsageError(
             f"no list price or TDP for {model} in the catalog: give --purchase-price and --power-w"
         )
     result = rent_vs_buy(

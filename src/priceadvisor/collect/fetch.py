@@ -190,13 +190,19 @@ async def fetch_all(
 
 
 def start_runs(
-    settings: Settings, path: Path, providers: list[str], give_up: threading.Event
+    settings: Settings,
+    path: Path,
+    providers: list[str],
+    give_up: threading.Event,
+    offline_mode: bool = False,
 ) -> list[int]:
-    """Record runs as started (a short write, on our turn) so a crash mid-fetch leaves a trace;
-    runs left `running` by processes that are gone (a Ctrl-C'd fetch) are marked abandoned."""
+    """Record runs as started (a short write, on our turn) so a crash mid-fetch leaves a trace,
+    and whether they replay the recorded responses; runs left `running` by processes that are
+    gone (a Ctrl-C'd fetch) are marked abandoned."""
+    source = "recorded" if offline_mode else "live"
     with store.writer(path, settings.lock_timeout, give_up) as con:
         store.mark_abandoned_runs(con)
-        return [store.start_run(con, provider) for provider in providers]
+        return [store.start_run(con, provider, source) for provider in providers]
 
 
 def ingest_results(
@@ -263,7 +269,7 @@ def run_cycle(
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     path = db_path or settings.db_path()
     patient = threading.Event()  # never set: a CLI fetch waits its turn until interrupted
-    run_ids = start_runs(settings, path, [p.provider for p in plans], patient)
+    run_ids = start_runs(settings, path, [p.provider for p in plans], patient, offline_mode)
     results = asyncio.run(fetch_all(settings, plans, offline_mode, progress))
     return ingest_results(settings, path, run_ids, results, patient)
 

@@ -1,7 +1,7 @@
 """Data health for `doctor` and `providers`: freshness per provider, unmapped names, DB facts.
 
 A provider is healthy when it is disabled, not configured (skipped on purpose), or its last
-successful fetch is within twice its interval (DESIGN §7).
+successful fetch is within twice its interval.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def _freshness(settings: Settings, runs: Table) -> Table:
         "provider",
         "state",
         "last_success",
+        "source",
         "max_age",
         "consecutive_failures",
         "offers",
@@ -82,7 +83,7 @@ def _provider_state(
     settings: Settings, provider_id: str, run: dict[str, Any] | None
 ) -> tuple[Any, ...]:
     max_age = 2 * interval(settings, provider_id)
-    base = (format_duration(max_age),)
+    base = (None, format_duration(max_age))
     if not settings.provider(provider_id).enabled:
         return (provider_id, "disabled", None, *base, None, None, None)
     skip = plan(settings, provider_id, offline_mode=False).skip_reason
@@ -98,11 +99,14 @@ def _provider_state(
         state = "failing"  # N runs in a row failed: the alerts' "provider failing" state
     elif fresh and failures:
         state = "fresh, last run failed"
+    if state.startswith("fresh") and run["last_success_source"] == "recorded":
+        state = state.replace("fresh", "recorded", 1)  # replayed responses are never fresh
     return (
         provider_id,
         state,
         last_ok,
-        *base,
+        run["last_success_source"],
+        base[1],
         run["consecutive_failures"],
         run["offers"],
         run["last_error"],
@@ -119,6 +123,7 @@ def providers_table(settings: Settings) -> Table:
     columns = [
         "id",
         "name",
+        "kind",
         "enabled",
         "configured",
         "interval",
@@ -134,6 +139,7 @@ def providers_table(settings: Settings) -> Table:
             (
                 provider_id,
                 spec.name,
+                "FX rates" if spec.kind == "fx" else "offers",
                 settings.provider(provider_id).enabled,
                 plan_.skip_reason or "yes",
                 format_duration(interval(settings, provider_id)),

@@ -1,4 +1,4 @@
-"""The weekly digest (DESIGN §6): what changed, what is cheapest, what moved, what is healthy.
+"""The weekly digest: what changed, what is cheapest, what moved, what is healthy.
 
 Built from the views with set-based SQL (one statement per section), rendered three ways from the
 same data: HTML email (templates/digest.html.j2, autoescaped), text email (digest.txt.j2) and

@@ -274,7 +274,7 @@ class Daemon:
     async def _fetch_and_ingest(self, provider: str) -> IngestSummary:
         plan_ = plan(self.settings, provider, self.offline)
         [run_id] = await asyncio.to_thread(
-            start_runs, self.settings, self.path, [provider], self.give_up
+            start_runs, self.settings, self.path, [provider], self.give_up, self.offline
         )
         cache = self.caches.setdefault(provider, MemoryValidatorCache())
         result = await fetch_one(self.settings, plan_, self.offline, lambda *_: None, cache)

@@ -1,4 +1,4 @@
-"""Rank every current offer for every workload, set-based in DuckDB (DESIGN §5).
+"""Rank every current offer for every workload, set-based in DuckDB.
 
 Sizing runs once per (workload, GPU model, GPU count) that exists among the offers — a few
 hundred estimates — and the join with the offers, the constraints, the cost arithmetic and the

@@ -1,7 +1,7 @@
-"""Sizing core (DESIGN §5): memory, fit, throughput, time and the binding constraint of a
+"""Sizing core: memory, fit, throughput, time and the binding constraint of a
 workload on N GPUs of one model. Pure functions over an Architecture and a GPU's specs.
 
-Formulas and priors: shared/reference/sizing.md; efficiency priors are scaled by factors fitted
+Formulas and priors: docs/accuracy.md; efficiency priors are scaled by factors fitted
 on the published measurements in providers/calibration.toml (priceadvisor.sizing.calibration).
 """
 
@@ -23,7 +23,7 @@ TRAINING_MEMORY_UTILISATION = 0.95
 RUNTIME_OVERHEAD_GIB = 0.5
 PREFILL_CHUNK_TOKENS = 8192
 ENGINE_MAX_BATCH = 256
-END_TO_END = 0.75  # restarts, evals, checkpoints (sizing.md §2)
+END_TO_END = 0.75  # restarts, evals, checkpoints: a typical run's productive share
 HOURS_PER_MONTH = 730
 
 
@@ -151,7 +151,7 @@ def _vendor_class(gpu: GpuSpec) -> str:
     return str(gpu.specs.get("architecture") or "").split(" ")[0].lower()  # hopper, ampere…
 
 
-# --- efficiency priors (sizing.md §4), scaled by calibration -------------------------------
+# --- efficiency priors (docs/accuracy.md), scaled by calibration ---------------------------
 
 
 def training_mfu(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
@@ -183,7 +183,7 @@ PREFILL_MFU = 0.50
 
 
 def uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
-    """sizing.md §6: tuned NVIDIA training ±20 %, serving ±30 %; MoE, AMD/Intel, consumer
+    """Uncertainty bands: tuned NVIDIA training ±20 %, serving ±30 %; MoE, AMD/Intel, consumer
     cards and parts with no published measurements ±45 %."""
     kind = _vendor_class(gpu)
     if arch.is_moe or kind in ("amd", "other", "consumer") or gpu.family in ("L4", "T4", "V100"):

@@ -1,4 +1,4 @@
-"""Rent vs buy (DESIGN §5): owning a GPU against the cheapest suitable rental.
+"""Rent vs buy: owning a GPU against the cheapest suitable rental.
 
 Owning costs the purchase spread over its years plus power (board watts x PUE x electricity)
 for the hours it runs. At utilisation u the cost per used GPU-hour is

@@ -408,12 +408,13 @@ _REGION_COLUMNS: columns.Schema = {
 }
 
 
-def start_run(con: duckdb.DuckDBPyConnection, provider: str) -> int:
-    """Record a run as `running` before its network work, so a crash leaves a trace."""
+def start_run(con: duckdb.DuckDBPyConnection, provider: str, source: str = "live") -> int:
+    """Record a run as `running` before its network work, so a crash leaves a trace.
+    `source` is 'live' or 'recorded' (the shipped responses): recorded never passes for live."""
     row = con.execute(
-        "INSERT INTO core.fetch_runs (provider, started_at, status, pid, host) "
-        "VALUES (?, ?, 'running', ?, ?) RETURNING run_id",
-        [provider, utcnow(), os.getpid(), socket.gethostname()],
+        "INSERT INTO core.fetch_runs (provider, started_at, status, source, pid, host) "
+        "VALUES (?, ?, 'running', ?, ?, ?) RETURNING run_id",
+        [provider, utcnow(), source, os.getpid(), socket.gethostname()],
     ).fetchone()
     assert row is not None
     return int(row[0])

@@ -16,6 +16,7 @@ PRICE_SORTS = {
     "gpu": "gpu_model NULLS LAST, price_gpu_hour_usd NULLS LAST",
 }
 
+# Every column `prices` can show, in display order; the default table shows a subset.
 PRICE_COLUMNS = (
     "provider",
     "region",
@@ -23,10 +24,12 @@ PRICE_COLUMNS = (
     "instance_type",
     "gpu_model",
     "gpu_count",
+    "gpu_memory_gb",
     "pricing",
-    "price_hour_usd",
     "price_gpu_hour_usd",
+    "price_hour_usd",
     "available",
+    "interruption_rate",
 )
 
 
@@ -34,38 +37,39 @@ PRICE_COLUMNS = (
 class Table:
     columns: list[str]
     rows: list[tuple[Any, ...]]
+    # Rows matching before a LIMIT cut them (None: nothing was cut), for "showing 50 of 278".
+    total: int | None = None
 
 
 @dataclass(slots=True)
 class OfferFilter:
-    gpu: str | None = None
+    """Filters with values already resolved to catalog codes (see cli/filters.py)."""
+
+    gpu_models: list[str] | None = None  # canonical ids; unmapped GPUs never match
     providers: list[str] = field(default_factory=list)
-    country: str | None = None
-    continent: str | None = None
+    country: str | None = None  # ISO code
+    continent: str | None = None  # AF AS EU NA OC SA
     eu: bool = False
     pricing: str | None = None
+    # Offers whose GPU name maps to no catalog model have no GPU to compare; `doctor` lists them.
+    mapped_only: bool = True
 
     def where(self) -> tuple[str, list[Any]]:
-        clauses: list[str] = ["TRUE"]
+        clauses: list[str] = ["gpu_model IS NOT NULL"] if self.mapped_only else ["TRUE"]
         params: list[Any] = []
-        if self.gpu:
-            clauses.append("(gpu_model ILIKE ? OR gpu_name_raw ILIKE ?)")
-            params += [f"%{self.gpu}%", f"%{self.gpu}%"]
-        if self.providers:
-            clauses.append("list_contains(?, provider)")
-            params.append(list(self.providers))
-        if self.country:
-            clauses.append("(country = upper(?) OR country_name ILIKE ?)")
-            params += [self.country, self.country]
-        if self.continent:
-            clauses.append("continent = upper(?)")
-            params.append(self.continent)
+        for wanted, clause, value in (
+            (self.gpu_models is not None, "list_contains(?, gpu_model)", self.gpu_models),
+            (bool(self.providers), "list_contains(?, provider)", self.providers),
+            (self.country, "country = ?", self.country),
+            (self.continent, "continent = ?", self.continent),
+            (self.pricing, "pricing = ?", self.pricing),
+        ):
+            if wanted:
+                clauses.append(clause)
+                params.append(value)
         if self.eu:
             clauses.append("is_eu")
-        if self.pricing:
-            clauses.append("pricing = ?")
-            params.append(self.pricing)
-        else:  # market averages are not rentable prices: shown only when asked for
+        if not self.pricing:  # market averages are not rentable prices: shown only when asked for
             clauses.append("list_contains(?, pricing)")
             params.append([str(p) for p in RENTABLE])
         return " AND ".join(clauses), params
@@ -78,16 +82,33 @@ def fetch_table(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) ->
     return Table(columns, rows)
 
 
-def prices(con: duckdb.DuckDBPyConnection, flt: OfferFilter, sort: str, limit: int) -> Table:
+def prices(
+    con: duckdb.DuckDBPyConnection,
+    flt: OfferFilter,
+    sort: str,
+    limit: int | None,
+    columns: tuple[str, ...] = PRICE_COLUMNS,
+) -> Table:
+    """Current offers, `columns` of PRICE_COLUMNS; every matching row unless `limit`."""
     where, params = flt.where()
     sql = f"""
-        SELECT {", ".join(PRICE_COLUMNS)}
-        FROM (SELECT o.*, r.country_name FROM offers AS o
-              LEFT JOIN regions AS r USING (provider, region))
-        WHERE {where}
+        SELECT {", ".join(columns)}, count(*) OVER () AS matching
+        FROM offers WHERE {where}
         ORDER BY {PRICE_SORTS[sort]}
         LIMIT ?"""
-    return fetch_table(con, sql, [*params, limit])
+    found = fetch_table(con, sql, [*params, limit])
+    rows = [row[:-1] for row in found.rows]
+    total = found.rows[0][-1] if found.rows else 0
+    return Table(list(columns), rows, total if total > len(rows) else None)
+
+
+def latest_sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
+    """Per provider: whether its latest successful run was 'live' or 'recorded'."""
+    rows = con.execute(
+        "SELECT provider, arg_max_null(source, run_id) FROM core.fetch_runs "
+        "WHERE status IN ('ok', 'partial') GROUP BY provider"
+    ).fetchall()
+    return dict(rows)
 
 
 def history(
@@ -145,6 +166,9 @@ def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
         SELECT r.provider, r.status AS last_status, r.finished_at AS last_run,
                (SELECT max(finished_at) FROM core.fetch_runs f
                  WHERE f.provider = r.provider AND f.status IN ('ok', 'partial')) AS last_success,
+               (SELECT arg_max_null(source, run_id) FROM core.fetch_runs f
+                 WHERE f.provider = r.provider AND f.status IN ('ok', 'partial'))
+                   AS last_success_source,
                s.consecutive_failures, r.error AS last_error,
                (SELECT count(*) FROM offers o WHERE o.provider = r.provider) AS offers
         FROM ranked AS r JOIN streak AS s USING (provider)

@@ -1,4 +1,4 @@
-"""Every adapter is registered, has a manifest, recordings and its own tests (DESIGN §10)."""
+"""Every adapter is registered, has a manifest, recordings and its own tests."""
 
 from __future__ import annotations
 

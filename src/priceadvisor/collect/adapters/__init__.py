@@ -62,7 +62,11 @@ REGISTRY: dict[str, type[Adapter]] = {
 
 class UnknownProviderError(KeyError):
     def __str__(self) -> str:
-        known = ", ".join(sorted(REGISTRY))
+        from priceadvisor.manifest import manifest  # noqa: PLC0415 - only for this message
+
+        known = ", ".join(
+            p + (" (FX)" if manifest(p).kind == "fx" else "") for p in sorted(REGISTRY)
+        )
         return f"unknown provider {self.args[0]!r} (known: {known})"
 
 

@@ -1,7 +1,7 @@
 """AWS EC2: on-demand from the pricing website's per-region JSON, spot from the public spot
 price feed, interruption rates from the Spot Instance Advisor data. No credentials.
 
-Format: shared/reference/provider-apis.md §2b, §2c.
+Format: tests/fixtures/providers/aws/README.md.
 
 On-demand: one small JSON per region (~50 KB), `{ondemand}/{Location}/Linux/index.json` where
 Location is AWS's display name from the manifest ([regions]). Chosen over the bulk offer files

@@ -56,7 +56,7 @@ class Adapter(ABC):
 
 
 def resolve_endpoint(default: str, override: str | None) -> str:
-    """An override with only scheme and host keeps the default's path (DESIGN §8)."""
+    """An override with only scheme and host keeps the default's path."""
     if not override:
         return default
     target = httpx.URL(override)

@@ -1,6 +1,6 @@
 """CoreWeave public pricing page (HTML, no authentication).
 
-Format: shared/reference/provider-apis.md §17 and the real markup excerpt beside it. The GPU
+Format: the real page's markup (an excerpt is in tests/fixtures/providers/coreweave/). The GPU
 tables lie between the headings "On-demand GPU instances" and "On-demand CPU instances" (the CPU
 tables below reuse the same row markup, so the end heading matters); an `<h5>` "REGION: NORTH
 AMERICA" / "REGION: EUROPE" starts each region's table. Each `div[role=listitem].table-row-v2`

@@ -1,6 +1,6 @@
 """Lambda Cloud: the public pricing page, or the instance-types API when a key is set.
 
-Format: shared/reference/provider-apis.md §4.
+Format: tests/fixtures/providers/lambda/README.md.
 
 API (`LAMBDA_API_KEY`, Bearer): `data.<name>.instance_type` with `description` ("8x A100 (80 GB
 SXM4)"), `gpu_description`, `price_cents_per_hour` (integer US cents per node-hour), `specs`;

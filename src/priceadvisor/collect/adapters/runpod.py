@@ -1,6 +1,6 @@
 """RunPod GraphQL `gpuTypes` (no API key needed for this query).
 
-Format: shared/reference/provider-apis.md §5 (field list from gpuhunt's detailed query; verified
+Format: the public GraphQL schema (field list from gpuhunt's detailed query; verified
 anonymous 2026-08-22 by two public projects). Requests:
   1. `dataCenters { id name listed }` — the Secure Cloud data centres;
   2. per listed data centre, `gpuTypes` with `lowestPrice(input: {gpuCount: 1, secureCloud: true,

@@ -1,6 +1,7 @@
 """Vast.ai marketplace offers (`bundles`, no key needed).
 
-Format: shared/reference/provider-apis.md §6 and the real captures beside it. One POST per page:
+Format: the public `bundles` endpoint as real captures show it (trimmed into
+tests/fixtures/providers/vast/). One POST per page:
 `{"gpu_name": {"eq": NAME}, "rentable": {"eq": true}, "rented": {"eq": false},
 "external": {"eq": false}, "type": "on-demand", "order": [["dph_total", "asc"]], "limit": 64,
 "dph_total": {"gte": CURSOR}}` for every GPU name in the manifest. The server returns at most

@@ -1,0 +1,105 @@
+"""How `prices` lays out offers: a table that fits an 80-column terminal by default (short
+headers, the columns that decide), any columns with --columns, all of them with --wide.
+
+Numbers and GPU models are never cut; only place names shrink (with an ellipsis) when the
+terminal is narrow. Machine formats keep the view's column names (see docs/sql.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rich import box
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from priceadvisor.cli.common import UsageError
+from priceadvisor.cli.output import clean
+from priceadvisor.store.reads import PRICE_COLUMNS, Table
+
+Kind = Literal["text", "key", "count", "money", "number", "flag"]
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    column: str  # the offers view's column
+    header: str
+    kind: Kind  # text may shrink; everything else is shown whole
+
+
+FIELDS = {
+    "provider": Field("provider", "provider", "text"),
+    "region": Field("region", "region", "text"),
+    "country": Field("country", "country", "text"),
+    "instance": Field("instance_type", "instance", "text"),
+    "gpu": Field("gpu_model", "GPU", "key"),
+    "n": Field("gpu_count", "n", "count"),
+    "memory": Field("gpu_memory_gb", "GB", "number"),
+    "pricing": Field("pricing", "pricing", "key"),
+    "gpu-hour": Field("price_gpu_hour_usd", "$/GPU-h", "money"),
+    "hour": Field("price_hour_usd", "$/h", "money"),
+    "available": Field("available", "avail", "flag"),
+    "interruption": Field("interruption_rate", "interrupt", "number"),
+}
+DEFAULT = ("provider", "region", "gpu", "n", "pricing", "gpu-hour", "hour", "available")
+BY_COLUMN = {f.column: name for name, f in FIELDS.items()}
+assert tuple(f.column for f in FIELDS.values()) == PRICE_COLUMNS
+
+
+def chosen(columns: str | None, wide: bool) -> tuple[str, ...]:
+    """Field names from --columns (names or view column names, comma-separated) or --wide."""
+    if columns is None:
+        return tuple(FIELDS) if wide else DEFAULT
+    names = [c.strip().lower() for c in columns.split(",") if c.strip()]
+    unknown = [n for n in names if n not in FIELDS and n not in BY_COLUMN]
+    if unknown or not names:
+        raise UsageError(
+            f"unknown column {', '.join(unknown) or repr(columns)} (use {', '.join(FIELDS)})"
+        )
+    return tuple(BY_COLUMN.get(n, n) for n in names)
+
+
+def view_columns(fields: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(FIELDS[f].column for f in fields)
+
+
+def to_rich(table: Table, title: str, notes: list[str]) -> RichTable:
+    fields = [FIELDS[BY_COLUMN[c]] for c in table.columns]
+    out = RichTable(
+        title=Text(clean(title)),
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 0),
+        header_style="bold",
+        caption=Text(clean("\n".join(notes))) if notes else None,
+        caption_justify="left",
+    )
+    for field in fields:
+        text = field.kind == "text"
+        out.add_column(
+            field.header,
+            justify="left" if text or field.kind == "key" else "right",
+            no_wrap=not text,
+            overflow="ellipsis" if text else "fold",
+        )
+    for row in table.rows:
+        # Provider strings are untrusted: shown as text, never read as Rich markup.
+        out.add_row(*(Text(clean(_cell(v, f.kind))) for v, f in zip(row, fields, strict=True)))
+    return out
+
+
+def _cell(value: Any, kind: Kind) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if kind == "flag":
+        return "yes" if value else "no"
+    if kind == "count":
+        return f"{value:.0f}"
+    if kind == "money":  # cents for whole dollars, four places below one
+        return f"{value:.4f}" if value < 1 else f"{value:.2f}"
+    if kind == "number":
+        return f"{value:g}"
+    return str(value)

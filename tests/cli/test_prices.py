@@ -1,0 +1,213 @@
+"""`prices` as people read it: 80 columns, whole numbers, filters by name or code, all rows
+for machines, and recorded data that never passes for live."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from priceadvisor.cli import prices as layout
+from priceadvisor.config import recorded_db_path
+from priceadvisor.store import db as store
+from priceadvisor.store import reads
+from tests.conftest import cli, query
+
+
+@pytest.fixture(scope="module")
+def offline_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every recorded provider, fetched once for the module (the CLI's own offline fetch)."""
+    from priceadvisor.cli.app import main
+
+    db = tmp_path_factory.mktemp("prices") / "offline.duckdb"
+    with pytest.raises(SystemExit) as done:
+        main(["--db", str(db), "fetch", "--offline", "--format", "json"])
+    assert done.value.code in (0, None)
+    return db
+
+
+def prices(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, str, str]:
+    return cli(capsys, "--db", str(db), "prices", *args)
+
+
+def test_default_table_fits_80_columns_with_every_price_whole(offline_db: Path) -> None:
+    with store.reader(offline_db) as con:
+        columns = layout.view_columns(layout.DEFAULT)
+        table = reads.prices(con, reads.OfferFilter(), "gpu-hour", None, columns)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(layout.to_rich(table, "Current GPU offers (USD)", ["a note"]))
+    lines = console.export_text().splitlines()
+    assert len(table.rows) > 500 and all(len(line) <= 80 for line in lines)
+    text = "\n".join(lines)
+    gpu_hour, hour = columns.index("price_gpu_hour_usd"), columns.index("price_hour_usd")
+    for row in table.rows:  # every price and GPU model appears whole (never cut with "…")
+        assert layout._cell(row[gpu_hour], "money") in text
+        assert layout._cell(row[hour], "money") in text
+        assert f" {row[columns.index('gpu_model')]} " in text
+    assert "…" not in "".join(line for line in lines if "$/" in line)
+
+
+def test_numbers_are_right_aligned_by_type(offline_db: Path) -> None:
+    with store.reader(offline_db) as con:
+        table = reads.prices(
+            con, reads.OfferFilter(), "hour", 40, layout.view_columns(layout.DEFAULT)
+        )
+    console = Console(width=80, record=True, color_system=None)
+    console.print(layout.to_rich(table, "t", []))
+    rows = [
+        line
+        for line in console.export_text().splitlines()
+        if line.startswith(
+            ("aws", "azure", "vast", "runpod", "lambda", "oracle", "gcp", "coreweave")
+        )
+    ]
+    ends = {len(line.rstrip().removesuffix("yes").removesuffix("no").rstrip()) for line in rows}
+    assert len(ends) == 1  # the $/h column ends in the same place on every row
+
+
+def test_table_says_how_much_it_shows_and_machines_get_every_row(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    [(total,)] = query(offline_db, "select count(*) from offers where gpu_model is not null and pricing <> 'market'")
+    code, out, _ = prices(capsys, offline_db)
+    assert code == 0 and f"showing 50 of {total}" in out
+    code, out, _ = prices(capsys, offline_db, "--format", "csv")
+    assert code == 0 and len(list(csv.reader(io.StringIO(out)))) == total + 1
+    code, out, _ = prices(capsys, offline_db, "--format", "json", "--limit", "7")
+    assert code == 0 and len(json.loads(out)) == 7
+
+
+def test_columns_choose_and_wide_shows_all(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    code, out, _ = prices(capsys, offline_db, "-f", "json", "--limit", "1", "--columns", "gpu,hour")
+    assert code == 0 and list(json.loads(out)[0]) == ["gpu_model", "price_hour_usd"]
+    code, out, _ = prices(capsys, offline_db, "-f", "json", "--limit", "1")
+    assert list(json.loads(out)[0]) == list(reads.PRICE_COLUMNS)
+    code, _, err = prices(capsys, offline_db, "--columns", "gpu,colour")
+    assert code == 2 and "colour" in err
+
+
+def test_names_and_codes_filter_alike(capsys: pytest.CaptureFixture[str], offline_db: Path) -> None:
+    def rows(*args: str) -> list[dict[str, object]]:
+        code, out, err = prices(capsys, offline_db, "-f", "json", *args)
+        assert code == 0, err
+        return json.loads(out)
+
+    assert rows("--continent", "Europe") == rows("--continent", "eu") != []
+    assert rows("--country", "Germany") == rows("--country", "DE") != []
+    assert {r["region"] for r in rows("--country", "de", "--columns", "region,country")}
+    b200 = rows("--gpu", "B200")
+    assert b200 and {r["gpu_model"] for r in b200} == {"B200-180GB"}  # not GB200
+    h100 = {r["gpu_model"] for r in rows("--gpu", "h100")}
+    assert h100 <= {"H100-SXM-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"} and len(h100) > 1
+    assert {r["gpu_model"] for r in rows("--gpu", "H100-S*")} == {"H100-SXM-80GB"}
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--country", "Atlantis", "unknown country"),
+        ("--continent", "Atlantis", "unknown continent"),
+        ("--gpu", "B2000", "unknown GPU"),
+        ("--pricing", "reserved", "unknown pricing"),
+        ("--provider", "nope", "unknown provider"),
+    ],
+)
+def test_unknown_values_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, option: str, value: str, says: str
+) -> None:
+    code, out, err = prices(capsys, offline_db, option, value)
+    assert code == 2 and out == "" and err.startswith(f"error: {says}")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_ecb_is_marked_as_fx_not_an_offer_source(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    _, _, err = prices(capsys, offline_db, "-p", "nope")
+    assert "ecb (FX)" in err
+    _, out, _ = cli(capsys, "--db", str(offline_db), "providers", "-f", "json")
+    kinds = {p["id"]: p["kind"] for p in json.loads(out)}
+    assert kinds["ecb"] == "FX rates" and kinds["azure"] == "offers"
+
+
+def test_offline_fetch_goes_to_its_own_database_and_is_marked_recorded(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    code, _, err = cli(capsys, "fetch", "--offline", "-p", "oracle")
+    assert code == 0 and str(recorded_db_path()) in err
+    assert recorded_db_path().is_file()
+    assert not recorded_db_path().with_name("priceadvisor.duckdb").exists()  # live untouched
+    assert query(recorded_db_path(), "select distinct source from fetch_runs") == [("recorded",)]
+    code, out, _ = prices(capsys, offline_db, "--limit", "3")
+    assert "recorded responses, not live prices" in out and "ecb" not in out.splitlines()[-1]
+    code, out, _ = cli(capsys, "--db", str(offline_db), "doctor", "-f", "json")
+    azure = next(p for p in json.loads(out)["providers"] if p["provider"] == "azure")
+    assert azure["state"] == "recorded" and azure["source"] == "recorded"
+
+
+def test_into_live_writes_the_configured_database(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = cli(capsys, "fetch", "--offline", "--into-live", "-p", "oracle")
+    live = recorded_db_path().with_name("priceadvisor.duckdb")
+    assert code == 0 and live.is_file() and not recorded_db_path().exists()
+    assert query(live, "select source from fetch_runs") == [("recorded",)]
+
+
+def test_demo_lists_offer_sources_and_no_unmapped_gpus(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = cli(capsys, "--db", str(tmp_path / "demo.duckdb"), "demo")
+    assert code == 0
+    [sources] = [line for line in out.splitlines() if "offers from" in line]
+    assert "aws" in sources and "ecb" not in sources
+    cheapest = out[out.index("Cheapest current GPU offers") :].split("The demo database")[0]
+    rows = [line.split() for line in cheapest.splitlines()[3:] if line.strip()]
+    assert rows and all(len(r) >= 7 for r in rows)  # a GPU and a count in every row
+
+
+def test_help_has_no_python_type_labels(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("prices", "fetch", "estimate"):
+        code, out, _ = cli(capsys, command, "--help")
+        assert code == 0 and "<bool>" not in out and "list[str]" not in out, command
+    code, out, _ = cli(capsys, "estimate", "--help")
+    assert "llama-3.1-70b" in out and "mixtral" in out.lower()
+
+
+def test_generic_tables_align_numbers_by_column_type_not_first_row() -> None:
+    from priceadvisor.cli.output import to_rich
+
+    table = reads.Table(["workload", "cost_usd"], [("a", None), ("b", 12.5), ("c", 1234.25)])
+    console = Console(width=60, record=True, color_system=None)
+    console.print(to_rich(table))
+    lines = [
+        line for line in console.export_text().splitlines() if "12.5" in line or "1234" in line
+    ]
+    assert len({line.rstrip(" │").__len__() for line in lines}) == 1  # right-aligned together
+
+
+@pytest.mark.parametrize(
+    ("args", "shape"),
+    [
+        (["prices", "--limit", "2"], list),
+        (["history", "--limit", "2"], list),
+        (["providers"], list),
+        (["calibrate"], list),
+        (["alerts", "list"], list),
+        (["doctor"], dict),
+        (["estimate", "--model", "llama-3.1-8b", "--gpu", "H100-SXM-80GB"], dict),
+        (["tco", "--gpu", "H100-SXM-80GB", "--purchase-price", "30000"], dict),
+    ],
+)
+def test_json_shapes_are_as_the_readme_says(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, args: list[str], shape: type
+) -> None:
+    _, out, _ = cli(capsys, "--db", str(offline_db), *args, "-f", "json")
+    parsed = json.loads(out)
+    assert isinstance(parsed, shape)
+    if shape is list:
+        assert all(isinstance(item, dict) for item in parsed)
