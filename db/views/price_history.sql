@@ -13,6 +13,8 @@ SELECT
     price_gpu_hour_usd,
     currency,
     price_hour_original,
+    price_origin,
+    price_rule,
     valid_from,
     valid_to,
     last_seen

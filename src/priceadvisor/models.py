@@ -64,6 +64,9 @@ class RawQuote:
     source_url: str | None = None
     offer_count: int | None = None  # marketplaces: asks aggregated into this quote
     price_median: float | None = None  # marketplaces: their median, same basis as price
+    # None: the provider published this price. Else the rule it was derived by from a published
+    # one ("OCI preemptible = 50 % of on-demand"); stored as price_origin 'derived'.
+    price_rule: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -113,3 +116,4 @@ class IngestSummary:
     bytes: int
     error: str | None
     duration_s: float
+    offers_duplicate: int = 0
