@@ -210,9 +210,7 @@ def test_duplicate_keys_keep_the_lowest_price_and_are_counted(db_path: Path) -> 
 
 
 @pytest.mark.parametrize("spot_price", [3.0, 3.5])
-def test_spot_not_below_on_demand_is_rejected_and_counted(
-    db_path: Path, spot_price: float
-) -> None:
+def test_spot_not_below_on_demand_is_rejected_and_counted(db_path: Path, spot_price: float) -> None:
     quotes = [
         quote("eastus", price=3.0),
         quote("eastus", price=spot_price, pricing="spot"),
@@ -234,9 +232,7 @@ def test_spot_without_an_on_demand_price_is_kept(db_path: Path) -> None:
 def test_price_origin_says_published_or_derived_by_which_rule(db_path: Path) -> None:
     rule = "OCI preemptible = 50 % of on-demand"
     run(db_path, [quote("eastus"), quote("eastus", price=1.5, pricing="spot", price_rule=rule)])
-    rows = query(
-        db_path, "SELECT pricing, price_origin, price_rule FROM offers ORDER BY pricing"
-    )
+    rows = query(db_path, "SELECT pricing, price_origin, price_rule FROM offers ORDER BY pricing")
     assert rows == [("on_demand", "published", None), ("spot", "derived", rule)]
     history = query(db_path, "SELECT DISTINCT price_origin FROM price_history ORDER BY 1")
     assert history == [("derived",), ("published",)]

@@ -265,7 +265,7 @@ FROM _snap WHERE reject_reason IS NOT NULL LIMIT {MAX_REJECTED_SAMPLES}
 # Valid quotes that share a key with a cheaper one: only one can be the key's price, so the
 # others are collapsed — counted in fetch_runs.offers_duplicate and sampled beside rejections,
 # so that two rows a parser failed to tell apart never vanish silently.
-_DUPLICATES_SQL = f"""
+_DUPLICATES_SQL = """
 CREATE OR REPLACE TEMP TABLE _dupes AS
 SELECT * FROM _snap WHERE reject_reason IS NULL
 QUALIFY row_number() OVER (
