@@ -36,6 +36,25 @@ def test_same_recording_twice_adds_no_history(settings: Settings, db_path: Path)
     assert seen == last  # every offer's last_seen moved to the second run
 
 
+def test_azure_spot_meters_at_the_pay_as_you_go_price_are_not_spot_offers(
+    settings: Settings, db_path: Path
+) -> None:
+    """Azure caps a Spot price at pay-as-you-go; a Spot meter equal to it is no discount."""
+    cycle(settings, azure_pages())
+    spot = query(
+        db_path,
+        "SELECT instance_type FROM offers WHERE region = 'eastus2' AND pricing = 'spot' "
+        "AND instance_type IN ('Standard_ND96isr_H200_v5', 'Standard_ND128isr_NDR_GB200_v6', "
+        "'Standard_ND96isr_H100_v5')",
+    )
+    rejected = query(
+        db_path,
+        "SELECT instance_type FROM core.rejected_quotes WHERE pricing = 'spot' ORDER BY 1",
+    )
+    assert spot == [("Standard_ND96isr_H100_v5",)]
+    assert rejected == [("Standard_ND128isr_NDR_GB200_v6",), ("Standard_ND96isr_H200_v5",)]
+
+
 def test_one_changed_price_closes_one_interval_and_opens_one(
     settings: Settings, db_path: Path
 ) -> None:

@@ -117,6 +117,7 @@ def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
         "changed",
         "closed",
         "rejected",
+        "duplicates",
         "unmapped",
         "requests",
         "bytes",
@@ -132,6 +133,7 @@ def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
             s.offers_changed,
             s.offers_closed,
             s.offers_rejected,
+            s.offers_duplicate,
             s.unmapped,
             s.requests,
             s.bytes,
@@ -165,6 +167,7 @@ def _offer_filter(
     continent: str | None,
     eu: bool,
     pricing: str | None,
+    include_derived: bool = False,
 ) -> reads.OfferFilter:
     return reads.OfferFilter(
         gpu=gpu,
@@ -173,6 +176,7 @@ def _offer_filter(
         continent=_continent(continent),
         eu=eu,
         pricing=_pricing(pricing),
+        include_derived=include_derived,
     )
 
 
@@ -182,6 +186,13 @@ ContinentOpt = Annotated[str | None, typer.Option(help="Continent: AF AS EU NA O
 EuOpt = Annotated[bool, typer.Option("--eu", help="Only EU member states.")]
 PricingOpt = Annotated[str | None, typer.Option(help="on_demand or spot.")]
 LimitOpt = Annotated[int, typer.Option(min=1, help="At most this many rows.")]
+DerivedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-derived",
+        help="Also show prices derived by a rule (e.g. OCI preemptible = 50 % of on-demand).",
+    ),
+]
 
 
 @app.command()
@@ -197,12 +208,13 @@ def prices(
         str, typer.Option(help=f"Sort by: {', '.join(reads.PRICE_SORTS)}.")
     ] = "gpu-hour",
     limit: LimitOpt = 50,
+    include_derived: DerivedOpt = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Current offers, cheapest per GPU-hour first."""
+    """Current offers, cheapest per GPU-hour first (published prices unless --include-derived)."""
     if sort not in reads.PRICE_SORTS:
         raise UserError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
-    flt = _offer_filter(gpu, provider, country, continent, eu, pricing)
+    flt = _offer_filter(gpu, provider, country, continent, eu, pricing, include_derived)
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         table = reads.prices(con, flt, sort, limit)
@@ -220,8 +232,8 @@ def history(
     limit: LimitOpt = 100,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Price intervals over time (newest first per offer)."""
-    flt = _offer_filter(gpu, provider, None, None, False, pricing)
+    """Price intervals over time (newest first per offer), published and derived."""
+    flt = _offer_filter(gpu, provider, None, None, False, pricing, include_derived=True)
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         table = reads.history(con, flt, region, instance_type, limit)

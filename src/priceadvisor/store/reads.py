@@ -25,6 +25,7 @@ PRICE_COLUMNS = (
     "price_hour_usd",
     "price_gpu_hour_usd",
     "available",
+    "price_origin",
 )
 
 
@@ -42,10 +43,15 @@ class OfferFilter:
     continent: str | None = None
     eu: bool = False
     pricing: str | None = None
+    # Derived prices (a documented rule applied to a published one) answer "what does it cost"
+    # but not "what is cheapest": they are left out unless asked for.
+    include_derived: bool = False
 
     def where(self) -> tuple[str, list[Any]]:
         clauses: list[str] = ["TRUE"]
         params: list[Any] = []
+        if not self.include_derived:
+            clauses.append("price_origin = 'published'")
         if self.gpu:
             clauses.append("(gpu_model ILIKE ? OR gpu_name_raw ILIKE ?)")
             params += [f"%{self.gpu}%", f"%{self.gpu}%"]
@@ -102,7 +108,7 @@ def history(
         params.append(instance_type)
     sql = f"""
         SELECT provider, region, instance_type, gpu_model, gpu_count, pricing,
-               price_hour_usd, price_gpu_hour_usd, valid_from, valid_to, last_seen
+               price_hour_usd, price_gpu_hour_usd, price_origin, valid_from, valid_to, last_seen
         FROM (SELECT h.*, r.country, r.country_name, r.continent, r.is_eu
               FROM price_history AS h LEFT JOIN regions AS r USING (provider, region))
         WHERE {where}{extra}

@@ -8,6 +8,13 @@ Cloud Services, reservations and dev/test rows are skipped here because they are
 the product this tool tracks; zero prices are passed on so the core rejects and counts them.
 The feed has no hardware data: armSkuName → GPU model/count comes from the manifest table.
 
+Spot meters equal to pay-as-you-go (real captures: ND H200 v5 and ND GB200 v6) are passed on as
+they are and rejected by the core's rule that spot must be below the same offer's on-demand
+price. Azure documents a Spot price as capped at the pay-as-you-go price (a max price of -1 means
+"up to on-demand": learn.microsoft.com/azure/virtual-machines/spot-vms and the Compute API's
+BillingProfile.maxPrice), so a Spot meter at that cap carries no discount: there is no Spot
+offer to store, and doctor counts the rejection.
+
 Uncertain: the server-side `$filter` on armSkuName assumes `contains` works on that field as it
 does on productName (documented); the client-side filters below hold either way.
 """

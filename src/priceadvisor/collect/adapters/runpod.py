@@ -94,11 +94,19 @@ class RunPodAdapter(Adapter):
             output.failed_scopes[region] = str(exc)
             output.complete_scopes.discard(region)
             return
-        # Community on-demand comes from the price list above; the bid is the enrichment.
         if region == COMMUNITY:
-            quotes = [q for q in quotes if q.pricing == Pricing.SPOT]
+            quotes = _community_bids(quotes, output.quotes)
         output.quotes.extend(quotes)
         output.complete_scopes.add(region)
+
+
+def _community_bids(found: list[RawQuote], listed: list[RawQuote]) -> list[RawQuote]:
+    """Community on-demand comes from the price list; the enrichment adds the lowest bid where
+    the price list has no spot price of its own for that GPU."""
+    priced = {
+        q.instance_type for q in listed if q.region == COMMUNITY and q.pricing == Pricing.SPOT
+    }
+    return [q for q in found if q.pricing == Pricing.SPOT and q.instance_type not in priced]
 
 
 def _data(document: Any, key: str) -> Any:
