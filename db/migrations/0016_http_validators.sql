@@ -1,8 +1,12 @@
--- HTTP validators (ETag / Last-Modified) per URL, so a restarted daemon or a one-off CLI fetch
--- still makes conditional requests (collect/http.py ValidatorCache).
+-- HTTP validators (ETag / Last-Modified) per provider and URL, with the body they validate
+-- (zlib-compressed), so a restarted daemon or a one-off CLI fetch still makes conditional
+-- requests: a 304 needs the body it stands for.
 CREATE TABLE core.http_validators (
-    url           VARCHAR PRIMARY KEY,
+    provider      VARCHAR NOT NULL,
+    url           VARCHAR NOT NULL,
     etag          VARCHAR,
     last_modified VARCHAR,
-    updated_at    TIMESTAMP NOT NULL
+    body          BLOB NOT NULL,
+    updated_at    TIMESTAMP NOT NULL,
+    PRIMARY KEY (provider, url)
 );

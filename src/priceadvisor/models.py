@@ -69,6 +69,15 @@ class RawQuote:
     price_rule: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CachedBody:
+    """A response body with the validators (ETag / Last-Modified) a conditional GET sends."""
+
+    content: bytes
+    etag: str | None
+    last_modified: str | None
+
+
 @dataclass(slots=True, frozen=True)
 class FxRate:
     """ECB convention: `per_eur` units of `currency` buy one euro on `day`."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,11 @@ from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.validators import (
+    StoredValidatorCache,
+    load_validators,
+    save_validators,
+)
 
 log = logging.getLogger(__name__)
 
@@ -144,9 +149,14 @@ async def _run_adapter(
 
 
 async def fetch_all(
-    settings: Settings, plans: list[ProviderPlan], offline_mode: bool, progress: ProgressSink
+    settings: Settings,
+    plans: list[ProviderPlan],
+    offline_mode: bool,
+    progress: ProgressSink,
+    caches: dict[str, StoredValidatorCache] | None = None,
 ) -> list[FetchResult]:
-    tasks = [fetch_one(settings, p, offline_mode, progress) for p in plans]
+    caches = caches or {}
+    tasks = [fetch_one(settings, p, offline_mode, progress, caches.get(p.provider)) for p in plans]
     return list(await asyncio.gather(*tasks))
 
 
@@ -156,17 +166,32 @@ def start_runs(settings: Settings, path: Path, providers: list[str]) -> list[int
         return [store.start_run(con, provider) for provider in providers]
 
 
+def load_caches(
+    settings: Settings, path: Path, providers: list[str]
+) -> dict[str, StoredValidatorCache]:
+    """Each provider's stored ETag / Last-Modified validators, for conditional requests."""
+    with store.writer(path, settings.lock_timeout) as con:
+        return {provider: load_validators(con, provider) for provider in providers}
+
+
 def ingest_results(
-    settings: Settings, path: Path, run_ids: list[int], results: list[FetchResult]
+    settings: Settings,
+    path: Path,
+    run_ids: list[int],
+    results: list[FetchResult],
+    caches: Sequence[StoredValidatorCache] = (),
 ) -> list[IngestSummary]:
     """Ingest fetch results in one writer session; FX first, so this cycle's non-USD prices
-    convert at this cycle's rates. Summaries come back in the order of `results`."""
+    convert at this cycle's rates. Renewed validators are saved in the same session.
+    Summaries come back in the order of `results`."""
     runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
     with store.writer(path, settings.lock_timeout) as con:
         summaries = {
             result.provider: ingest(con, run_id, result, manifest(result.provider))
             for run_id, result in runs
         }
+        for cache in caches:
+            save_validators(con, cache)
     return [summaries[r.provider] for r in results]
 
 
@@ -181,8 +206,9 @@ def run_cycle(
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     path = db_path or settings.db_path()
     run_ids = start_runs(settings, path, [p.provider for p in plans])
-    results = asyncio.run(fetch_all(settings, plans, offline_mode, progress))
-    return ingest_results(settings, path, run_ids, results)
+    caches = load_caches(settings, path, [p.provider for p in plans])
+    results = asyncio.run(fetch_all(settings, plans, offline_mode, progress, caches))
+    return ingest_results(settings, path, run_ids, results, list(caches.values()))
 
 
 def _fx_first(provider_id: str) -> int:

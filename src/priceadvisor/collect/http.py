@@ -17,6 +17,7 @@ import stamina
 
 from priceadvisor import __version__
 from priceadvisor.config import HttpSettings
+from priceadvisor.models import CachedBody
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
@@ -72,13 +73,6 @@ class ValidatorCache(Protocol):
 
     def get(self, url: str) -> CachedBody | None: ...
     def put(self, url: str, body: CachedBody) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class CachedBody:
-    content: bytes
-    etag: str | None
-    last_modified: str | None
 
 
 @dataclass(slots=True)

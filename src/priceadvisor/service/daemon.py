@@ -35,11 +35,11 @@ from priceadvisor.collect.fetch import (
     enabled_providers,
     fetch_one,
     ingest_results,
+    load_caches,
     plan,
     start_runs,
 )
 from priceadvisor.collect.health import interval
-from priceadvisor.collect.http import MemoryValidatorCache
 from priceadvisor.config import Settings
 from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
@@ -48,6 +48,7 @@ from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store.export import export_parquet
+from priceadvisor.store.validators import StoredValidatorCache
 
 log = logging.getLogger("priceadvisor.service.daemon")
 
@@ -84,7 +85,7 @@ class Daemon:
         self.offline = offline
         self.path: Path = settings.db_path()
         self.metrics = metrics_module.Metrics()
-        self.caches: dict[str, MemoryValidatorCache] = {}
+        self.caches: dict[str, StoredValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
         self.providers = self._runnable_providers()
@@ -250,10 +251,13 @@ class Daemon:
     async def _fetch_and_ingest(self, provider: str) -> IngestSummary:
         plan_ = plan(self.settings, provider, self.offline)
         [run_id] = await asyncio.to_thread(start_runs, self.settings, self.path, [provider])
-        cache = self.caches.setdefault(provider, MemoryValidatorCache())
+        if provider not in self.caches:  # validators stored by an earlier process
+            loaded = await asyncio.to_thread(load_caches, self.settings, self.path, [provider])
+            self.caches.update(loaded)
+        cache = self.caches[provider]
         result = await fetch_one(self.settings, plan_, self.offline, lambda *_: None, cache)
         [summary] = await asyncio.to_thread(
-            ingest_results, self.settings, self.path, [run_id], [result]
+            ingest_results, self.settings, self.path, [run_id], [result], [cache]
         )
         return summary
 
