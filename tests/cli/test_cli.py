@@ -69,7 +69,7 @@ def test_derived_prices_only_when_asked_for(
     assert code == 0 and json.loads(out) == []
     code, out, _ = cli(capsys, *base, "--pricing", "spot", "--include-derived")
     rows = json.loads(out)
-    assert code == 0 and len(rows) == 11
+    assert code == 0 and len(rows) == 16
     assert {r["price_origin"] for r in rows} == {"derived"}
     code, out, _ = cli(capsys, *base)
     assert {r["price_origin"] for r in json.loads(out)} == {"published"}

@@ -67,7 +67,7 @@ def test_fetch_maps_every_shape_and_marks_derived_spot(db_path: Path) -> None:
         settings = local_settings(db_path, server)
         [summary] = run_cycle(settings, ["oracle"], False, lambda *_: None)
     assert summary.status is RunStatus.OK
-    assert summary.offers_seen == 22 and summary.unmapped == 0  # 11 GPU parts
+    assert summary.offers_seen == 32 and summary.unmapped == 0  # 16 GPU parts
     assert server.requests[0].endswith("currencyCode=USD")
     con = duckdb.connect(str(db_path), read_only=True)
     rows = con.execute(
@@ -79,7 +79,13 @@ def test_fetch_maps_every_shape_and_marks_derived_spot(db_path: Path) -> None:
     ).fetchall()
     con.close()
     by_shape = {r[0]: r[1:] for r in rows}
-    assert origins == [("on_demand", "published", 11), ("spot", "derived", 11)]
+    assert origins == [("on_demand", "published", 16), ("spot", "derived", 16)]
     assert by_shape["BM.GPU.H100.8"] == ("H100-SXM-80GB", 8, 80.0, 10.0)
     assert by_shape["B88514"][0] == "V100-SXM-16GB"
     assert by_shape["BM.GPU.H100T.8"][0] == "H100-SXM-80GB"
+    generations = {shape: by_shape[shape][:2] for shape in ("BM.GPU2.2", "BM.GPU3.8", "BM.GPU4.8")}
+    assert generations == {
+        "BM.GPU2.2": ("P100-16GB", 2),
+        "BM.GPU3.8": ("V100-SXM-16GB", 8),
+        "BM.GPU4.8": ("A100-SXM-40GB", 8),
+    }
