@@ -38,13 +38,18 @@ from priceadvisor.manifest import manifest, manifest_ids
         ("A10G", "A10G-24GB"),
         ("NVIDIA A10", "A10-24GB"),
         ("H100-SXM-80GB", "H100-SXM-80GB"),  # canonical ids resolve to themselves
+        ("RTX PRO 6000 WS", "RTXPRO6000-96GB"),
+        ("NVIDIA Quadro RTX 6000", "QUADRORTX6000-24GB"),
+        ("NVIDIA GeForce RTX 3070", "RTX3070-8GB"),
+        ("Tesla M60", "M60-8GB"),
+        ("Nvidia Tesla P4", "P4-8GB"),
     ],
 )
 def test_resolves_provider_spellings(raw: str, expected: str) -> None:
     assert gpu_catalog().resolve(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["RTX PRO 6000", "V100S", "Tesla M60", "", "RTX 6000", "A100 24GB"])
+@pytest.mark.parametrize("raw", ["RTX PRO 5000", "V100S", "Tesla P40", "", "RTX 6000", "A100 24GB"])
 def test_unknown_or_ambiguous_names_stay_unmapped(raw: str) -> None:
     assert gpu_catalog().resolve(raw) is None
 

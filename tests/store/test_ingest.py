@@ -14,6 +14,7 @@ from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.reads import recent_rejections
 from tests.conftest import azure_pages, query, with_price
 from tests.conftest import serve_azure as serve
 
@@ -224,8 +225,9 @@ def test_duplicate_keys_keep_the_lowest_price_and_are_counted(db_path: Path) -> 
     assert (summary.offers_seen, summary.offers_duplicate, summary.offers_rejected) == (1, 2, 0)
     assert query(db_path, "SELECT price_hour_usd FROM offers") == [(3.5,)]
     assert query(db_path, "SELECT offers_duplicate FROM fetch_runs") == [(2,)]
-    reasons = query(db_path, "SELECT DISTINCT reason FROM core.rejected_quotes")
-    assert reasons == [("duplicate key in the snapshot (collapsed into the cheapest)",)]
+    with store.reader(db_path) as con:
+        shown = recent_rejections(con).rows  # what doctor lists
+    assert shown == [("azure", "duplicate key in the snapshot (collapsed into the cheapest)", 2)]
 
 
 @pytest.mark.parametrize("spot_price", [3.0, 3.5])
@@ -263,7 +265,7 @@ def test_instance_type_table_gives_gpu_model_count_and_per_gpu_price(db_path: Pa
         [
             quote(sku="Standard_ND96isr_H100_v5", price=98.32),
             quote(sku="Standard_NV6ads_A10_v5", price=0.454),
-            quote(sku="Standard_NV12s_v3", price=1.14),
+            quote(sku="Standard_NV999x_v9", price=1.14),
         ],
     )
     rows = dict(
@@ -278,7 +280,7 @@ def test_instance_type_table_gives_gpu_model_count_and_per_gpu_price(db_path: Pa
     assert rows["Standard_ND96isr_H100_v5"][:4] == ("H100-SXM-80GB", 8, 12.29, 96)
     model, _count, per_gpu, _, _ = rows["Standard_NV6ads_A10_v5"]
     assert model == "A10-24GB" and per_gpu == pytest.approx(0.454 / 0.1667)
-    assert rows["Standard_NV12s_v3"] == (None, None, None, None, "Standard_NV12s_v3")
+    assert rows["Standard_NV999x_v9"] == (None, None, None, None, "Standard_NV999x_v9")
 
 
 def test_per_gpu_prices_become_node_prices(db_path: Path) -> None:

@@ -32,4 +32,4 @@ def test_a_second_process_sends_the_stored_etag_and_reuses_the_body(db_path: Pat
         [second] = run_cycle(settings, ["oracle"], False, lambda *_: None)
     assert first.status is second.status is RunStatus.OK
     assert server.not_modified == 1
-    assert (second.offers_seen, second.offers_changed, second.offers_closed) == (22, 0, 0)
+    assert (second.offers_seen, second.offers_changed, second.offers_closed) == (32, 0, 0)

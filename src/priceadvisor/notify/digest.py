@@ -220,7 +220,8 @@ def slack_payloads(digest: Digest, subject: str) -> list[dict[str, Any]]:
         content.append(blocks.header("Biggest movers"))
         content += blocks.sections(
             [
-                f"{e(r['provider'])} {e(r['region'])} `{e(r['instance_type'])}` {e(r['pricing'])}: "
+                f"{e(r['provider'])} {e(r['region'])} `{e(r['instance_type'])}` {e(r['pricing'])}"
+                f"{' (derived)' if r['price_origin'] == 'derived' else ''}: "
                 f"${r['before']:.2f} → ${r['now']:.2f} ({_pct(r['change'])})"
                 for r in digest.movers
             ]
