@@ -1,6 +1,6 @@
 """Google Cloud Compute Engine via the Cloud Billing Catalog API (needs an API key).
 
-Format: shared/reference/provider-apis.md §3. `GET …/services/6F81-5844-456A/skus?key=…`,
+Format: `GET …/services/6F81-5844-456A/skus?key=…`,
 paged by `nextPageToken`. Each SKU has a description ("Nvidia Tesla A100 GPU running in
 Americas", "Spot Preemptible A2 Instance Core running in EMEA"), category.resourceGroup
 (GPU, CPU, RAM, …), category.usageType (OnDemand, Preemptible = spot, Commit…), serviceRegions

@@ -1,7 +1,5 @@
 """Lambda Cloud: the public pricing page, or the instance-types API when a key is set.
 
-Format: shared/reference/provider-apis.md §4.
-
 API (`LAMBDA_API_KEY`, Bearer): `data.<name>.instance_type` with `description` ("8x A100 (80 GB
 SXM4)"), `gpu_description`, `price_cents_per_hour` (integer US cents per node-hour), `specs`;
 `regions_with_capacity_available` is availability. Prices do not depend on region: one offer per
@@ -9,14 +7,23 @@ instance type is stored under region "global" (available = capacity anywhere), p
 region that has capacity right now.
 
 Page (no key): rows `<tr data-plan="NVIDIA B200 SXM6">` with `<td data-label="…">` cells (VRAM/GPU,
-vCPUs, RAM, STORAGE, PRICE/GPU/HR*); the price is per GPU and differs by node size (tabs 8x, 4x,
-2x, 1x). The "1-Click Clusters" committed-capacity tables come first and are not on-demand; the
-escaped copies of every table inside `window.__islands` are script text and not parsed.
+vCPUs, RAM, STORAGE, PRICE/GPU/HR*); the price is per GPU and differs by node size. Each table
+sits in a `div[role=tabpanel]` (generated ids such as `tabpanel-:island-r7:-0`); the node size
+is the label ("8x", "4x", …) of the `[role=tab]` that names the panel, whichever attribute links
+them: the panel's `aria-labelledby`, the tab's `aria-controls`, or a data-* value that singles
+out one tab. Two rows of one tab can differ only in VRAM (A100 SXM 40 GB and 80 GB), so the VRAM
+is part of the instance type ("8x NVIDIA A100 SXM 40 GB"). A "—" price is a size not sold.
 
-Uncertain: no capture of the page was available. The node size is read from the closest
-enclosing element whose `data-tab`/`data-w-tab`/`id` is like "8x", else from a "Nx" prefix of
-the plan name; the committed tables are recognised by a preceding heading that mentions
-"cluster". A page without on-demand rows is a format error, not an empty price list.
+The "1-Click Clusters" tables (DURATION / GPU COUNT / PRICE/GPU/HR) are committed capacity, not
+on-demand: a row is committed when its table has a DURATION column or any heading of its outline
+(the nearest heading, then each nearest heading of a higher level) names clusters; the h3 right
+above such a table usually does not. They are excluded and counted in the progress output; the
+store has no kind for commitments yet. The escaped copies of the tables inside `window.__islands`
+are script text and not parsed.
+
+Uncertain: the page's structure is documented, not captured here. A panel whose tab cannot be
+found, or whose tab is not labelled like "8x", is a format error (the run fails with the plan
+named), as is a page without on-demand rows.
 """
 
 from __future__ import annotations

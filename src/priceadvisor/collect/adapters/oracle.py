@@ -1,6 +1,6 @@
 """Oracle Cloud (OCI) public price list (no authentication).
 
-Format: shared/reference/provider-apis.md §8. One JSON document, `items[]` with partNumber,
+Format (`GET …/cetools/api/v1/products/?currencyCode=USD`, no key): one JSON document, `items[]` with partNumber,
 displayName, metricName, serviceCategory and `currencyCodeLocalizations[].prices[]`
 (model PAY_AS_YOU_GO). GPU rentals are `metricName: "GPU Per Hour"`, priced per GPU and the same
 in every region.

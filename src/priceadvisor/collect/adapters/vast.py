@@ -1,6 +1,6 @@
 """Vast.ai marketplace offers (`bundles`, no key needed).
 
-Format: shared/reference/provider-apis.md §6 and the real captures beside it. One POST per page:
+Format: real captures of `POST https://console.vast.ai/api/v0/bundles/`. One POST per page:
 `{"gpu_name": {"eq": NAME}, "rentable": {"eq": true}, "rented": {"eq": false},
 "external": {"eq": false}, "type": "on-demand", "order": [["dph_total", "asc"]], "limit": 64,
 "dph_total": {"gte": CURSOR}}` for every GPU name in the manifest, then one more walk with
