@@ -1,8 +1,8 @@
 """Azure Retail Prices API (no authentication).
 
 Format: `GET https://prices.azure.com/api/retail/prices` with an OData `$filter`. One paged
-walk over every region, following `NextPageLink` (rebased onto the configured endpoint). Prices are per VM
-(node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on skuName/meterName;
+walk over every region, following `NextPageLink` (rebased onto the configured endpoint). Prices
+are per VM (node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on skuName/meterName;
 "Low Priority" meters (being retired), Windows products (productName ending in "Windows"/"Win"),
 Cloud Services, reservations and dev/test rows are skipped here because they are not offers of
 the product this tool tracks; zero prices are passed on so the core rejects and counts them.
