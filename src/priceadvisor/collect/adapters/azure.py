@@ -1,12 +1,13 @@
 """Azure Retail Prices API (no authentication).
 
-Format: `GET https://prices.azure.com/api/retail/prices` with an OData `$filter`. One paged
-walk over every region, following `NextPageLink` (rebased onto the configured endpoint). Prices
-are per VM (node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on skuName/meterName;
-"Low Priority" meters (being retired), Windows products (productName ending in "Windows"/"Win"),
-Cloud Services, reservations and dev/test rows are skipped here because they are not offers of
-the product this tool tracks; zero prices are passed on so the core rejects and counts them.
-The feed has no hardware data: armSkuName → GPU model/count comes from the manifest table.
+Format: `GET https://prices.azure.com/api/retail/prices` with an OData `$filter`. One paged walk
+over every region, following `NextPageLink` (rebased onto the configured endpoint). Prices are
+per VM (node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on
+skuName/meterName; "Low Priority" meters (being retired), Windows products (productName ending
+in "Windows"/"Win"), Cloud Services, reservations and dev/test rows are skipped here because
+they are not offers of the product this tool tracks; zero prices are passed on so the core
+rejects and counts them. The feed has no hardware data: armSkuName → GPU model/count comes from
+the manifest table.
 
 Spot meters equal to pay-as-you-go (real captures: ND H200 v5 and ND GB200 v6) are passed on as
 they are and rejected by the core's rule that spot must be below the same offer's on-demand

@@ -1,9 +1,9 @@
 """Oracle Cloud (OCI) public price list (no authentication).
 
-Format (`GET …/cetools/api/v1/products/?currencyCode=USD`, no key): one JSON document,
-`items[]` with partNumber, displayName, metricName, serviceCategory and
-`currencyCodeLocalizations[].prices[]` (model PAY_AS_YOU_GO). GPU rentals are `metricName: "GPU Per Hour"`, priced per GPU and the same
-in every region.
+Format (`GET …/cetools/api/v1/products/?currencyCode=USD`, no key): one JSON document, `items[]`
+with partNumber, displayName, metricName, serviceCategory and
+`currencyCodeLocalizations[].prices[]` (model PAY_AS_YOU_GO). GPU rentals are `metricName: "GPU
+Per Hour"`, priced per GPU and the same in every region.
 
 Traps handled: displayNames are inconsistent, so known GPUs are pinned by part number in the
 manifest ([parts]: shape, GPU, GPUs per shape); look-alikes with the same metric — the NVIDIA AI
