@@ -166,12 +166,14 @@ def start_runs(settings: Settings, path: Path, providers: list[str]) -> list[int
         return [store.start_run(con, provider) for provider in providers]
 
 
-def load_caches(
+def prepare_runs(
     settings: Settings, path: Path, providers: list[str]
-) -> dict[str, StoredValidatorCache]:
-    """Each provider's stored ETag / Last-Modified validators, for conditional requests."""
+) -> tuple[list[int], dict[str, StoredValidatorCache]]:
+    """Start the runs and load each provider's stored ETag / Last-Modified validators, in one
+    short writer session."""
     with store.writer(path, settings.lock_timeout) as con:
-        return {provider: load_validators(con, provider) for provider in providers}
+        run_ids = [store.start_run(con, provider) for provider in providers]
+        return run_ids, {provider: load_validators(con, provider) for provider in providers}
 
 
 def ingest_results(
@@ -205,8 +207,7 @@ def run_cycle(
     """Record the runs as started, fetch concurrently, then ingest each result."""
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     path = db_path or settings.db_path()
-    run_ids = start_runs(settings, path, [p.provider for p in plans])
-    caches = load_caches(settings, path, [p.provider for p in plans])
+    run_ids, caches = prepare_runs(settings, path, [p.provider for p in plans])
     results = asyncio.run(fetch_all(settings, plans, offline_mode, progress, caches))
     return ingest_results(settings, path, run_ids, results, list(caches.values()))
 

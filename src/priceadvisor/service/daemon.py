@@ -35,8 +35,8 @@ from priceadvisor.collect.fetch import (
     enabled_providers,
     fetch_one,
     ingest_results,
-    load_caches,
     plan,
+    prepare_runs,
     start_runs,
 )
 from priceadvisor.collect.health import interval
@@ -250,9 +250,13 @@ class Daemon:
 
     async def _fetch_and_ingest(self, provider: str) -> IngestSummary:
         plan_ = plan(self.settings, provider, self.offline)
-        [run_id] = await asyncio.to_thread(start_runs, self.settings, self.path, [provider])
-        if provider not in self.caches:  # validators stored by an earlier process
-            loaded = await asyncio.to_thread(load_caches, self.settings, self.path, [provider])
+        if provider in self.caches:
+            [run_id] = await asyncio.to_thread(start_runs, self.settings, self.path, [provider])
+        else:  # the first run of this process also loads the validators stored before
+            run_ids, loaded = await asyncio.to_thread(
+                prepare_runs, self.settings, self.path, [provider]
+            )
+            [run_id] = run_ids
             self.caches.update(loaded)
         cache = self.caches[provider]
         result = await fetch_one(self.settings, plan_, self.offline, lambda *_: None, cache)

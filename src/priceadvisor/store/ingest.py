@@ -265,17 +265,13 @@ FROM _snap WHERE reject_reason IS NOT NULL LIMIT {MAX_REJECTED_SAMPLES}
 # Valid quotes that share a key with a cheaper one: only one can be the key's price, so the
 # others are collapsed — counted in fetch_runs.offers_duplicate and sampled beside rejections,
 # so that two rows a parser failed to tell apart never vanish silently.
-_DUPLICATES_SQL = """
-CREATE OR REPLACE TEMP TABLE _dupes AS
-SELECT * FROM _snap WHERE reject_reason IS NULL
-QUALIFY row_number() OVER (
-    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) > 1
-"""
-
 _DUPLICATE_SAMPLES_SQL = f"""
 INSERT INTO core.rejected_quotes
 SELECT $run, $provider, region, instance_type, pricing, price, currency, '{DUPLICATE_KEY}'
-FROM _dupes LIMIT {MAX_REJECTED_SAMPLES}
+FROM _snap WHERE reject_reason IS NULL
+QUALIFY row_number() OVER (
+    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) > 1
+LIMIT {MAX_REJECTED_SAMPLES}
 """
 
 
@@ -338,9 +334,9 @@ def _merge(
     con.execute(_NORMALISE_SQL)
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
-    _run(con, _DUPLICATES_SQL, params)
-    _run(con, _DUPLICATE_SAMPLES_SQL, params)
     counts = _snapshot_counts(con)
+    if counts["duplicates"]:
+        _run(con, _DUPLICATE_SAMPLES_SQL, params)
     status, error = _effective_status(result, counts)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
         counts |= _apply_changes(con, result, status, params | {"now": now})
@@ -351,7 +347,10 @@ def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     row = con.execute(
         """SELECT count(*), count(reject_reason),
                   count(*) FILTER (WHERE reject_reason IS NULL AND gpu_model IS NULL),
-                  mode(reject_reason), (SELECT count(*) FROM _dupes)
+                  mode(reject_reason),
+                  count(*) FILTER (WHERE reject_reason IS NULL)
+                      - count(DISTINCT (region, zone, instance_type, pricing))
+                        FILTER (WHERE reject_reason IS NULL)
            FROM _snap"""
     ).fetchone()
     assert row is not None
