@@ -36,6 +36,8 @@ class RecordingServer:
     authorizations: list[str] = field(default_factory=list)
     delay: float = 0.0
     base_url: str = ""
+    etag: str | None = None  # when set: sent with every answer, and If-None-Match gets a 304
+    not_modified: int = 0
 
 
 def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
@@ -65,9 +67,12 @@ def _handler(state: RecordingServer) -> type[BaseHTTPRequestHandler]:
             found = offline.find(state.provider, self.command, path, query, body)
             if found is None:
                 return self._send(404, {}, b"no recording")
-            return self._send(
-                found.status, {"Content-Type": found.content_type}, found.file.read_bytes()
-            )
+            if state.etag and self.headers.get("If-None-Match") == state.etag:
+                state.not_modified += 1
+                return self._send(304, {"ETag": state.etag}, b"")
+            headers = {"Content-Type": found.content_type}
+            headers |= {"ETag": state.etag} if state.etag else {}
+            return self._send(found.status, headers, found.file.read_bytes())
 
         def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
             self.send_response(status)

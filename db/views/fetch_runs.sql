@@ -13,6 +13,7 @@ SELECT
     offers_new,
     offers_closed,
     offers_rejected,
+    offers_duplicate,
     unmapped,
     http_requests,
     http_bytes,

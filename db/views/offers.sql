@@ -20,6 +20,8 @@ SELECT
     p.price_gpu_hour_usd,
     p.currency,
     p.price_hour_original,
+    p.price_origin,
+    p.price_rule,
     p.available,
     p.interruption_rate,
     p.offer_count,

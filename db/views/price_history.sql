@@ -14,6 +14,8 @@ SELECT
     currency,
     price_hour_original,
     price_date,
+    price_origin,
+    price_rule,
     valid_from,
     valid_to,
     last_seen

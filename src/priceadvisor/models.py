@@ -75,6 +75,18 @@ class RawQuote:
     offer_count: int | None = None  # marketplaces: asks aggregated into this quote
     price_median: float | None = None  # marketplaces: their median, same basis as price
     price_date: str | None = None  # market averages: the ISO day the average is for
+    # None: the provider published this price. Else the rule it was derived by from a published
+    # one ("OCI preemptible = 50 % of on-demand"); stored as price_origin 'derived'.
+    price_rule: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CachedBody:
+    """A response body with the validators (ETag / Last-Modified) a conditional GET sends."""
+
+    content: bytes
+    etag: str | None
+    last_modified: str | None
 
 
 @dataclass(slots=True, frozen=True)
@@ -124,3 +136,4 @@ class IngestSummary:
     bytes: int
     error: str | None
     duration_s: float
+    offers_duplicate: int = 0

@@ -54,7 +54,23 @@ def test_fetch_offline_summary_as_json(capsys: pytest.CaptureFixture[str], db_pa
     assert set(summaries) == set(REGISTRY)
     assert all(s["status"] == "ok" for s in summaries.values())
     azure = summaries["azure"]
-    assert azure["offers"] == 58 and azure["requests"] == 3 and azure["rejected"] == 1
+    # rejected: one zero price and the two Spot meters equal to pay-as-you-go
+    assert azure["offers"] == 56 and azure["requests"] == 3 and azure["rejected"] == 3
+    assert all(s["duplicates"] == 0 for s in summaries.values())
+
+
+def test_derived_prices_only_when_asked_for(
+    capsys: pytest.CaptureFixture[str], fetched: Path
+) -> None:
+    base = ["--db", str(fetched), "prices", "--provider", "oracle", "--format", "json"]
+    code, out, _ = cli(capsys, *base, "--pricing", "spot")
+    assert code == 0 and json.loads(out) == []
+    code, out, _ = cli(capsys, *base, "--pricing", "spot", "--include-derived")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 16
+    assert {r["price_origin"] for r in rows} == {"derived"}
+    code, out, _ = cli(capsys, *base)
+    assert {r["price_origin"] for r in json.loads(out)} == {"published"}
 
 
 def test_sql_json_through_env_db(
@@ -68,7 +84,7 @@ def test_sql_json_through_env_db(
         "json",
         "select count(*) as n from offers where provider = 'azure'",
     )
-    assert code == 0 and json.loads(out) == [{"n": 58}]
+    assert code == 0 and json.loads(out) == [{"n": 56}]
 
 
 def test_sql_csv(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
@@ -128,7 +144,7 @@ def test_sql_leaves_the_database_unchanged(
         "json",
         "select count(*) n from offers where provider = 'azure'",
     )
-    assert json.loads(out) == [{"n": 58}]
+    assert json.loads(out) == [{"n": 56}]
 
 
 def test_reading_before_any_fetch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -204,7 +220,8 @@ def test_history_lists_intervals(capsys: pytest.CaptureFixture[str], fetched: Pa
         capsys, "--db", str(fetched), "history", "--gpu", "H200", "-p", "azure", "-f", "json"
     )
     rows = json.loads(out)
-    assert code == 0 and len(rows) == 4 and all(r["valid_to"] is None for r in rows)
+    # eastus2's H200 Spot meter equals pay-as-you-go: rejected, not history
+    assert code == 0 and len(rows) == 3 and all(r["valid_to"] is None for r in rows)
 
 
 def test_export_writes_day_partitioned_parquet(
@@ -229,18 +246,18 @@ def test_export_writes_day_partitioned_parquet(
     assert len(list((target / "price_history").glob("day=*/*.parquet"))) == 1
 
 
-def test_doctor_lists_unmapped_names_and_is_healthy(
+def test_doctor_on_the_offline_demo_has_no_unmapped_names_and_is_healthy(
     capsys: pytest.CaptureFixture[str], fetched: Path
 ) -> None:
     code, out, _ = cli(capsys, "--db", str(fetched), "doctor", "-f", "json")
     report = json.loads(out)
     assert code == 0 and report["healthy"] is True
-    unmapped = [u["gpu_name_raw"] for u in report["unmapped"] if u["provider"] == "azure"]
-    assert unmapped == ["Standard_NV12s_v3"]
+    assert report["unmapped"] == []  # every GPU of every recording is in the catalog
     assert {p["provider"]: p["state"] for p in report["providers"]}["azure"] == "recorded"
-    assert {"provider": "azure", "reason": "price not positive", "quotes": 1} in report[
-        "rejections"
-    ]
+    rejections = report["rejections"]
+    assert {"provider": "azure", "reason": "price not positive", "quotes": 1} in rejections
+    spot = "spot price not below the on-demand price of the same offer"
+    assert {"provider": "azure", "reason": spot, "quotes": 2} in rejections
 
 
 def test_doctor_is_unhealthy_without_data(

@@ -39,13 +39,18 @@ from priceadvisor.manifest import manifest, manifest_ids
         ("NVIDIA A10", "A10-24GB"),
         ("H100-SXM-80GB", "H100-SXM-80GB"),  # canonical ids resolve to themselves
         ("NVIDIA RTX PRO 6000", "RTXPRO6000-96GB"),  # every edition: the same 96 GB GB202
+        ("RTX PRO 6000 WS", "RTXPRO6000-96GB"),
+        ("NVIDIA Quadro RTX 6000", "QUADRORTX6000-24GB"),
+        ("NVIDIA GeForce RTX 3070", "RTX3070-8GB"),
+        ("Tesla M60", "M60-8GB"),
+        ("Nvidia Tesla P4", "P4-8GB"),
     ],
 )
 def test_resolves_provider_spellings(raw: str, expected: str) -> None:
     assert gpu_catalog().resolve(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["RTX PRO 4500", "V100S", "Tesla M60", "", "RTX 6000", "A100 24GB"])
+@pytest.mark.parametrize("raw", ["RTX PRO 5000", "V100S", "Tesla P40", "", "RTX 6000", "A100 24GB"])
 def test_unknown_or_ambiguous_names_stay_unmapped(raw: str) -> None:
     assert gpu_catalog().resolve(raw) is None
 

@@ -47,10 +47,22 @@ def fixed_digest() -> Digest:
                 "instance_type": "<!channel> x8 & co",
                 "gpu_model": "H100-SXM-80GB",
                 "pricing": "on_demand",
+                "price_origin": "published",
                 "before": 20.0,
                 "now": 16.0,
                 "change": -0.2,
-            }
+            },
+            {
+                "provider": "oracle",
+                "region": "global",
+                "instance_type": "BM.GPU.H100.8",
+                "gpu_model": "H100-SXM-80GB",
+                "pricing": "spot",
+                "price_origin": "derived",
+                "before": 40.0,
+                "now": 44.0,
+                "change": 0.1,
+            },
         ],
         new_offers=[
             {

@@ -339,4 +339,4 @@ def test_run_offline_exports_parquet_after_each_fetch(tmp_path: Path, db_path: P
         assert d.proc.wait(timeout=15) == 0
     con = duckdb.connect()
     [(n,)] = con.execute(f"SELECT count(*) FROM read_parquet('{export}/offers.parquet')").fetchall()
-    assert n == 22  # the recorded Oracle offers
+    assert n == 32  # the recorded Oracle offers

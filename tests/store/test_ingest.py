@@ -14,6 +14,7 @@ from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.reads import recent_rejections
 from tests.conftest import azure_pages, query, with_price
 from tests.conftest import serve_azure as serve
 
@@ -27,12 +28,32 @@ def cycle(settings: Settings, pages: list[Any]) -> Any:
 
 def test_same_recording_twice_adds_no_history(settings: Settings, db_path: Path) -> None:
     first = cycle(settings, azure_pages())
-    assert (first.status, first.offers_new, first.offers_rejected) == (RunStatus.OK, 58, 1)
+    # 3 rejected: one zero price, and the H200 and GB200 "Spot" meters that equal on-demand
+    assert (first.status, first.offers_new, first.offers_rejected) == (RunStatus.OK, 56, 3)
     second = cycle(settings, azure_pages())
     assert (second.offers_new, second.offers_changed, second.offers_closed) == (0, 0, 0)
-    assert query(db_path, "SELECT count(*) FROM price_history") == [(58,)]
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(56,)]
     [(seen, last)] = query(db_path, "SELECT min(last_seen), max(last_seen) FROM offers")
     assert seen == last  # every offer's last_seen moved to the second run
+
+
+def test_azure_spot_meters_at_the_pay_as_you_go_price_are_not_spot_offers(
+    settings: Settings, db_path: Path
+) -> None:
+    """Azure caps a Spot price at pay-as-you-go; a Spot meter equal to it is no discount."""
+    cycle(settings, azure_pages())
+    spot = query(
+        db_path,
+        "SELECT instance_type FROM offers WHERE region = 'eastus2' AND pricing = 'spot' "
+        "AND instance_type IN ('Standard_ND96isr_H200_v5', 'Standard_ND128isr_NDR_GB200_v6', "
+        "'Standard_ND96isr_H100_v5')",
+    )
+    rejected = query(
+        db_path,
+        "SELECT instance_type FROM core.rejected_quotes WHERE pricing = 'spot' ORDER BY 1",
+    )
+    assert spot == [("Standard_ND96isr_H100_v5",)]
+    assert rejected == [("Standard_ND128isr_NDR_GB200_v6",), ("Standard_ND96isr_H200_v5",)]
 
 
 def test_one_changed_price_closes_one_interval_and_opens_one(
@@ -50,7 +71,7 @@ def test_one_changed_price_closes_one_interval_and_opens_one(
           AND pricing = 'on_demand' ORDER BY valid_from""",
     )
     assert rows == [(3.673, False), (3.4, True)]
-    assert query(db_path, "SELECT count(*) FROM price_history") == [(59,)]
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(57,)]
     [(first_seen, valid_from)] = query(
         db_path,
         """
@@ -71,7 +92,7 @@ def test_http_500_on_page_two_changes_nothing(settings: Settings, db_path: Path)
     assert summary.status is RunStatus.FAILED
     assert "HTTP 500" in (summary.error or "")
     after = query(db_path, "SELECT * FROM offers ORDER BY ALL")
-    assert len(after) == len(before) == 58
+    assert len(after) == len(before) == 56
     assert [r[:-4] for r in after] == [r[:-4] for r in before]
     runs = query(db_path, "SELECT status, error FROM fetch_runs ORDER BY run_id")
     assert runs[-1][0] == "failed" and "HTTP 500" in runs[-1][1]
@@ -207,10 +228,43 @@ def test_empty_snapshot_never_wipes_offers(db_path: Path) -> None:
     assert summary.status is RunStatus.FAILED and len(open_keys(db_path)) == 1
 
 
-def test_duplicate_keys_keep_the_lowest_price(db_path: Path) -> None:
+def test_duplicate_keys_keep_the_lowest_price_and_are_counted(db_path: Path) -> None:
     summary = run(db_path, [quote(price=4.0), quote(price=3.5), quote(price=3.9)])
-    assert summary.offers_seen == 1
+    assert (summary.offers_seen, summary.offers_duplicate, summary.offers_rejected) == (1, 2, 0)
     assert query(db_path, "SELECT price_hour_usd FROM offers") == [(3.5,)]
+    assert query(db_path, "SELECT offers_duplicate FROM fetch_runs") == [(2,)]
+    with store.reader(db_path) as con:
+        shown = recent_rejections(con).rows  # what doctor lists
+    assert shown == [("azure", "duplicate key in the snapshot (collapsed into the cheapest)", 2)]
+
+
+@pytest.mark.parametrize("spot_price", [3.0, 3.5])
+def test_spot_not_below_on_demand_is_rejected_and_counted(db_path: Path, spot_price: float) -> None:
+    quotes = [
+        quote("eastus", price=3.0),
+        quote("eastus", price=spot_price, pricing="spot"),
+        quote("westus3", price=3.0),
+        quote("westus3", price=1.0, pricing="spot"),
+    ]
+    summary = run(db_path, quotes)
+    assert (summary.offers_seen, summary.offers_rejected) == (3, 1)
+    assert query(db_path, "SELECT region FROM offers WHERE pricing = 'spot'") == [("westus3",)]
+    [(reason,)] = query(db_path, "SELECT reason FROM core.rejected_quotes")
+    assert reason == "spot price not below the on-demand price of the same offer"
+
+
+def test_spot_without_an_on_demand_price_is_kept(db_path: Path) -> None:
+    summary = run(db_path, [quote("eastus", price=9.0, pricing="spot"), quote("westus3")])
+    assert (summary.offers_seen, summary.offers_rejected) == (2, 0)
+
+
+def test_price_origin_says_published_or_derived_by_which_rule(db_path: Path) -> None:
+    rule = "OCI preemptible = 50 % of on-demand"
+    run(db_path, [quote("eastus"), quote("eastus", price=1.5, pricing="spot", price_rule=rule)])
+    rows = query(db_path, "SELECT pricing, price_origin, price_rule FROM offers ORDER BY pricing")
+    assert rows == [("on_demand", "published", None), ("spot", "derived", rule)]
+    history = query(db_path, "SELECT DISTINCT price_origin FROM price_history ORDER BY 1")
+    assert history == [("derived",), ("published",)]
 
 
 def test_instance_type_table_gives_gpu_model_count_and_per_gpu_price(db_path: Path) -> None:
@@ -219,7 +273,7 @@ def test_instance_type_table_gives_gpu_model_count_and_per_gpu_price(db_path: Pa
         [
             quote(sku="Standard_ND96isr_H100_v5", price=98.32),
             quote(sku="Standard_NV6ads_A10_v5", price=0.454),
-            quote(sku="Standard_NV12s_v3", price=1.14),
+            quote(sku="Standard_NV999x_v9", price=1.14),
         ],
     )
     rows = dict(
@@ -234,7 +288,7 @@ def test_instance_type_table_gives_gpu_model_count_and_per_gpu_price(db_path: Pa
     assert rows["Standard_ND96isr_H100_v5"][:4] == ("H100-SXM-80GB", 8, 12.29, 96)
     model, _count, per_gpu, _, _ = rows["Standard_NV6ads_A10_v5"]
     assert model == "A10-24GB" and per_gpu == pytest.approx(0.454 / 0.1667)
-    assert rows["Standard_NV12s_v3"] == (None, None, None, None, "Standard_NV12s_v3")
+    assert rows["Standard_NV999x_v9"] == (None, None, None, None, "Standard_NV999x_v9")
 
 
 def test_per_gpu_prices_become_node_prices(db_path: Path) -> None:

@@ -138,6 +138,7 @@ def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
         "changed",
         "closed",
         "rejected",
+        "duplicates",
         "unmapped",
         "requests",
         "bytes",
@@ -153,6 +154,7 @@ def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
             s.offers_changed,
             s.offers_closed,
             s.offers_rejected,
+            s.offers_duplicate,
             s.unmapped,
             s.requests,
             s.bytes,
@@ -171,6 +173,7 @@ def _offer_filter(
     continent: str | None,
     eu: bool,
     pricing: str | None,
+    include_derived: bool = False,
 ) -> reads.OfferFilter:
     return reads.OfferFilter(
         gpu_models=filters.gpu_models(gpu) if gpu else None,
@@ -179,6 +182,7 @@ def _offer_filter(
         continent=filters.continent_code(continent) if continent else None,
         eu=eu,
         pricing=filters.pricing(pricing) if pricing else None,
+        include_derived=include_derived,
     )
 
 
@@ -201,6 +205,13 @@ PricingOpt = Annotated[
 
 
 TABLE_ROWS = 50  # what a terminal shows when --limit is not given; machine formats get all
+DerivedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-derived",
+        help="Also show prices derived by a rule (e.g. OCI preemptible = 50 % of on-demand).",
+    ),
+]
 
 
 @app.command()
@@ -229,12 +240,14 @@ def prices(
         typer.Option(help=f"Comma-separated columns: {', '.join(layout.FIELDS)}."),
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
+    include_derived: DerivedOpt = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Current offers, cheapest per GPU-hour first (offers with an unmapped GPU: `doctor`)."""
+    """Current offers, cheapest per GPU-hour first: published prices of mapped GPUs (derived
+    prices with --include-derived; offers with an unmapped GPU: `doctor`)."""
     if sort not in reads.PRICE_SORTS:
         raise UsageError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
-    flt = _offer_filter(gpu, provider, country, continent, eu, pricing)
+    flt = _offer_filter(gpu, provider, country, continent, eu, pricing, include_derived)
     # Machine formats get every column unless --columns: a stable shape for scripts.
     shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
@@ -274,8 +287,8 @@ def history(
     limit: Annotated[int, typer.Option(min=1, max=10**9, help="At most this many rows.")] = 100,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Price intervals over time (newest first per offer)."""
-    flt = _offer_filter(gpu, provider, None, None, False, pricing)
+    """Price intervals over time (newest first per offer), published and derived."""
+    flt = _offer_filter(gpu, provider, None, None, False, pricing, include_derived=True)
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         table = reads.history(con, flt, region, instance_type, limit)

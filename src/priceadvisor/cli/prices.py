@@ -42,6 +42,7 @@ FIELDS = {
     "hour": Field("price_hour_usd", "$/h", "money"),
     "available": Field("available", "avail", "flag"),
     "interruption": Field("interruption_rate", "interrupt", "number"),
+    "origin": Field("price_origin", "origin", "key"),  # published, or derived by a rule
 }
 DEFAULT = ("provider", "region", "gpu", "n", "pricing", "gpu-hour", "hour", "available")
 BY_COLUMN = {f.column: name for name, f in FIELDS.items()}

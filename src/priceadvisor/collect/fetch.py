@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,6 +40,11 @@ from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.validators import (
+    StoredValidatorCache,
+    load_validators,
+    save_validators,
+)
 
 log = logging.getLogger(__name__)
 
@@ -183,9 +188,14 @@ async def _run_adapter(
 
 
 async def fetch_all(
-    settings: Settings, plans: list[ProviderPlan], offline_mode: bool, progress: ProgressSink
+    settings: Settings,
+    plans: list[ProviderPlan],
+    offline_mode: bool,
+    progress: ProgressSink,
+    caches: dict[str, StoredValidatorCache] | None = None,
 ) -> list[FetchResult]:
-    tasks = [fetch_one(settings, p, offline_mode, progress) for p in plans]
+    caches = caches or {}
+    tasks = [fetch_one(settings, p, offline_mode, progress, caches.get(p.provider)) for p in plans]
     return list(await asyncio.gather(*tasks))
 
 
@@ -199,10 +209,28 @@ def start_runs(
     """Record runs as started (a short write, on our turn) so a crash mid-fetch leaves a trace,
     and whether they replay the recorded responses; runs left `running` by processes that are
     gone (a Ctrl-C'd fetch) are marked abandoned."""
-    source = "recorded" if offline_mode else "live"
     with store.writer(path, settings.lock_timeout, give_up) as con:
-        store.mark_abandoned_runs(con)
-        return [store.start_run(con, provider, source) for provider in providers]
+        return _start(con, providers, offline_mode)
+
+
+def prepare_runs(
+    settings: Settings,
+    path: Path,
+    providers: list[str],
+    give_up: threading.Event,
+    offline_mode: bool = False,
+) -> tuple[list[int], dict[str, StoredValidatorCache]]:
+    """Start the runs (as `start_runs`) and load each provider's stored ETag / Last-Modified
+    validators, in one short writer session."""
+    with store.writer(path, settings.lock_timeout, give_up) as con:
+        run_ids = _start(con, providers, offline_mode)
+        return run_ids, {provider: load_validators(con, provider) for provider in providers}
+
+
+def _start(con: duckdb.DuckDBPyConnection, providers: list[str], offline_mode: bool) -> list[int]:
+    source = "recorded" if offline_mode else "live"
+    store.mark_abandoned_runs(con)
+    return [store.start_run(con, provider, source) for provider in providers]
 
 
 def ingest_results(
@@ -211,11 +239,13 @@ def ingest_results(
     run_ids: list[int],
     results: list[FetchResult],
     give_up: threading.Event,
+    caches: Sequence[StoredValidatorCache] = (),
 ) -> list[IngestSummary]:
     """Ingest fetch results in one writer session once it is our turn (until `give_up` is set);
-    FX first, so this cycle's non-USD prices convert at this cycle's rates. Summaries come back
-    in the order of `results`. If the ingest fails, runs it did not finish are finished as
-    failed (abandoned when given up) before the error goes on."""
+    FX first, so this cycle's non-USD prices convert at this cycle's rates; renewed validators
+    are saved in the same session. Summaries come back in the order of `results`. If the ingest
+    fails, runs it did not finish are finished as failed (abandoned when given up) before the
+    error goes on."""
     runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
     try:
         with store.writer(path, settings.lock_timeout, give_up) as con:
@@ -229,6 +259,8 @@ def ingest_results(
                 )
                 for run_id, result in runs
             }
+            for cache in caches:
+                save_validators(con, cache)
     except store.StoreError as exc:
         _finish_unfinished(settings, path, run_ids, exc, give_up.is_set())
         raise
@@ -269,9 +301,10 @@ def run_cycle(
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     path = db_path or settings.db_path()
     patient = threading.Event()  # never set: a CLI fetch waits its turn until interrupted
-    run_ids = start_runs(settings, path, [p.provider for p in plans], patient, offline_mode)
-    results = asyncio.run(fetch_all(settings, plans, offline_mode, progress))
-    return ingest_results(settings, path, run_ids, results, patient)
+    providers = [p.provider for p in plans]
+    run_ids, caches = prepare_runs(settings, path, providers, patient, offline_mode)
+    results = asyncio.run(fetch_all(settings, plans, offline_mode, progress, caches))
+    return ingest_results(settings, path, run_ids, results, patient, list(caches.values()))
 
 
 def _fx_first(provider_id: str) -> int:

@@ -25,6 +25,7 @@ from stamina.instrumentation import PrometheusOnRetryHook, RetryDetails, set_on_
 from priceadvisor import __version__
 from priceadvisor.config import HttpSettings
 from priceadvisor.manifest import DEFAULT_MAX_RESPONSE, RedirectPolicy
+from priceadvisor.models import CachedBody
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_REDIRECTS = 5
@@ -94,13 +95,6 @@ class ValidatorCache(Protocol):
 
     def get(self, url: str) -> CachedBody | None: ...
     def put(self, url: str, body: CachedBody) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class CachedBody:
-    content: bytes
-    etag: str | None
-    last_modified: str | None
 
 
 @dataclass(slots=True)

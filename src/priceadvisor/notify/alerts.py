@@ -195,7 +195,7 @@ def _price_drop(
         SELECT price_gpu_hour_usd, provider, region, instance_type, pricing FROM offers
         WHERE gpu_model = ? AND coalesce(pricing = ?, pricing <> 'market')
           AND NOT list_contains(?, provider)
-          AND price_gpu_hour_usd IS NOT NULL
+          AND price_gpu_hour_usd IS NOT NULL AND price_origin = 'published'
         ORDER BY price_gpu_hour_usd LIMIT 5""",
         [rule.gpu_model, rule.pricing, failing],
     ).fetchall()

@@ -36,6 +36,7 @@ weekly AS (
     JOIN price_history AS h
       ON h.valid_from <= p.at AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > p.at
     WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL AND h.pricing <> 'market'
+      AND h.price_origin = 'published'
     GROUP BY ALL
 )
 SELECT gpu_model, pricing,
@@ -53,7 +54,7 @@ WITH earlier AS (
     FROM price_history
     WHERE valid_from <= $week_ago AND coalesce(valid_to, 'infinity'::TIMESTAMP) > $week_ago
 )
-SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, t.before,
+SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_origin, t.before,
     o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
 FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
 WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
@@ -65,6 +66,7 @@ NEW_SQL = """
 SELECT provider, gpu_model, count(*) AS offers, min(price_gpu_hour_usd) AS cheapest,
     list(DISTINCT region ORDER BY region)[1:4] AS regions
 FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL AND pricing <> 'market'
+  AND price_origin = 'published'
 GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 
@@ -219,7 +221,8 @@ def slack_payloads(digest: Digest, subject: str) -> list[dict[str, Any]]:
         content.append(blocks.header("Biggest movers"))
         content += blocks.sections(
             [
-                f"{e(r['provider'])} {e(r['region'])} `{e(r['instance_type'])}` {e(r['pricing'])}: "
+                f"{e(r['provider'])} {e(r['region'])} `{e(r['instance_type'])}` {e(r['pricing'])}"
+                f"{' (derived)' if r['price_origin'] == 'derived' else ''}: "
                 f"${r['before']:.2f} → ${r['now']:.2f} ({_pct(r['change'])})"
                 for r in digest.movers
             ]

@@ -42,10 +42,10 @@ from priceadvisor.collect.fetch import (
     fetch_one,
     ingest_results,
     plan,
+    prepare_runs,
     start_runs,
 )
 from priceadvisor.collect.health import interval
-from priceadvisor.collect.http import MemoryValidatorCache
 from priceadvisor.config import Settings
 from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
@@ -55,6 +55,7 @@ from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
+from priceadvisor.store.validators import StoredValidatorCache
 
 if TYPE_CHECKING:
     from priceadvisor.service.web import HealthServer
@@ -94,7 +95,7 @@ class Daemon:
         self.offline = offline
         self.path: Path = settings.db_path()
         self.metrics = metrics_module.Metrics(self.freshness)
-        self.caches: dict[str, MemoryValidatorCache] = {}
+        self.caches: dict[str, StoredValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
         # Set after the shutdown grace: writes still waiting for the database stop waiting.
@@ -273,13 +274,20 @@ class Daemon:
 
     async def _fetch_and_ingest(self, provider: str) -> IngestSummary:
         plan_ = plan(self.settings, provider, self.offline)
-        [run_id] = await asyncio.to_thread(
-            start_runs, self.settings, self.path, [provider], self.give_up, self.offline
-        )
-        cache = self.caches.setdefault(provider, MemoryValidatorCache())
+        if provider in self.caches:
+            [run_id] = await asyncio.to_thread(
+                start_runs, self.settings, self.path, [provider], self.give_up, self.offline
+            )
+        else:  # the first run of this process also loads the validators stored before
+            run_ids, loaded = await asyncio.to_thread(
+                prepare_runs, self.settings, self.path, [provider], self.give_up, self.offline
+            )
+            [run_id] = run_ids
+            self.caches.update(loaded)
+        cache = self.caches[provider]
         result = await fetch_one(self.settings, plan_, self.offline, lambda *_: None, cache)
         [summary] = await asyncio.to_thread(
-            ingest_results, self.settings, self.path, [run_id], [result], self.give_up
+            ingest_results, self.settings, self.path, [run_id], [result], self.give_up, [cache]
         )
         return summary
 

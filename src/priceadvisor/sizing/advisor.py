@@ -71,6 +71,7 @@ WITH o AS (
     FROM offers
     WHERE gpu_model IS NOT NULL AND gpu_count >= 1 AND gpu_count = floor(gpu_count)
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
+      AND price_origin = 'published'  -- a derived price is never what advice recommends
 )
 SELECT row_number() OVER () AS oid, *, price_hour_usd * spot_overhead AS effective_price,
     dense_rank() OVER (ORDER BY provider, country, continent, is_eu, pricing, gpu_count)

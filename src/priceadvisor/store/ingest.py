@@ -61,7 +61,11 @@ _QUOTE_SCHEMA: columns.Schema = {
     "offer_count": "int",
     "price_median": "float",
     "price_date": "string",
+    "price_rule": "string",
 }
+
+SPOT_NOT_BELOW_ON_DEMAND = "spot price not below the on-demand price of the same offer"
+DUPLICATE_KEY = "duplicate key in the snapshot (collapsed into the cheapest)"
 
 
 def quotes_table(quotes: list[RawQuote]) -> Any:
@@ -143,7 +147,10 @@ WITH joined AS (
         coalesce(r.vcpus, m.spec_vcpus) AS vcpus,
         coalesce(r.ram_gb, m.spec_ram_gb) AS ram_gb,
         r.available, r.interruption_rate, r.source_url, r.offer_count, r.price_median,
-        TRY_CAST(r.price_date AS DATE) AS price_date, fx.usd_per_unit
+        TRY_CAST(r.price_date AS DATE) AS price_date,
+        r.price_rule, CASE WHEN r.price_rule IS NULL THEN 'published' ELSE 'derived' END
+            AS price_origin,
+        fx.usd_per_unit
     FROM _raw AS r
     LEFT JOIN _resolved AS m
         ON  coalesce(m.instance_type, '') = coalesce(r.instance_type, '')
@@ -164,6 +171,17 @@ usd AS (
         node_original * usd_per_unit / nullif(gpu_count, 0) AS price_gpu_hour_usd,
         node_median_original * usd_per_unit AS price_hour_median_usd
     FROM priced
+),
+-- A spot price is only a discount against the same offer's on-demand price (same key but
+-- pricing); one at or above it (Azure meters capped at pay-as-you-go, Vast bid floors above the
+-- ask, RunPod echoes) is no spot offer at all.
+on_demand AS (
+    SELECT region, zone, instance_type, min(price_hour_usd) AS on_demand_hour_usd
+    FROM usd WHERE pricing = 'on_demand' AND price > 0 GROUP BY ALL
+),
+checked AS (
+    SELECT u.*, o.on_demand_hour_usd FROM usd AS u
+    LEFT JOIN on_demand AS o USING (region, zone, instance_type)
 )
 SELECT *,
     CASE
@@ -184,8 +202,10 @@ SELECT *,
         WHEN price_gpu_hour_usd < {MIN_GPU_HOUR_USD} THEN 'implausible price (< ${MIN_GPU_HOUR_USD}/GPU-hour)'
         WHEN interruption_rate IS NOT NULL AND NOT (interruption_rate BETWEEN 0 AND 1)
             THEN 'interruption rate outside 0..1'
+        WHEN pricing = 'spot' AND price_hour_usd >= on_demand_hour_usd
+            THEN '{SPOT_NOT_BELOW_ON_DEMAND}'
     END AS reject_reason
-FROM usd
+FROM checked
 """  # noqa: E501
 
 _CLASSIFY_SQL = """
@@ -218,7 +238,7 @@ UPDATE core.price_intervals AS h SET
     price_hour_usd = c.price_hour_usd, price_gpu_hour_usd = c.price_gpu_hour_usd,
     available = c.available, interruption_rate = c.interruption_rate, source_url = c.source_url,
     offer_count = c.offer_count, price_hour_median_usd = c.price_hour_median_usd,
-    price_date = c.price_date
+    price_date = c.price_date, price_origin = c.price_origin, price_rule = c.price_rule
 FROM _changes AS c
 WHERE c.change = 'same' AND {_KEY_MATCH}
 """
@@ -235,7 +255,7 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model, g
     node_original AS price_hour_original, price_basis, available, interruption_rate, source_url,
     coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from, NULL AS valid_to,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
-    price_date
+    price_date, price_origin, price_rule
 FROM _changes WHERE change IN ('new', 'changed')
 """
 
@@ -252,6 +272,18 @@ _REJECTED_SQL = f"""
 INSERT INTO core.rejected_quotes
 SELECT $run, $provider, region, instance_type, pricing, price, currency, reject_reason
 FROM _snap WHERE reject_reason IS NOT NULL LIMIT {MAX_REJECTED_SAMPLES}
+"""
+
+# Valid quotes that share a key with a cheaper one: only one can be the key's price, so the
+# others are collapsed — counted in fetch_runs.offers_duplicate and sampled beside rejections,
+# so that two rows a parser failed to tell apart never vanish silently.
+_DUPLICATE_SAMPLES_SQL = f"""
+INSERT INTO core.rejected_quotes
+SELECT $run, $provider, region, instance_type, pricing, price, currency, '{DUPLICATE_KEY}'
+FROM _snap WHERE reject_reason IS NULL
+QUALIFY row_number() OVER (
+    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) > 1
+LIMIT {MAX_REJECTED_SAMPLES}
 """
 
 
@@ -323,6 +355,8 @@ def _merge(
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
+    if counts["duplicates"]:
+        _run(con, _DUPLICATE_SAMPLES_SQL, params)
     status, error = _effective_status(result, counts)
     if status is RunStatus.OK:
         result, status, error = _guard_drift(con, result, min_offer_share, status, error)
@@ -352,11 +386,20 @@ def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     row = con.execute(
         """SELECT count(*), count(reject_reason),
                   count(*) FILTER (WHERE reject_reason IS NULL AND gpu_model IS NULL),
-                  mode(reject_reason)
+                  mode(reject_reason),
+                  count(*) FILTER (WHERE reject_reason IS NULL)
+                      - count(DISTINCT (region, zone, instance_type, pricing))
+                        FILTER (WHERE reject_reason IS NULL)
            FROM _snap"""
     ).fetchone()
     assert row is not None
-    return {"total": row[0], "rejected": row[1], "unmapped": row[2], "top_reason": row[3]}
+    return {
+        "total": row[0],
+        "rejected": row[1],
+        "unmapped": row[2],
+        "top_reason": row[3],
+        "duplicates": row[4],
+    }
 
 
 def _effective_status(result: FetchResult, counts: dict[str, Any]) -> tuple[RunStatus, str | None]:
@@ -432,12 +475,13 @@ def _finish_run(
         bytes=result.bytes,
         error=error,
         duration_s=time.perf_counter() - started,
+        offers_duplicate=counts.get("duplicates", 0),
     )
     con.execute(
         """UPDATE core.fetch_runs SET finished_at = ?, observed_at = ?, status = ?,
                offers_seen = ?, offers_changed = ?, offers_new = ?, offers_closed = ?,
                offers_rejected = ?, unmapped = ?, http_requests = ?, http_bytes = ?, error = ?,
-               complete_scopes = ?
+               complete_scopes = ?, offers_duplicate = ?
            WHERE run_id = ?""",
         [
             utcnow(),
@@ -453,6 +497,7 @@ def _finish_run(
             summary.bytes,
             error,
             sorted(result.complete_scopes) or None,
+            summary.offers_duplicate,
             run_id,
         ],
     )

@@ -30,6 +30,7 @@ PRICE_COLUMNS = (
     "price_hour_usd",
     "available",
     "interruption_rate",
+    "price_origin",
 )
 
 
@@ -53,10 +54,15 @@ class OfferFilter:
     pricing: str | None = None
     # Offers whose GPU name maps to no catalog model have no GPU to compare; `doctor` lists them.
     mapped_only: bool = True
+    # Derived prices (a documented rule applied to a published one) answer "what does it cost"
+    # but not "what is cheapest": they are left out unless asked for.
+    include_derived: bool = False
 
     def where(self) -> tuple[str, list[Any]]:
         clauses: list[str] = ["gpu_model IS NOT NULL"] if self.mapped_only else ["TRUE"]
         params: list[Any] = []
+        if not self.include_derived:
+            clauses.append("price_origin = 'published'")
         for wanted, clause, value in (
             (self.gpu_models is not None, "list_contains(?, gpu_model)", self.gpu_models),
             (bool(self.providers), "list_contains(?, provider)", self.providers),
@@ -128,7 +134,7 @@ def history(
         params.append(instance_type)
     sql = f"""
         SELECT provider, region, instance_type, gpu_model, gpu_count, pricing,
-               price_hour_usd, price_gpu_hour_usd, valid_from, valid_to, last_seen
+               price_hour_usd, price_gpu_hour_usd, price_origin, valid_from, valid_to, last_seen
         FROM (SELECT h.*, r.country, r.country_name, r.continent, r.is_eu
               FROM price_history AS h LEFT JOIN regions AS r USING (provider, region))
         WHERE {where}{extra}

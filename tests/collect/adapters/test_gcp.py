@@ -59,6 +59,34 @@ def test_lookalikes_are_skipped_and_b200_slices_include_the_host() -> None:
     )  # sole tenancy
 
 
+@pytest.mark.parametrize(
+    ("machine", "vcpus", "ram", "gpus", "gpu_price"),
+    [
+        ("n1-standard-4+t4x1", 4, 15, 1, 0.35),
+        ("n1-standard-32+v100x4", 32, 120, 4, 2.48),
+        ("n1-standard-16+p100x2", 16, 60, 2, 1.46),
+        ("n1-standard-8+p4x2", 8, 30, 2, 0.60),
+    ],
+)
+def test_n1_with_attached_gpus_is_n1_core_plus_ram_plus_gpus(
+    machine: str, vcpus: int, ram: int, gpus: int, gpu_price: float
+) -> None:
+    # us-central1 on-demand: N1 Predefined core 0.031611/vCPU-h, RAM 0.004237/GiB-h
+    expected = vcpus * 0.031611 + ram * 0.004237 + gpus * gpu_price
+    q = quotes()
+    assert q[("us-central1", machine, "on_demand")] == pytest.approx(expected, abs=1e-6)
+    assert q[("us-central1", machine, "spot")] < q[("us-central1", machine, "on_demand")]
+
+
+def test_n1_gpus_only_in_the_regions_their_sku_lists() -> None:
+    regions = {(r, p) for (r, m, p) in quotes() if m == "n1-standard-8+v100x1"}
+    assert regions == {
+        (region, pricing)
+        for region in ("us-central1", "us-west1", "europe-west4")
+        for pricing in ("on_demand", "spot")
+    }
+
+
 def test_machines_only_where_every_part_is_priced() -> None:
     regions = {r for (r, m, _) in quotes() if m == "a3-highgpu-8g"}
     assert "asia-southeast1" not in regions and "us-central1" in regions
@@ -115,6 +143,12 @@ def test_fetch_with_key_pages_and_keeps_the_key_out_of_errors(
     [(model, count)] = con.execute(
         "SELECT gpu_model, gpu_count FROM offers WHERE instance_type = 'a3-megagpu-8g' LIMIT 1"
     ).fetchall()
+    n1 = dict(
+        con.execute(
+            "SELECT DISTINCT instance_type, gpu_model FROM offers WHERE instance_type LIKE 'n1-%'"
+        ).fetchall()
+    )
     con.close()
     assert (model, count) == ("H100-SXM-80GB", 8)
+    assert {n1[m] for m in n1} == {"T4-16GB", "P4-8GB", "V100-SXM-16GB", "P100-16GB"}
     assert b"SECRET" not in db_path.read_bytes()

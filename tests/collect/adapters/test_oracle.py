@@ -32,7 +32,9 @@ def test_pinned_parts_become_shapes_with_per_gpu_prices() -> None:
     h100 = parsed["BM.GPU.H100.8/on_demand"]
     assert h100.price == 10 and h100.price_basis == "gpu" and h100.gpu_count is None
     assert h100.gpu_name_raw == "Oracle Cloud Infrastructure - Compute - GPU - H100"
-    assert parsed["BM.GPU.H100.8/spot"].price == 5.0  # modelled: 50 % of on-demand
+    spot = parsed["BM.GPU.H100.8/spot"]
+    assert spot.price == 5.0 and "50 %" in (spot.price_rule or "")  # derived, and says so
+    assert h100.price_rule is None  # published
     assert parsed["VM.GPU.A10.1/on_demand"].price == 2  # "Compute  - GPU - A10" (double space)
 
 
@@ -60,20 +62,30 @@ def test_renamed_field_is_a_format_error() -> None:
         quotes(broken)
 
 
-def test_fetch_maps_shapes_and_keeps_h100t_unmapped(db_path: Path) -> None:
+def test_fetch_maps_every_shape_and_marks_derived_spot(db_path: Path) -> None:
     with serving("oracle") as server:
         settings = local_settings(db_path, server)
         [summary] = run_cycle(settings, ["oracle"], False, lambda *_: None)
     assert summary.status is RunStatus.OK
-    assert summary.offers_seen == 22 and summary.unmapped == 2  # 11 GPU parts; H100T unmapped
+    assert summary.offers_seen == 32 and summary.unmapped == 0  # 16 GPU parts
     assert server.requests[0].endswith("currencyCode=USD")
     con = duckdb.connect(str(db_path), read_only=True)
     rows = con.execute(
         "SELECT instance_type, gpu_model, gpu_count, price_hour_usd, price_gpu_hour_usd "
         "FROM offers WHERE pricing = 'on_demand' ORDER BY 1"
     ).fetchall()
+    origins = con.execute(
+        "SELECT pricing, price_origin, count(*) FROM offers GROUP BY ALL ORDER BY 1"
+    ).fetchall()
     con.close()
     by_shape = {r[0]: r[1:] for r in rows}
+    assert origins == [("on_demand", "published", 16), ("spot", "derived", 16)]
     assert by_shape["BM.GPU.H100.8"] == ("H100-SXM-80GB", 8, 80.0, 10.0)
     assert by_shape["B88514"][0] == "V100-SXM-16GB"
-    assert by_shape["BM.GPU.H100T.8"][0] is None
+    assert by_shape["BM.GPU.H100T.8"][0] == "H100-SXM-80GB"
+    generations = {shape: by_shape[shape][:2] for shape in ("BM.GPU2.2", "BM.GPU3.8", "BM.GPU4.8")}
+    assert generations == {
+        "BM.GPU2.2": ("P100-16GB", 2),
+        "BM.GPU3.8": ("V100-SXM-16GB", 8),
+        "BM.GPU4.8": ("A100-SXM-40GB", 8),
+    }

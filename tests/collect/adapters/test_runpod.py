@@ -8,17 +8,51 @@ import duckdb
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.runpod import parse_data_centers, parse_gpu_types
+from priceadvisor.collect.adapters.runpod import (
+    parse_data_centers,
+    parse_gpu_prices,
+    parse_lowest_prices,
+)
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "runpod"
+CAPTURED_FIELDS = {
+    "id",
+    "displayName",
+    "memoryInGb",
+    "securePrice",
+    "communityPrice",
+    "secureSpotPrice",
+    "communitySpotPrice",
+}
 
 
 def load(name: str) -> Any:
     return json.loads((FOLDER / name).read_text())
+
+
+def test_the_price_list_recording_has_exactly_the_captured_fields() -> None:
+    assert all(set(g) == CAPTURED_FIELDS for g in load("gputypes.json")["data"]["gpuTypes"])
+
+
+def test_captured_shape_gives_secure_and_community_on_demand_per_gpu() -> None:
+    quotes = parse_gpu_prices(load("gputypes.json"), "u")
+    by_key = {(q.region, q.instance_type, q.pricing): q.price for q in quotes}
+    assert by_key["secure", "NVIDIA H100 80GB HBM3", "on_demand"] == 3.29
+    assert by_key["community", "NVIDIA H100 80GB HBM3", "on_demand"] == 2.69
+    assert ("secure", "NVIDIA A100-SXM4-40GB", "on_demand") not in by_key  # securePrice 0
+    assert ("community", "NVIDIA L4", "on_demand") not in by_key  # communityPrice null
+    assert all(q.price_basis == "gpu" and q.gpu_count == 1.0 for q in quotes)
+    assert len(quotes) == 22
+
+
+def test_spot_fields_that_echo_on_demand_are_not_spot_offers() -> None:
+    quotes = parse_gpu_prices(load("gputypes.json"), "u")
+    spot = [(q.region, q.instance_type, q.price) for q in quotes if q.pricing == "spot"]
+    assert spot == [("community", "NVIDIA RTX A6000", 0.25)]  # the only real bid
 
 
 def test_listed_data_centres_only() -> None:
@@ -26,9 +60,9 @@ def test_listed_data_centres_only() -> None:
     assert centres == ["US-TX-3", "EU-RO-1", "EU-SE-1", "CA-MTL-1"]  # US-KS-1 is unlisted
 
 
-def test_prices_are_per_gpu_with_bid_as_spot() -> None:
+def test_enrichment_prices_are_per_gpu_with_bid_as_spot() -> None:
     document = load("gputypes-US-TX-3.json")
-    quotes = parse_gpu_types(document, "US-TX-3", "u")
+    quotes = parse_lowest_prices(document, "US-TX-3", "u")
     h100 = next(g for g in document["data"]["gpuTypes"] if g["id"] == "NVIDIA H100 80GB HBM3")
     by_pricing = {q.pricing: q for q in quotes if q.instance_type == h100["id"]}
     if h100["lowestPrice"] is None:
@@ -57,7 +91,7 @@ def test_not_offered_and_zero_prices_are_skipped_and_stock_is_availability() -> 
             ]
         }
     }
-    [quote] = parse_gpu_types(doc, "EU-RO-1", "u")
+    [quote] = parse_lowest_prices(doc, "EU-RO-1", "u")
     assert (quote.instance_type, quote.pricing, quote.available) == (
         "NVIDIA L4",
         "on_demand",
@@ -76,21 +110,27 @@ def test_not_offered_and_zero_prices_are_skipped_and_stock_is_availability() -> 
 )
 def test_schema_drift_is_a_format_error(document: Any, message: str) -> None:
     with pytest.raises(SourceFormatError, match=message):
-        parse_gpu_types(document, "US-TX-3", "u")
+        parse_gpu_prices(document, "u")
+
+
+def test_a_price_list_without_any_price_is_a_format_error() -> None:
+    document = {"data": {"gpuTypes": [{"id": "NVIDIA H100 80GB HBM3", "price": 3.29}]}}
+    with pytest.raises(SourceFormatError, match="no GPU type has a Secure or Community price"):
+        parse_gpu_prices(document, "u")
 
 
 def test_fetch_every_location_through_a_local_server(db_path: Path) -> None:
     with serving("runpod") as server:
         [summary] = run_cycle(local_settings(db_path, server), ["runpod"], False, lambda *_: None)
-    assert summary.status is RunStatus.OK and summary.requests == 6
+    assert summary.status is RunStatus.OK and summary.requests == 7
     con = duckdb.connect(str(db_path), read_only=True)
     regions = {r[0] for r in con.execute("SELECT DISTINCT region FROM offers").fetchall()}
     unmapped = con.execute("SELECT DISTINCT gpu_name_raw FROM offers WHERE gpu_model IS NULL")
     names = {r[0] for r in unmapped.fetchall()}
     eu = con.execute("SELECT DISTINCT region FROM offers WHERE is_eu").fetchall()
     con.close()
-    assert regions == {"US-TX-3", "EU-RO-1", "EU-SE-1", "CA-MTL-1", "community"}
-    assert names <= {"NVIDIA GeForce RTX 3070"}
+    assert regions == {"US-TX-3", "EU-RO-1", "EU-SE-1", "CA-MTL-1", "secure", "community"}
+    assert names == set()
     assert {r[0] for r in eu} == {"EU-RO-1", "EU-SE-1"}
 
 
@@ -108,3 +148,28 @@ def test_one_failing_data_centre_makes_a_partial_run(db_path: Path) -> None:
     se = con.execute("SELECT count(*) FROM offers WHERE region = 'EU-SE-1'").fetchone()
     con.close()
     assert se is not None and se[0] > 0  # the failed data centre keeps its offers
+
+
+def test_only_the_captured_answer_is_enough_when_enrichment_fails(db_path: Path) -> None:
+    """Serve exactly the captured shape; every enrichment query fails: no price is lost."""
+    with serving("runpod") as server:
+        server.post_faults.append(
+            lambda body: None if b"secureSpotPrice" in body else (502, {}, b"bad gateway")
+        )
+        [summary] = run_cycle(local_settings(db_path, server), ["runpod"], False, lambda *_: None)
+    assert summary.status is RunStatus.PARTIAL and "data centres" in (summary.error or "")
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute(
+        "SELECT region, pricing, count(*) FROM offers GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    h100 = con.execute(
+        "SELECT region, price_gpu_hour_usd FROM offers "
+        "WHERE instance_type = 'NVIDIA H100 80GB HBM3' ORDER BY region"
+    ).fetchall()
+    con.close()
+    assert rows == [
+        ("community", "on_demand", 11),
+        ("community", "spot", 1),
+        ("secure", "on_demand", 10),
+    ]
+    assert h100 == [("community", 2.69), ("secure", 3.29)]

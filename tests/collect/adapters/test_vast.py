@@ -37,7 +37,7 @@ def test_markets_keep_min_median_and_count_per_node() -> None:
             o
             for o in offers
             if country(o["geolocation"]) == q.region
-            and f"RTX 4090 x{o['num_gpus']}" == q.instance_type
+            and f"RTX 4090 x{o['num_gpus']} {o['verification']}" == q.instance_type
         ]
         if q.pricing == "on_demand":
             prices = [o["dph_total"] for o in asks]
@@ -76,7 +76,7 @@ def test_fetch_pages_by_price_and_answers_cheapest_in_germany(db_path: Path) -> 
     with serving("vast") as server:
         [summary] = run_cycle(local_settings(db_path, server), ["vast"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.unmapped == 0
-    assert summary.requests == 25  # 24 GPU names, H100 SXM on two pages
+    assert summary.requests == 26  # 24 GPU names, H100 SXM on two pages, the discovery walk
     h100 = [o for n in ("bundles-h100-sxm-1.json", "bundles-h100-sxm-2.json") for o in load(n)]
     german = [o["dph_total"] / o["num_gpus"] for o in h100 if country(o["geolocation"]) == "DE"]
     con = duckdb.connect(str(db_path), read_only=True)
@@ -97,6 +97,39 @@ def test_fetch_pages_by_price_and_answers_cheapest_in_germany(db_path: Path) -> 
     assert cheapest == pytest.approx(min(german))
     assert asks == 74  # the repeated boundary offer is counted once
     assert models == {40.0: "A100-SXM-40GB", 80.0: "A100-SXM-80GB"}
+
+
+def test_verified_and_unverified_hosts_are_separate_offers_with_ask_counts() -> None:
+    offers = load("bundles-rtx-4090.json")
+    quotes = [q for q in aggregate(offers, "u") if q.pricing == "on_demand"]
+    kinds = {q.instance_type.rsplit(" ", 1)[1] for q in quotes}
+    assert kinds == {"verified", "unverified"}
+    verified = sum(q.offer_count or 0 for q in quotes if q.instance_type.endswith(" verified"))
+    assert verified == sum(o["verification"] == "verified" for o in offers)
+
+
+def test_discovery_walk_finds_gpus_the_manifest_does_not_list(db_path: Path) -> None:
+    with serving("vast") as server:
+        [summary] = run_cycle(local_settings(db_path, server), ["vast"], False, lambda *_: None)
+    assert summary.status is RunStatus.OK and summary.unmapped == 0
+    con = duckdb.connect(str(db_path), read_only=True)
+    found = dict(
+        con.execute(
+            "SELECT DISTINCT gpu_name_raw, gpu_model FROM offers "
+            "WHERE gpu_name_raw IN ('B300', 'RTX PRO 6000 WS', 'RTX 3070')"
+        ).fetchall()
+    )
+    [(rejected,)] = con.execute(
+        "SELECT count(*) FROM core.rejected_quotes WHERE instance_type = 'RTX 3070 x1 unverified'"
+        " AND pricing = 'spot'"
+    ).fetchall()
+    con.close()
+    assert found == {
+        "B300": "B300-288GB",
+        "RTX PRO 6000 WS": "RTXPRO6000-96GB",
+        "RTX 3070": "RTX3070-8GB",
+    }
+    assert rejected == 1  # its bid floor is above its own on-demand ask
 
 
 def test_a_failed_gpu_query_fails_the_run_and_keeps_offers(db_path: Path) -> None:

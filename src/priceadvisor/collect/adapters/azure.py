@@ -1,13 +1,20 @@
 """Azure Retail Prices API (no authentication).
 
-Format: providers/azure.toml and the public API's documentation (Microsoft Learn, "Azure
-Retail Prices REST API"). One paged walk over every
-region, following `NextPageLink` (rebased onto the configured endpoint). Prices are per VM
-(node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on skuName/meterName;
-"Low Priority" meters (being retired), Windows products (productName ending in "Windows"/"Win"),
-Cloud Services, reservations and dev/test rows are skipped here because they are not offers of
-the product this tool tracks; zero prices are passed on so the core rejects and counts them.
-The feed has no hardware data: armSkuName → GPU model/count comes from the manifest table.
+Format: `GET https://prices.azure.com/api/retail/prices` with an OData `$filter`. One paged walk
+over every region, following `NextPageLink` (rebased onto the configured endpoint). Prices are
+per VM (node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on
+skuName/meterName; "Low Priority" meters (being retired), Windows products (productName ending
+in "Windows"/"Win"), Cloud Services, reservations and dev/test rows are skipped here because
+they are not offers of the product this tool tracks; zero prices are passed on so the core
+rejects and counts them. The feed has no hardware data: armSkuName → GPU model/count comes from
+the manifest table.
+
+Spot meters equal to pay-as-you-go (real captures: ND H200 v5 and ND GB200 v6) are passed on as
+they are and rejected by the core's rule that spot must be below the same offer's on-demand
+price. Azure documents a Spot price as capped at the pay-as-you-go price (a max price of -1 means
+"up to on-demand": learn.microsoft.com/azure/virtual-machines/spot-vms and the Compute API's
+BillingProfile.maxPrice), so a Spot meter at that cap carries no discount: there is no Spot
+offer to store, and doctor counts the rejection.
 
 Uncertain: the server-side `$filter` on armSkuName assumes `contains` works on that field as it
 does on productName (documented); the client-side filters below hold either way.

@@ -1,6 +1,6 @@
 """Google Cloud Compute Engine via the Cloud Billing Catalog API (needs an API key).
 
-Format: tests/fixtures/providers/gcp/README.md. `GET …/services/6F81-5844-456A/skus?key=…`,
+Format: `GET …/services/6F81-5844-456A/skus?key=…`,
 paged by `nextPageToken`. Each SKU has a description ("Nvidia Tesla A100 GPU running in
 Americas", "Spot Preemptible A2 Instance Core running in EMEA"), category.resourceGroup
 (GPU, CPU, RAM, …), category.usageType (OnDemand, Preemptible = spot, Commit…), serviceRegions
@@ -9,7 +9,10 @@ vCPU-hour or GiB-hour.
 
 There is no price per machine type: a machine's price in a region is vCPUs × the family's core
 SKU + GiB × its RAM SKU + GPUs × the GPU SKU, each for the same region and usage type. Machine
-shapes (vCPUs, RAM, GPU SKU name, count) for A2/A3/A4/G2 are in the manifest ([source.machines]).
+shapes (vCPUs, RAM, GPU SKU name, count) for A2/A3/A4/G2 are in the manifest ([source.machines]),
+as are N1 machines with attached T4/P4/V100/P100 GPUs, priced from the "N1 Predefined Instance
+Core/Ram" SKUs plus the GPU SKU (GCP has no named N1 GPU machine type: the manifest names each
+documented-valid pairing "n1-standard-8+v100x1").
 SKUs for sole tenancy, reservations, commitments, DWS calendar mode, premium and custom shapes
 are not on-demand or spot list prices and are skipped.
 

@@ -1,9 +1,9 @@
 """Oracle Cloud (OCI) public price list (no authentication).
 
-Format: tests/fixtures/providers/oracle/README.md. One JSON document, `items[]` with partNumber,
-displayName, metricName, serviceCategory and `currencyCodeLocalizations[].prices[]`
-(model PAY_AS_YOU_GO). GPU rentals are `metricName: "GPU Per Hour"`, priced per GPU and the same
-in every region.
+Format (`GET …/cetools/api/v1/products/?currencyCode=USD`, no key): one JSON document, `items[]`
+with partNumber, displayName, metricName, serviceCategory and
+`currencyCodeLocalizations[].prices[]` (model PAY_AS_YOU_GO). GPU rentals are `metricName: "GPU
+Per Hour"`, priced per GPU and the same in every region.
 
 Traps handled: displayNames are inconsistent, so known GPUs are pinned by part number in the
 manifest ([parts]: shape, GPU, GPUs per shape); look-alikes with the same metric — the NVIDIA AI
@@ -11,9 +11,11 @@ Enterprise licence, Cloud@Customer, VMware "Node Per Hour" and "Resource Possess
 not offers. An unpinned "Compute - GPU" part is still passed on (raw name = displayName) so a new
 GPU shows up as unmapped instead of vanishing.
 
-Uncertain / modelled: the list has no regions, so offers are stored under region "global". It
-has no spot prices; OCI documents preemptible capacity at 50 % of on-demand, which is what the
-spot quotes here are (source_url says so).
+Uncertain / modelled: the list has no regions, so offers are stored under region "global" (OCI
+publishes which region offers which GPU shape only through the authenticated ListShapes API and
+prose documentation, nothing a public feed can read). It has no spot prices; OCI documents
+preemptible capacity at 50 % of on-demand, so the spot quotes here are derived by that rule and
+say so (`price_rule`, stored as price_origin 'derived').
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from priceadvisor.models import PriceBasis, Pricing, RawQuote
 
 PREEMPTIBLE_DISCOUNT = 0.5  # "Preemptible capacity costs 50% less" (OCI pricing docs)
 PREEMPTIBLE_DOC = "https://docs.oracle.com/iaas/Content/Compute/Concepts/preemptible.htm"
+PREEMPTIBLE_RULE = "OCI preemptible = 50 % of on-demand (documented discount, not a list price)"
 REGION = "global"
 _LOOKALIKES = ("AI Enterprise", "Cloud@Customer", "VMware")
 
@@ -74,7 +77,13 @@ def parse_item(item: dict[str, Any], parts: dict[str, str], url: str) -> list[Ra
     spot = None if price is None else round(price * PREEMPTIBLE_DISCOUNT, 6)
     return [
         RawQuote(pricing=Pricing.ON_DEMAND, price=price, source_url=url, **common),
-        RawQuote(pricing=Pricing.SPOT, price=spot, source_url=PREEMPTIBLE_DOC, **common),
+        RawQuote(
+            pricing=Pricing.SPOT,
+            price=spot,
+            source_url=PREEMPTIBLE_DOC,
+            price_rule=PREEMPTIBLE_RULE,
+            **common,
+        ),
     ]
 
 

@@ -1,19 +1,22 @@
 """RunPod GraphQL `gpuTypes` (no API key needed for this query).
 
-Format: the public GraphQL schema (field list from gpuhunt's detailed query; verified
-anonymous 2026-08-22 by two public projects). Requests:
-  1. `dataCenters { id name listed }` — the Secure Cloud data centres;
-  2. per listed data centre, `gpuTypes` with `lowestPrice(input: {gpuCount: 1, secureCloud: true,
-     dataCenterId})` — the price of one GPU there;
-  3. once for Community Cloud, `lowestPrice(input: {gpuCount: 1, secureCloud: false})`, stored
-     under region "community" (community hosts are not tied to a data centre).
-Prices are USD per GPU-hour. On-demand is `uninterruptablePrice`; interruptible (spot) is
-`minimumBidPrice`, the lowest bid — the top-level `*SpotPrice` fields echo on-demand in real
-captures, so they are not used. 0 or null means "not offered there" and is skipped. Availability
-is `stockStatus` (null = none in stock).
+Prices come from the one shape real captures of the anonymous API have (docs/providers.md,
+RunPod): `gpuTypes { id displayName memoryInGb securePrice communityPrice secureSpotPrice
+communitySpotPrice }`, USD per GPU-hour. Secure Cloud is stored under region "secure" (any
+Secure data centre), Community Cloud under "community". 0 or null means "not offered on that
+cloud". In real captures every `*SpotPrice` equals the matching on-demand price: an echo, not a
+bid, so a spot price equal to on-demand is skipped and only a different one is passed on
+(the core rejects one that is not below on-demand).
 
-Uncertain: the exact shape of `dataCenters` and of `lowestPrice` comes from public client code,
-not from a live capture; a data centre whose query fails makes the run partial.
+Enrichment, allowed to fail: `dataCenters { id name listed }`, then per listed data centre
+`gpuTypes { … lowestPrice(input: {gpuCount: 1, secureCloud: true, dataCenterId}) {
+minimumBidPrice uninterruptablePrice stockStatus } }` gives per-data-centre on-demand,
+interruptible (the lowest bid) and stock; once more with `secureCloud: false` gives Community
+Cloud's lowest bid. A failed enrichment makes the run partial in that scope only: the prices
+above are kept and no offer of the failed scope is closed.
+
+Uncertain: the `dataCenters` and `lowestPrice` shapes come from public client code (gpuhunt),
+not from a live capture; the top-level price fields are verified on a real capture.
 """
 
 from __future__ import annotations
@@ -29,16 +32,25 @@ from priceadvisor.collect.adapters.base import (
 from priceadvisor.collect.http import FetchError, HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
 
-DATA_CENTERS = "query DataCenters { dataCenters { id name listed } }"
-GPU_TYPES = """query GpuTypes($lowestPriceInput: GpuLowestPriceInput) {
+GPU_PRICES = """query GpuTypes {
   gpuTypes {
-    id displayName memoryInGb securePrice communityPrice
-    lowestPrice(input: $lowestPriceInput) {
-      minimumBidPrice uninterruptablePrice stockStatus minVcpu minMemory
-    }
+    id displayName memoryInGb securePrice communityPrice secureSpotPrice communitySpotPrice
   }
 }"""
+DATA_CENTERS = "query DataCenters { dataCenters { id name listed } }"
+LOWEST_PRICES = """query LowestPrices($lowestPriceInput: GpuLowestPriceInput) {
+  gpuTypes {
+    id memoryInGb
+    lowestPrice(input: $lowestPriceInput) { minimumBidPrice uninterruptablePrice stockStatus }
+  }
+}"""
+SECURE = "secure"
 COMMUNITY = "community"
+# cloud region → (on-demand field, spot field) of the captured shape
+_CLOUDS = {
+    SECURE: ("securePrice", "secureSpotPrice"),
+    COMMUNITY: ("communityPrice", "communitySpotPrice"),
+}
 
 
 class RunPodAdapter(Adapter):
@@ -46,18 +58,27 @@ class RunPodAdapter(Adapter):
 
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         url = self.endpoints["graphql"]
-        centres = parse_data_centers(await session.post_json(url, {"query": DATA_CENTERS}))
-        output = AdapterOutput()
+        quotes = parse_gpu_prices(await session.post_json(url, {"query": GPU_PRICES}), url)
+        output = AdapterOutput(quotes=quotes, complete_scopes={SECURE, COMMUNITY})
+        progress(f"{len(quotes)} quotes from Secure and Community Cloud")
+        await self._enrich(session, url, output, progress)
+        return output
+
+    async def _enrich(
+        self, session: HttpSession, url: str, output: AdapterOutput, progress: ProgressCallback
+    ) -> None:
+        try:
+            centres = parse_data_centers(await session.post_json(url, {"query": DATA_CENTERS}))
+        except (FetchError, SourceFormatError) as exc:
+            output.failed_scopes["data centres"] = str(exc)
+            return
         scopes = [(dc, {"gpuCount": 1, "secureCloud": True, "dataCenterId": dc}) for dc in centres]
         scopes.append((COMMUNITY, {"gpuCount": 1, "secureCloud": False}))
         for number, (region, lowest) in enumerate(scopes, 1):
-            await self._fetch_scope(session, url, region, lowest, output)
+            await self._enrich_scope(session, url, region, lowest, output)
             progress(f"{number}/{len(scopes)} locations, {len(output.quotes)} quotes")
-        if not output.complete_scopes:
-            raise FetchError("; ".join(sorted(output.failed_scopes.values())))
-        return output
 
-    async def _fetch_scope(
+    async def _enrich_scope(
         self,
         session: HttpSession,
         url: str,
@@ -65,14 +86,27 @@ class RunPodAdapter(Adapter):
         lowest: dict[str, Any],
         output: AdapterOutput,
     ) -> None:
-        payload = {"query": GPU_TYPES, "variables": {"lowestPriceInput": lowest}}
+        payload = {"query": LOWEST_PRICES, "variables": {"lowestPriceInput": lowest}}
         try:
             document = await session.post_json(url, payload)
-            output.quotes.extend(parse_gpu_types(document, region, url))
+            quotes = parse_lowest_prices(document, region, url)
         except (FetchError, SourceFormatError) as exc:
-            output.failed_scopes[region] = f"{region}: {exc}"
-        else:
-            output.complete_scopes.add(region)
+            output.failed_scopes[region] = str(exc)
+            output.complete_scopes.discard(region)
+            return
+        if region == COMMUNITY:
+            quotes = _community_bids(quotes, output.quotes)
+        output.quotes.extend(quotes)
+        output.complete_scopes.add(region)
+
+
+def _community_bids(found: list[RawQuote], listed: list[RawQuote]) -> list[RawQuote]:
+    """Community on-demand comes from the price list; the enrichment adds the lowest bid where
+    the price list has no spot price of its own for that GPU."""
+    priced = {
+        q.instance_type for q in listed if q.region == COMMUNITY and q.pricing == Pricing.SPOT
+    }
+    return [q for q in found if q.pricing == Pricing.SPOT and q.instance_type not in priced]
 
 
 def _data(document: Any, key: str) -> Any:
@@ -88,6 +122,13 @@ def _data(document: Any, key: str) -> Any:
     return data[key]
 
 
+def _gpu_types(document: Any) -> list[dict[str, Any]]:
+    types = _data(document, "gpuTypes")
+    if not all(isinstance(gpu, dict) and gpu.get("id") for gpu in types):
+        raise SourceFormatError("a gpuType has no id")
+    return list(types)
+
+
 def parse_data_centers(document: Any) -> list[str]:
     return [
         str(dc["id"])
@@ -96,41 +137,70 @@ def parse_data_centers(document: Any) -> list[str]:
     ]
 
 
-def parse_gpu_types(document: Any, region: str, url: str) -> list[RawQuote]:
-    quotes: list[RawQuote] = []
-    for gpu in _data(document, "gpuTypes"):
-        if not isinstance(gpu, dict) or "id" not in gpu:
-            raise SourceFormatError("a gpuType has no id")
-        quotes.extend(_gpu_quotes(gpu, region, url))
+def parse_gpu_prices(document: Any, url: str) -> list[RawQuote]:
+    """The price list: on-demand per cloud, and spot where it is a price of its own."""
+    quotes = [q for gpu in _gpu_types(document) for q in _cloud_quotes(gpu, url)]
+    if not quotes:
+        raise SourceFormatError("no GPU type has a Secure or Community price (format changed?)")
     return quotes
 
 
-def _gpu_quotes(gpu: dict[str, Any], region: str, url: str) -> list[RawQuote]:
-    lowest = gpu.get("lowestPrice")
-    if not isinstance(lowest, dict):
-        return []  # not offered in this location
-    common: dict[str, Any] = {
-        "region": region,
-        "instance_type": str(gpu["id"]),
-        "price_basis": PriceBasis.GPU,
-        "gpu_name_raw": str(gpu["id"]),
-        "gpu_count": 1.0,
-        "gpu_memory_gb": _number(gpu.get("memoryInGb")),
-        "available": lowest.get("stockStatus") is not None,
-        "source_url": url,
-    }
-    prices = {
-        Pricing.ON_DEMAND: lowest.get("uninterruptablePrice"),
-        Pricing.SPOT: lowest.get("minimumBidPrice"),
-    }
-    return [
-        RawQuote(pricing=pricing, price=_number(price), **common)
-        for pricing, price in prices.items()
-        if price not in (0, None)  # 0 / null: not offered on this cloud (documented)
-    ]
+def _cloud_quotes(gpu: dict[str, Any], url: str) -> list[RawQuote]:
+    quotes = []
+    for region, (on_demand_field, spot_field) in _CLOUDS.items():
+        on_demand, spot = _price(gpu.get(on_demand_field)), _price(gpu.get(spot_field))
+        if on_demand is not None:
+            quotes.append(_quote(gpu, region, Pricing.ON_DEMAND, on_demand, url))
+        if spot is not None and spot != on_demand:  # equal = the documented echo
+            quotes.append(_quote(gpu, region, Pricing.SPOT, spot, url))
+    return quotes
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def parse_lowest_prices(document: Any, region: str, url: str) -> list[RawQuote]:
+    """One location's lowest prices; a GPU with `lowestPrice: null` is not offered there."""
+    quotes = []
+    for gpu in _gpu_types(document):
+        lowest = gpu.get("lowestPrice")
+        if not isinstance(lowest, dict):
+            continue
+        stocked = lowest.get("stockStatus") is not None
+        prices = {
+            Pricing.ON_DEMAND: _price(lowest.get("uninterruptablePrice")),
+            Pricing.SPOT: _price(lowest.get("minimumBidPrice")),
+        }
+        quotes += [
+            _quote(gpu, region, pricing, price, url, available=stocked)
+            for pricing, price in prices.items()
+            if price is not None
+        ]
+    return quotes
+
+
+def _quote(
+    gpu: dict[str, Any],
+    region: str,
+    pricing: Pricing,
+    price: float,
+    url: str,
+    available: bool | None = None,
+) -> RawQuote:
+    return RawQuote(
+        region=region,
+        instance_type=str(gpu["id"]),
+        pricing=pricing,
+        price=price,
+        price_basis=PriceBasis.GPU,
+        gpu_name_raw=str(gpu["id"]),
+        gpu_count=1.0,
+        gpu_memory_gb=_price(gpu.get("memoryInGb")),
+        available=available,
+        source_url=url,
+    )
+
+
+def _price(value: Any) -> float | None:
+    """0 and null mean "not offered" (documented); a negative number is passed on for the core
+    to reject and count."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value == 0:
         return None
     return float(value)

@@ -1,21 +1,25 @@
 """Vast.ai marketplace offers (`bundles`, no key needed).
 
-Format: the public `bundles` endpoint as real captures show it (trimmed into
-tests/fixtures/providers/vast/). One POST per page:
+Format: real captures of `POST https://console.vast.ai/api/v0/bundles/`. One POST per page:
 `{"gpu_name": {"eq": NAME}, "rentable": {"eq": true}, "rented": {"eq": false},
 "external": {"eq": false}, "type": "on-demand", "order": [["dph_total", "asc"]], "limit": 64,
-"dph_total": {"gte": CURSOR}}` for every GPU name in the manifest. The server returns at most
-~64 offers whatever the limit, so pages walk up the price: the next page starts at the last
-page's highest price, offers already seen are dropped by id. Bursts get 429, so requests are
-spaced (manifest source.request_spacing) and 429s retried with Retry-After.
+"dph_total": {"gte": CURSOR}}` for every GPU name in the manifest, then one more walk with
+`{"gpu_name": {"notin": [those names]}}` that discovers every other GPU the marketplace offers
+(a new GPU then reaches `doctor` as unmapped instead of never being asked for). The server
+returns at most ~64 offers whatever the limit, so pages walk up the price: the next page starts
+at the last page's highest price, offers already seen are dropped by id. Bursts get 429, so
+requests are spaced (manifest source.request_spacing) and 429s retried with Retry-After.
 
 Prices are per offer (node): on-demand is `dph_total` (GPU + the default storage); interruptible
 is `min_bid` plus the same storage cost (`dph_total - dph_base`), as the bid floor covers the GPU
 only. `geolocation` ends with the ISO country code ("Washington, US", ", US"); `gpu_ram` is MB
 per GPU.
 
-Stored as an aggregate, not every ask: one quote per (GPU name, GPU count, country, pricing) at
-the lowest price, with the number of asks and their median. Individual asks appear and vanish
+Stored as an aggregate, not every ask: one quote per (GPU name, GPU count, host verification,
+country, pricing) at the lowest price, with the number of asks (`offer_count`) and their median.
+Verification (`verification`: verified / unverified / deverified) is part of the instance type
+("H100 SXM x8 verified"): users choose on it, and a verified host's price must not hide behind
+an unverified one's. Individual asks appear and vanish
 within minutes; storing each would turn the change log into churn, while the aggregate answers
 "cheapest H100 in Germany on Vast now" exactly and keeps a typical price beside it. Any failed
 GPU query fails the run: a market missing from a snapshot must not look like it closed.
@@ -40,7 +44,8 @@ PAGE_LIMIT = 64
 MAX_PAGES = 50
 UNKNOWN_COUNTRY = "unknown"
 
-Market = tuple[str, str, int]  # (country, gpu_name, num_gpus)
+Market = tuple[str, str, int, str]  # (country, gpu_name, num_gpus, verification)
+UNKNOWN_VERIFICATION = "unknown"
 
 
 class VastAdapter(Adapter):
@@ -51,27 +56,33 @@ class VastAdapter(Adapter):
         names: list[str] = list(self.manifest.source.get("gpu_names", []))
         offers: dict[int, dict[str, Any]] = {}
         for number, name in enumerate(names, 1):
-            await self._walk(session, url, name, offers)
+            await self._walk(session, url, {"eq": name}, offers)
             progress(f"{number}/{len(names)} GPU names, {len(offers)} offers")
+        await self._walk(session, url, {"notin": names}, offers)
+        progress(f"every other GPU name: {len(offers)} offers")
         return AdapterOutput(quotes=aggregate(offers.values(), url))
 
     async def _walk(
-        self, session: HttpSession, url: str, name: str, offers: dict[int, dict[str, Any]]
+        self,
+        session: HttpSession,
+        url: str,
+        name_filter: dict[str, Any],
+        offers: dict[int, dict[str, Any]],
     ) -> None:
         cursor = 0.0
         for _ in range(MAX_PAGES):
-            page = parse_offers(await session.post_json(url, query(name, cursor)))
+            page = parse_offers(await session.post_json(url, query(name_filter, cursor)))
             fresh = [o for o in page if o["id"] not in offers]
             offers.update((o["id"], o) for o in fresh)
             if len(page) < PAGE_LIMIT or not fresh:
                 return
             cursor = max(float(o["dph_total"]) for o in page)
-        raise SourceFormatError(f"{name}: more than {MAX_PAGES} pages of offers")
+        raise SourceFormatError(f"gpu_name {name_filter}: more than {MAX_PAGES} pages of offers")
 
 
-def query(gpu_name: str, cursor: float) -> dict[str, Any]:
+def query(name_filter: dict[str, Any], cursor: float) -> dict[str, Any]:
     return {
-        "gpu_name": {"eq": gpu_name},
+        "gpu_name": name_filter,
         "rentable": {"eq": True},
         "rented": {"eq": False},
         "external": {"eq": False},
@@ -107,7 +118,12 @@ def aggregate(offers: Any, url: str) -> list[RawQuote]:
     memory: dict[Market, float | None] = {}
     unusable: list[RawQuote] = []
     for offer in offers:
-        market = (country(offer["geolocation"]), str(offer["gpu_name"]), int(offer["num_gpus"]))
+        market = (
+            country(offer["geolocation"]),
+            str(offer["gpu_name"]),
+            int(offer["num_gpus"]),
+            str(offer.get("verification") or UNKNOWN_VERIFICATION),
+        )
         memory[market] = _gb(offer.get("gpu_ram"))
         prices = _prices(offer)
         if prices is None:
@@ -132,10 +148,10 @@ def _prices(offer: dict[str, Any]) -> dict[str, float] | None:
 def _quote(
     market: Market, pricing: str, prices: list[float], memory: float | None, url: str
 ) -> RawQuote:
-    where, name, gpus = market
+    where, name, gpus, verification = market
     return RawQuote(
         region=where,
-        instance_type=f"{name} x{gpus}",
+        instance_type=f"{name} x{gpus} {verification}",
         pricing=pricing,
         price=min(prices) if prices else None,
         price_basis=PriceBasis.NODE,

@@ -1,0 +1,56 @@
+"""HTTP validators kept in the database, so conditional requests survive a restart.
+
+A provider's validators are loaded once before its fetch into a `StoredValidatorCache` (the
+fetch itself never touches the database: it runs while other providers are ingesting), and the
+entries the fetch renewed are written back in the ingest's writer session.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import duckdb
+
+from priceadvisor.models import CachedBody, utcnow
+
+
+@dataclass(slots=True)
+class StoredValidatorCache:
+    """A ValidatorCache (collect.http) for one provider, backed by core.http_validators."""
+
+    provider: str
+    entries: dict[str, CachedBody] = field(default_factory=dict)
+    renewed: set[str] = field(default_factory=set)
+
+    def get(self, url: str) -> CachedBody | None:
+        return self.entries.get(url)
+
+    def put(self, url: str, body: CachedBody) -> None:
+        self.entries[url] = body
+        self.renewed.add(url)
+
+
+def load_validators(con: duckdb.DuckDBPyConnection, provider: str) -> StoredValidatorCache:
+    rows = con.execute(
+        "SELECT url, etag, last_modified, body FROM core.http_validators WHERE provider = ?",
+        [provider],
+    ).fetchall()
+    entries = {url: CachedBody(zlib.decompress(body), etag, mod) for url, etag, mod, body in rows}
+    return StoredValidatorCache(provider, entries)
+
+
+def save_validators(con: duckdb.DuckDBPyConnection, cache: StoredValidatorCache) -> int:
+    """Write back the entries renewed since the last save; returns how many."""
+    now = utcnow()
+    rows = [
+        (cache.provider, url, body.etag, body.last_modified, zlib.compress(body.content), now)
+        for url in sorted(cache.renewed)
+        if (body := cache.entries[url]) is not None
+    ]
+    if rows:
+        con.executemany(
+            "INSERT OR REPLACE INTO core.http_validators VALUES (?, ?, ?, ?, ?, ?)", rows
+        )
+    cache.renewed.clear()
+    return len(rows)
