@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -304,14 +305,53 @@ def _rental(con: Any, gpu: str | None, workload: str | None, settings: Any) -> t
 
 
 @commands.command()
-def calibrate(fmt: FormatOpt = Format.TABLE) -> None:
-    """Predicted vs published measurements, leave-one-out, with the median absolute error."""
+def calibrate(
+    by_case: Annotated[bool, typer.Option("--cases", help="Also list every case.")] = False,
+    fmt: FormatOpt = Format.TABLE,
+) -> None:
+    """Predicted vs published measurements, leave-one-source-out, with the error per regime.
+
+    Every prediction runs the same estimate as `priceadvisor estimate`; a case's prediction
+    uses factors fitted without any case of its publication."""
     rows = calibration.report()
-    table = reads.Table(
-        ["case", "metric", "gpu", "gpus", "measured", "prior", "predicted", "error_pct"],
+    if by_case:
+        render(_case_table(rows), fmt, out, title="Calibration cases (leave-one-source-out)")
+    summary = reads.Table(
+        ["regime", "cases", "sources", "median_abs_error_pct", "p90_abs_error_pct", "in_range_pct"],
+        [
+            (
+                s.regime,
+                s.cases,
+                s.sources,
+                round(100 * s.median, 1),
+                round(100 * s.p90, 1),
+                round(100 * s.in_range, 1),
+            )
+            for s in calibration.summary(rows)
+        ],
+    )
+    render(summary, fmt, out, title="Calibration per regime (leave-one-source-out)")
+
+
+def _case_table(rows: Sequence[calibration.Row]) -> reads.Table:
+    return reads.Table(
+        [
+            "case",
+            "source",
+            "regime",
+            "metric",
+            "gpu",
+            "gpus",
+            "measured",
+            "prior",
+            "predicted",
+            "error_pct",
+        ],
         [
             (
                 r.case.case_id,
+                r.case.source_key,
+                r.case.regime,
                 r.case.metric,
                 r.case.gpu,
                 r.case.gpus,
@@ -323,9 +363,3 @@ def calibrate(fmt: FormatOpt = Format.TABLE) -> None:
             for r in rows
         ],
     )
-    render(table, fmt, out, title="Calibration (leave-one-out)")
-    if fmt is Format.TABLE:
-        out.print(
-            f"median absolute error {100 * calibration.median_abs_error(rows):.1f} % "
-            f"over {len(rows)} cases"
-        )

@@ -41,6 +41,7 @@ class Case:
     gpu: str
     gpus: int
     tensor_parallel: int | None = None
+    check_only: bool = False  # the source leaves settings out: reported, never fitted on
 
     @property
     def regime(self) -> str:
@@ -101,6 +102,7 @@ def _case(case_id: str, entry: dict[str, Any]) -> Case:
         entry["gpu"],
         int(entry["gpus"]),
         entry.get("tp"),
+        bool(entry.get("check_only", False)),
     )
 
 
@@ -131,10 +133,11 @@ def _speed_ratio(case: Case, predicted: float) -> float:
 
 def fit(training: Sequence[Case]) -> sizing.Scales:
     """Factors per regime fitted on `training`, in FIT_ORDER (each with the earlier ones
-    applied); a regime with fewer than two cases keeps its prior."""
+    applied); check-only cases are skipped, and a regime with fewer than two cases left keeps
+    its prior."""
     factors: dict[str, float] = {}
     for regime in FIT_ORDER:
-        group = [c for c in training if c.regime == regime]
+        group = [c for c in training if c.regime == regime and not c.check_only]
         if len(group) < 2:
             continue
         current = sizing.Scales(dict(factors))

@@ -476,7 +476,8 @@ def weights_read(work: Workload, batch: int) -> float:
 def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
     """(memory term, compute term) of one decode step for `batch` concurrent requests, prefill
     excluded. Memory: weights read + KV read at the mean context, per-layer launch overhead and
-    the two all-reduces per layer under TP; compute: 2·N_active FLOPs per token."""
+    the two all-reduces per layer under TP (latency and bytes); compute: 2·N_active FLOPs per
+    token."""
     arch = work.arch
     context = work.input_tokens + work.output_tokens / 2
     kv = batch * context * kv_per_token(work, tp)
@@ -484,6 +485,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
     memory += layers * LAYER_OVERHEAD_S + (2 * layers * allreduce_latency(gpu) if tp > 1 else 0)
+    memory += tp_allreduce_seconds(work, gpu, tp, batch)
     mfu = serving_mfu(gpu) * work.scales.factor("serve-throughput")
     compute = 2 * arch.active_params * batch / (tp * peak_flops(gpu, work.precision) * mfu)
     return memory, compute
@@ -601,14 +603,16 @@ def _finish_serving(
 
 def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
     """Time per decode step of a saturated replica with every request's prefill spread over
-    its output tokens: a roofline — the weight/KV reads overlap the compute of a large batch
-    (sizing.md §4: 45 % of dense peak counting 2·N·(in+out) FLOPs per request)."""
-    memory, decode = decode_seconds(work, gpu, tp, batch)
+    its output tokens. Memory and compute terms add up (sizing.md §3: their sum fits the
+    measurements better than a roofline maximum)."""
     arch = work.arch
     prefill_flops = batch * 2 * arch.active_params * work.input_tokens / max(1, work.output_tokens)
     mfu = serving_mfu(gpu) * work.scales.factor("serve-throughput")
     prefill = prefill_flops / (tp * peak_flops(gpu, work.precision) * mfu)
-    return max(memory, decode + prefill)
+    prefill_tokens = batch * work.input_tokens // max(1, work.output_tokens)
+    return (
+        _step(work, gpu, tp, batch) + prefill + tp_allreduce_seconds(work, gpu, tp, prefill_tokens)
+    )
 
 
 def replicas_for(work: Workload, tokens_per_s: float) -> int:
