@@ -68,7 +68,8 @@ WITH o AS (
                   + coalesce(interruption_rate, {DEFAULT_INTERRUPTION_RATE}) * {LOST_WORK_SHARE}
              ELSE 1.0 END AS spot_overhead
     FROM offers
-    WHERE gpu_model IS NOT NULL AND gpu_count >= 1 AND gpu_count = floor(gpu_count)
+    WHERE gpu_model IS NOT NULL AND gpu_count > 0
+        AND (gpu_count < 1 OR gpu_count = floor(gpu_count))
 )
 SELECT row_number() OVER () AS oid, *, price_hour_usd * spot_overhead AS effective_price,
     dense_rank() OVER (ORDER BY provider, country, continent, is_eu, pricing, gpu_count)
@@ -132,15 +133,16 @@ ORDER BY r.workload, r.rank
 """
 
 
-def gpu_shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
-    """Every (GPU model, whole GPU count) among current offers."""
+def gpu_shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
+    """Every (GPU model, GPU count) among current offers: whole GPUs, or a share of one GPU
+    (MIG slices, fractional vGPUs) below one."""
     rows = con.execute(
         "SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers ORDER BY ALL"
     ).fetchall()
-    return [(str(model), int(count)) for model, count in rows]
+    return [(str(model), float(count)) for model, count in rows]
 
 
-def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, int]]) -> Any:
+def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, float]]) -> Any:
     rows: dict[str, list[Any]] = {name: [] for name in _ESTIMATE_SCHEMA}
     for profile in profiles:
         work = to_workload(profile)

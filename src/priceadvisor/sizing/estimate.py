@@ -7,6 +7,7 @@ on the published measurements in providers/calibration.toml (priceadvisor.sizing
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -109,7 +110,7 @@ class Workload:
 @dataclass(slots=True)
 class Estimate:
     gpu_model: str
-    gpu_count: int
+    gpu_count: float
     fits: bool
     binding: str
     memory_gib: dict[str, float]
@@ -127,7 +128,7 @@ class Estimate:
 
     @property
     def replicas(self) -> int:
-        return max(1, self.gpu_count // self.tensor_parallel)
+        return max(1, int(self.gpu_count) // self.tensor_parallel)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -334,16 +335,44 @@ def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
 
 
 def estimate(
-    work: Workload, gpu_model: str, gpu_count: int, tensor_parallel: int | None = None
+    work: Workload, gpu_model: str, gpu_count: float, tensor_parallel: int | None = None
 ) -> Estimate:
     """Training on `gpu_count` GPUs, or serving on `gpu_count` GPUs as replicas of
-    `tensor_parallel` GPUs each (default: the smallest degree that fits the workload)."""
+    `tensor_parallel` GPUs each (default: the smallest degree that fits the workload). A count
+    below one is a share of one GPU."""
     gpu = gpu_catalog().gpus[gpu_model]
+    if 0 < gpu_count < 1:
+        return _on_a_share(work, gpu, gpu_count)
     if work.task in TRAINING_TASKS:
-        return _train(work, gpu, gpu_count)
-    tp = tensor_parallel or default_tensor_parallel(work, gpu, gpu_count)
-    check_tensor_parallel(work, gpu_count, tp)
-    return _serve(work, gpu, gpu_count, tp)
+        return _train(work, gpu, int(gpu_count))
+    tp = tensor_parallel or default_tensor_parallel(work, gpu, int(gpu_count))
+    check_tensor_parallel(work, int(gpu_count), tp)
+    return _serve(work, gpu, int(gpu_count), tp)
+
+
+def _on_a_share(work: Workload, gpu: GpuSpec, share: float) -> Estimate:
+    """A fractional-GPU offer (a MIG slice such as 1/7 of an A100, a time-shared vGPU) sized
+    as one GPU with memory, bandwidth and tensor rates in proportion."""
+    part = fractional_gpu(gpu, share)
+    result = _train(work, part, 1) if work.task in TRAINING_TASKS else _serve(work, part, 1, 1)
+    result.gpu_count = share
+    result.notes.append(f"{share:.3g} of a {gpu.id}: memory and rates scaled in proportion")
+    return result
+
+
+RATE_KEYS = (
+    "memory_bandwidth_gbs",
+    "bf16_dense_tflops",
+    "fp16_dense_tflops",
+    "fp8_dense_tflops",
+    "int8_dense_tops",
+    "fp32_tflops",
+)
+
+
+def fractional_gpu(gpu: GpuSpec, share: float) -> GpuSpec:
+    specs = {k: v * share if k in RATE_KEYS and v else v for k, v in gpu.specs.items()}
+    return dataclasses.replace(gpu, memory_gb=gpu.memory_gb * share, specs=specs)
 
 
 def check_tensor_parallel(work: Workload, gpus: int, tp: int) -> None:
