@@ -2,7 +2,7 @@
 
 Each regime (estimate.REGIMES: dense / 3D-parallel / MoE / LoRA training, end-to-end goodput,
 prefill, decode, saturated serving) has one factor on its efficiency prior, fitted as the
-median of measured ÷ predicted over the regime's cases — only when at least two cases remain,
+median of measured ÷ predicted over the regime's cases — only when at least three cases remain,
 never on a single row. The report predicts every case
 **leave-one-source-out**: all the cases of the case's publication are held out of every fit
 its prediction uses. The stated uncertainty of a regime is the 90th percentile of its
@@ -28,6 +28,9 @@ TIME_METRICS = ("tpot_ms", "ttft_ms", "e2e_latency_s", "gpu_hours_total")
 # Fitting order: a regime's factor is fitted with the factors before it already applied.
 FIT_ORDER = ("prefill", "decode", "serve-throughput", *sizing.TRAIN_REGIMES, "train-e2e")
 MIN_UNCERTAINTY = 0.10
+# A factor is a median: fitted on fewer than three cases it would be one case (or the mean of
+# two), which lets one outlier move a whole regime.
+MIN_FIT_CASES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +136,12 @@ def _speed_ratio(case: Case, predicted: float) -> float:
 
 def fit(training: Sequence[Case]) -> sizing.Scales:
     """Factors per regime fitted on `training`, in FIT_ORDER (each with the earlier ones
-    applied); check-only cases are skipped, and a regime with fewer than two cases left keeps
-    its prior."""
+    applied); check-only cases are skipped, and a regime with fewer than MIN_FIT_CASES left
+    keeps its prior."""
     factors: dict[str, float] = {}
     for regime in FIT_ORDER:
         group = [c for c in training if c.regime == regime and not c.check_only]
-        if len(group) < 2:
+        if len(group) < MIN_FIT_CASES:
             continue
         current = sizing.Scales(dict(factors))
         ratios = [_speed_ratio(c, predict(c, current)) for c in group]
