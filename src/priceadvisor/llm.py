@@ -40,6 +40,7 @@ class Architecture:
     params_b: float | None = None  # published totals override the dense formula (MoE)
     active_params_b: float | None = None
     mla_kv_dim: int = 0
+    routed_groups: int = 0  # node-limited routing: a token reaches at most this many groups
     aliases: tuple[str, ...] = field(default=())
 
     @property
@@ -225,6 +226,7 @@ def _hf_architecture(config: dict[str, Any], kind: str, name: str) -> Architectu
         experts=int(_first(config, "experts", 0)),
         experts_per_token=int(_first(config, "experts_per_token", 0)),
         expert_ffn=int(config.get("moe_intermediate_size") or 0),
+        routed_groups=int(config.get("topk_group") or 0),
         mla_kv_dim=int(config.get("kv_lora_rank") or 0) + int(config.get("qk_rope_head_dim") or 0)
         if config.get("kv_lora_rank")
         else 0,

@@ -275,12 +275,16 @@ def training_peak(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
 def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     """Exposed expert-parallel all-to-all time per trained token on one GPU: dispatch and
     combine of top-k hidden vectors per MoE layer, once forward and twice backward, over NVLink
-    inside a node and the network beyond it (expert-parallel group up to 64 GPUs)."""
+    inside a node and the network beyond it. With node-limited routing (DeepSeek-V3: a token
+    reaches at most 4 nodes, `topk_group`), one copy per node crosses the network."""
     arch = work.arch
     if not arch.is_moe or gpus <= 1:
         return 0.0
     group = min(gpus, expert_parallel(work, gpu))
-    bytes_per_token = arch.layers * arch.experts_per_token * arch.hidden * 2 * 2 * 3
+    copies = arch.experts_per_token
+    if arch.routed_groups and group > 8:  # node-limited routing: one copy per node reached
+        copies = min(copies, arch.routed_groups)
+    bytes_per_token = arch.layers * copies * arch.hidden * 2 * 2 * 3
     return MOE_EXPOSED_COMMUNICATION * bytes_per_token / link_bandwidth(gpu, group)
 
 
