@@ -226,7 +226,9 @@ def _summarise(name: str, rows: list[Row], every: Sequence[Row]) -> Summary:
 
 
 def _inside(row: Row, uncertainty: float) -> bool:
-    return row.loo * (1 - uncertainty) <= row.case.measured <= row.loo * (1 + uncertainty)
+    """The measurement is inside the stated range when the prediction's relative error is
+    within the stated uncertainty (the same measure as the error columns)."""
+    return abs(row.error) <= uncertainty
 
 
 def p90(values: Iterable[float]) -> float:
