@@ -168,6 +168,7 @@ def test_explicit_architecture_and_local_config_json(tmp_path: Path) -> None:
     config.write_text(
         json.dumps(
             {
+                "model_type": "llama",
                 "num_hidden_layers": 32,
                 "hidden_size": 4096,
                 "num_attention_heads": 32,

@@ -119,3 +119,23 @@ def test_gpus_far_beyond_1024_are_sized() -> None:
         16384,
     )
     assert result.fits and result.hours and 1000 < result.hours < 10_000
+
+
+def test_ttft_plus_n_tpot_counts_prefill_once() -> None:
+    from priceadvisor.sizing.estimate import request_seconds
+
+    work = Workload("serve", L8, input_tokens=4000, output_tokens=200, concurrency=1)
+    result = estimate(work, "H100-SXM-80GB", 1)
+    assert result.ttft_ms and result.tpot_ms
+    latency = (result.ttft_ms + 200 * result.tpot_ms) / 1000
+    assert request_seconds(work, GPUS["H100-SXM-80GB"], 1, 1) == pytest.approx(latency, rel=1e-6)
+
+
+def test_calibrate_predicts_through_estimate() -> None:
+    from priceadvisor.sizing import calibration
+
+    case = next(c for c in calibration.cases() if c.case_id == "I17")
+    scales = calibration.fitted_scales()
+    work = dataclasses.replace(case.workload, scales=scales)
+    expected = estimate(work, case.gpu, case.gpus, case.tensor_parallel).tpot_ms
+    assert calibration.predict(case, scales) == expected
