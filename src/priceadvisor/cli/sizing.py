@@ -85,7 +85,11 @@ def estimate_command(
     ] = None,
     vocab: Annotated[int | None, typer.Option(help="Vocabulary size.")] = None,
     gated: Annotated[
-        bool, typer.Option("--gated/--no-gated", help="Gated (SwiGLU: 3 matrices) or GELU MLP (2).")
+        bool,
+        typer.Option(
+            "--gated/--no-gated",
+            help="Explicit numbers: gated MLP (SwiGLU, 3 matrices) or GELU (2).",
+        ),
     ] = True,
     experts: Annotated[int | None, typer.Option(help="MoE: experts per layer.")] = None,
     experts_per_token: Annotated[
