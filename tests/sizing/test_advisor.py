@@ -93,7 +93,7 @@ def test_both_example_workloads_rank_recorded_offers(
     assert all(r["cost_usd"] > 0 and r["hours"] > 0 for r in lora)
     assert [r["usd_per_mtok"] for r in chat] == sorted(r["usd_per_mtok"] for r in chat)
     assert [r["rank"] for r in chat] == list(range(1, 21))
-    assert all(r["low"] <= (r["usd_per_mtok"]) <= r["high"] for r in chat)
+    assert all(0 < r["low"] <= (r["usd_per_mtok"]) <= r["high"] for r in chat)
 
 
 def test_spot_rule_and_eu_constraint_are_applied(

@@ -123,7 +123,7 @@ SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.in
     CASE WHEN e.hours IS NULL THEN e.replicas * 730 * o.effective_price END AS monthly_usd,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
-    r.cost * (1 - e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
+    r.cost / (1 + e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at
 FROM ranked AS r
 JOIN _advice_offers AS o USING (oid)
