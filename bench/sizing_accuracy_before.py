@@ -6,7 +6,7 @@ leave-one-source-out like `priceadvisor calibrate` and grouped by today's regime
     python3 -m uv run python bench/sizing_accuracy_before.py
 
 FP4 cases are sized at FP8 (the old estimator has no FP4); the range check uses the old flat
-uncertainties (sizing.md §6).
+uncertainties (±20/30/45 %).
 """
 
 import importlib.util

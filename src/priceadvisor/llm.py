@@ -1,7 +1,8 @@
 """Model architectures: the bundled catalog (providers/models.toml), explicit numbers, or a
 local Hugging Face config.json — and what follows from them (parameters, KV cache per token).
 
-Formulas: shared/reference/sizing.md §1 and §3.
+Formulas: N ≈ L·(attention + MLP) + V·d·(1 if tied else 2); KV per token 2·L·n_kv·d_h·bytes
+(one latent per layer for MLA).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Sizing core (DESIGN §5): memory, fit, throughput, time and the binding constraint of a
+"""Sizing core: memory, fit, throughput, time and the binding constraint of a
 workload on N GPUs of one model. Pure functions over an Architecture and a GPU's specs.
 
-Formulas and priors: shared/reference/sizing.md; efficiency priors are scaled by factors fitted
-on the published measurements in providers/calibration.toml (priceadvisor.sizing.calibration).
+Efficiency priors (docs/accuracy.md lists each with its source) are scaled per regime by factors
+fitted on the published measurements in providers/calibration.toml (sizing.calibration).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PREFILL_CHUNK_TOKENS = 8192
 # vLLM's default max_num_seqs: a request above it is served, with a note that the engine must
 # be configured for it (never capped silently).
 ENGINE_DEFAULT_MAX_BATCH = 256
-END_TO_END = 0.75  # restarts, evals, checkpoints (sizing.md §2)
+END_TO_END = 0.75  # restarts, evals, checkpoints: long runs land at 0.7-0.8 of steady state
 HOURS_PER_MONTH = 730
 # Largest tensor-parallel group engines run in practice (one NVL72 rack is the upper end).
 MAX_TENSOR_PARALLEL = 72
@@ -69,7 +69,7 @@ REGIMES = (*TRAIN_REGIMES, "train-e2e", "prefill", "decode", "serve-throughput")
 class Scales:
     """Factors on the efficiency priors per regime, and the stated relative uncertainty per
     regime, fitted by `priceadvisor.sizing.calibration` and handed in as data; empty means the
-    published priors unchanged and the sizing.md §6 uncertainty."""
+    published priors unchanged and the prior uncertainty."""
 
     factors: Mapping[str, float] = field(default_factory=dict)
     uncertainty: Mapping[str, float] = field(default_factory=dict)
@@ -237,7 +237,7 @@ def _vendor_class(gpu: GpuSpec) -> str:
     return str(gpu.specs.get("architecture") or "").split(" ")[0].lower()  # hopper, ampere…
 
 
-# --- efficiency priors (sizing.md §4), scaled per regime by calibration -----------------------
+# --- efficiency priors (docs/accuracy.md), scaled per regime by calibration -----------------------
 
 
 def training_regime(work: Workload) -> str:
@@ -302,8 +302,9 @@ def expert_parallel(work: Workload, gpu: GpuSpec) -> int:
 
 
 def decode_mbu(gpu: GpuSpec) -> float:
-    """Share of HBM bandwidth a decode step reaches on weight reads (sizing.md §4: 0.57–0.83 at
-    TP1 on NVIDIA); MI300X engines of 2024–25 reach less of their larger bandwidth."""
+    """Share of HBM bandwidth a decode step reaches on weight reads (0.57–0.83 measured at TP1
+    on NVIDIA: FasterTransformer, LMDeploy, NIM); MI300X engines of 2024–25 reach less of
+    their larger bandwidth."""
     return 0.55 if _vendor_class(gpu) == "amd" else 0.75
 
 
@@ -312,7 +313,8 @@ def allreduce_latency(gpu: GpuSpec) -> float:
 
 
 def serving_mfu(gpu: GpuSpec) -> float:
-    """Saturated serving compute efficiency: 45 % of dense peak (sizing.md §4); AMD engines
+    """Saturated serving compute efficiency: 45 % of dense peak counting 2·N·(in+out) FLOPs per
+    request (TensorRT-LLM performance tables); AMD engines
     deliver about H100 throughput on 1.3x the FP8 peak (MLPerf v4.1), i.e. ×0.75."""
     return 0.45 * (0.75 if _vendor_class(gpu) == "amd" else 1.0)
 
@@ -321,9 +323,9 @@ PREFILL_MFU = 0.50
 
 
 def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
-    """sizing.md §6, used where calibration has no error figure for the regime: tuned NVIDIA
-    training ±20 %, serving ±30 %; MoE, AMD/Intel, consumer cards and parts with no published
-    measurements ±45 %."""
+    """Published-accuracy priors, used where calibration states no wider error for the regime:
+    tuned NVIDIA training ±20 %, serving ±30 %; MoE, AMD/Intel, consumer cards and parts with
+    no published measurements ±45 %."""
     kind = _vendor_class(gpu)
     if arch.is_moe or kind in ("amd", "other", "consumer") or gpu.family in ("L4", "T4", "V100"):
         return 0.45
@@ -636,8 +638,8 @@ def _finish_serving(
 
 def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
     """Time per decode step of a saturated replica with every request's prefill spread over
-    its output tokens. Memory and compute terms add up (sizing.md §3: their sum fits the
-    measurements better than a roofline maximum)."""
+    its output tokens. Memory and compute terms add up (their sum fits the measurements better
+    than a roofline maximum)."""
     arch = work.arch
     prefill_flops = batch * 2 * arch.active_params * work.input_tokens / max(1, work.output_tokens)
     mfu = serving_mfu(gpu) * work.scales.factor("serve-throughput")
