@@ -20,7 +20,7 @@ def utcnow() -> dt.datetime:
 
 # What a workload is and the number format it runs in (config and sizing share these).
 Task = Literal["pretrain", "finetune", "lora", "qlora", "serve", "batch"]
-Precision = Literal["bf16", "fp16", "fp8", "int8", "int4"]
+Precision = Literal["bf16", "fp16", "fp8", "fp4", "int8", "int4"]
 TRAINING_TASKS = ("pretrain", "finetune", "lora", "qlora")
 
 

@@ -93,7 +93,7 @@ def test_both_example_workloads_rank_recorded_offers(
     assert all(r["cost_usd"] > 0 and r["hours"] > 0 for r in lora)
     assert [r["usd_per_mtok"] for r in chat] == sorted(r["usd_per_mtok"] for r in chat)
     assert [r["rank"] for r in chat] == list(range(1, 21))
-    assert all(r["low"] <= (r["usd_per_mtok"]) <= r["high"] for r in chat)
+    assert all(0 < r["low"] <= (r["usd_per_mtok"]) <= r["high"] for r in chat)
 
 
 def test_spot_rule_and_eu_constraint_are_applied(
@@ -168,6 +168,7 @@ def test_explicit_architecture_and_local_config_json(tmp_path: Path) -> None:
     config.write_text(
         json.dumps(
             {
+                "model_type": "llama",
                 "num_hidden_layers": 32,
                 "hidden_size": 4096,
                 "num_attention_heads": 32,
@@ -316,3 +317,41 @@ def test_advice_is_replaced_not_appended(tmp_path: Path) -> None:
         second = store_advice(con, profiles)
         [(n,)] = con.execute("SELECT count(*) FROM advice").fetchall()
     assert first == second == n == 2
+
+
+def test_fractional_gpu_offers_are_sized(tmp_path: Path) -> None:
+    db = tmp_path / "f.duckdb"
+    quotes = [
+        RawQuote(
+            region="eastus",
+            instance_type=name,
+            pricing="on_demand",
+            price=price,
+            gpu_name_raw=gpu,
+            gpu_count=count,
+        )
+        for name, gpu, count, price in (
+            ("NC_A100_slice", "A100 80GB", 1 / 7, 0.6),
+            ("NV6ads_A10_v5", "A10", 1 / 6, 0.45),
+        )
+    ]
+    ingest_quotes(db, "azure", quotes)
+    profiles = [
+        WorkloadProfile(name="t", task="lora", model="llama-3.2-1b", seq_len=2048, train_tokens=1e7)
+    ]
+    with store.writer(db) as con:
+        columns, rows = rank(con, profiles, keep=10)
+    records = [dict(zip(columns, r, strict=True)) for r in rows]
+    assert {r["instance_type"] for r in records} == {"NC_A100_slice", "NV6ads_A10_v5"}
+    assert all(0 < r["gpu_count"] < 1 and r["hours"] > 0 for r in records)
+
+
+def test_a_share_of_a_gpu_is_sized_with_its_share_of_memory_and_rates() -> None:
+    work = Workload("serve", llm.from_numbers("small", params_b=1.0))
+    whole = estimate(work, "A100-SXM-80GB", 1)
+    slice_ = estimate(work, "A100-SXM-80GB", 1 / 7)
+    assert slice_.fits and slice_.gpu_count == pytest.approx(1 / 7)
+    assert slice_.memory_available_gib == pytest.approx(whole.memory_available_gib / 7)
+    assert slice_.tokens_per_s < whole.tokens_per_s / 3
+    big = estimate(Workload("serve", llm.lookup("llama-3.1-70b")), "A100-SXM-80GB", 1 / 7)
+    assert not big.fits and big.binding == "memory"

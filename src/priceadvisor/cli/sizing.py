@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +17,7 @@ from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.models import Precision, Task
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing.advisor import store_advice
-from priceadvisor.sizing.estimate import Workload, estimate
+from priceadvisor.sizing.estimate import STACKS, SizingError, Workload, estimate
 from priceadvisor.sizing.tco import rent_vs_buy
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
@@ -24,7 +25,9 @@ from priceadvisor.store import reads
 commands = typer.Typer()
 
 
-def _arch(model: str | None, config_json: Path | None, numbers: dict[str, Any]) -> llm.Architecture:
+def _arch(
+    model: str | None, config_json: Path | None, numbers: dict[str, Any], gated: bool
+) -> llm.Architecture:
     given = [x for x in (model, config_json) if x] + ([numbers] if any(numbers.values()) else [])
     if len(given) != 1:
         raise UsageError(
@@ -35,7 +38,8 @@ def _arch(model: str | None, config_json: Path | None, numbers: dict[str, Any]) 
             return llm.lookup(model)
         if config_json:
             return llm.from_hf_config(config_json)
-        return llm.from_numbers("custom", **{k: v for k, v in numbers.items() if v})
+        given_numbers = {k: v for k, v in numbers.items() if v}
+        return llm.from_numbers("custom", gated=gated, **given_numbers)
     except llm.ModelError as exc:
         raise UsageError(str(exc)) from None
 
@@ -50,62 +54,146 @@ def _gpu(gpu: str) -> str:
     return resolved
 
 
+PRECISIONS = ", ".join(Precision.__args__)  # type: ignore[attr-defined]
+TASKS = ", ".join(Task.__args__)  # type: ignore[attr-defined]
+# Serving GPUs up to the largest training clusters (Llama 3: 16,384 H100; xAI-class 100k).
+MAX_GPUS = 131072
+
+
 @commands.command("estimate")
 def estimate_command(
-    gpu: Annotated[str, typer.Option(help="Canonical GPU id, e.g. H100-SXM-80GB.")],
-    task: Annotated[str, typer.Option(help="pretrain|finetune|lora|qlora|serve|batch")] = "serve",
+    gpu: Annotated[str, typer.Option(help="Canonical GPU id or alias, e.g. H100-SXM-80GB.")],
+    task: Annotated[str, typer.Option(help=f"One of {TASKS}.")] = "serve",
     model: Annotated[
-        str | None, typer.Option(help=f"Bundled model: {', '.join(sorted(llm.catalog()))}.")
+        str | None,
+        typer.Option(
+            help=f"Bundled model id or alias (e.g. llama-7b): {', '.join(sorted(llm.catalog()))}."
+        ),
     ] = None,
-    config_json: Annotated[Path | None, typer.Option(help="A local HF config.json.")] = None,
-    params_b: Annotated[float | None, typer.Option(help="Parameters, billions.")] = None,
-    layers: Annotated[int | None, typer.Option()] = None,
-    hidden: Annotated[int | None, typer.Option()] = None,
-    heads: Annotated[int | None, typer.Option()] = None,
-    kv_heads: Annotated[int | None, typer.Option()] = None,
-    ffn: Annotated[int | None, typer.Option()] = None,
-    vocab: Annotated[int | None, typer.Option()] = None,
-    gpus: Annotated[int, typer.Option(min=1, max=1024, help="Number of GPUs.")] = 1,
-    precision: Annotated[str, typer.Option(help="bf16|fp16|fp8|int8|int4")] = "bf16",
-    input_tokens: Annotated[int, typer.Option(min=1)] = 1000,
-    output_tokens: Annotated[int, typer.Option(min=1)] = 250,
-    concurrency: Annotated[int, typer.Option(min=1)] = 16,
-    train_tokens: Annotated[float | None, typer.Option(min=1)] = None,
-    seq_len: Annotated[int, typer.Option(min=1)] = 4096,
-    ttft_ms_max: Annotated[float | None, typer.Option()] = None,
-    tpot_ms_max: Annotated[float | None, typer.Option()] = None,
+    config_json: Annotated[
+        Path | None, typer.Option(help="A local Hugging Face config.json (architecture keys).")
+    ] = None,
+    params_b: Annotated[float | None, typer.Option(help="Total parameters, billions.")] = None,
+    active_params_b: Annotated[
+        float | None, typer.Option(help="MoE: parameters active per token, billions.")
+    ] = None,
+    layers: Annotated[int | None, typer.Option(help="Transformer layers.")] = None,
+    hidden: Annotated[int | None, typer.Option(help="Hidden size d_model.")] = None,
+    heads: Annotated[int | None, typer.Option(help="Attention (query) heads.")] = None,
+    kv_heads: Annotated[
+        int | None, typer.Option(help="Key/value heads (GQA); default heads.")
+    ] = None,
+    head_dim: Annotated[
+        int | None, typer.Option(help="Head dimension; default hidden/heads.")
+    ] = None,
+    ffn: Annotated[
+        int | None, typer.Option(help="MLP intermediate size (per expert if MoE).")
+    ] = None,
+    vocab: Annotated[int | None, typer.Option(help="Vocabulary size.")] = None,
+    gated: Annotated[
+        bool,
+        typer.Option(
+            "--gated/--no-gated",
+            help="Explicit numbers: gated MLP (SwiGLU, 3 matrices) or GELU (2).",
+        ),
+    ] = True,
+    experts: Annotated[int | None, typer.Option(help="MoE: experts per layer.")] = None,
+    experts_per_token: Annotated[
+        int | None, typer.Option(help="MoE: experts routed per token.")
+    ] = None,
+    gpus: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help="Number of GPUs.")] = 1,
+    tensor_parallel: Annotated[
+        int | None,
+        typer.Option(
+            "--tp",
+            min=1,
+            help="Serving: GPUs per replica; --gpus/--tp replicas. Default: the smallest "
+            "power of two that holds the requested concurrency.",
+        ),
+    ] = None,
+    precision: Annotated[
+        str,
+        typer.Option(
+            help=f"One of {PRECISIONS}. fp8/fp4 store and compute at that format (fp4 = "
+            "NVFP4/MXFP4 on B200/B300/GB200/GB300/MI355X); int8/int4 are weight-only "
+            "(AWQ/GPTQ: compute and KV stay 16-bit)."
+        ),
+    ] = "bf16",
+    kv_precision: Annotated[
+        str | None, typer.Option(help="KV-cache format (default fp8 with fp8/fp4, else 16-bit).")
+    ] = None,
+    input_tokens: Annotated[int, typer.Option(min=1, help="Prompt tokens per request.")] = 1000,
+    output_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per request.")] = 250,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Requests in flight per replica (serve, default 16) or the static batch "
+            "(batch, default 256); never capped silently.",
+        ),
+    ] = None,
+    train_tokens: Annotated[float | None, typer.Option(min=1, help="Training tokens.")] = None,
+    seq_len: Annotated[int, typer.Option(min=1, help="Training sequence length.")] = 4096,
+    stack: Annotated[
+        str,
+        typer.Option(
+            help="Training software layout: modern (FSDP/Megatron-Core, 2023+) or "
+            "megatron-2021 (A100 TP+PP with full recomputation)."
+        ),
+    ] = "modern",
+    expert_parallel: Annotated[
+        int | None, typer.Option(min=1, help="MoE training: expert-parallel degree.")
+    ] = None,
+    ttft_ms_max: Annotated[float | None, typer.Option(help="Serving: TTFT target, ms.")] = None,
+    tpot_ms_max: Annotated[float | None, typer.Option(help="Serving: TPOT target, ms.")] = None,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Memory, fit, throughput, time and binding constraint — no prices needed."""
-    if task not in Task.__args__:  # type: ignore[attr-defined]
-        raise UsageError(f"unknown task {task!r} (use {', '.join(Task.__args__)})")  # type: ignore[attr-defined]
-    if precision not in Precision.__args__:  # type: ignore[attr-defined]
-        raise UsageError(f"unknown precision {precision!r} (use bf16, fp16, fp8, int8, int4)")
+    """Memory, fit, throughput, time and binding constraint — no prices needed.
+
+    The model is one of --model, --config-json or explicit numbers (--params-b alone, or
+    --layers/--hidden/--heads/--ffn/--vocab, with --experts/--experts-per-token/
+    --active-params-b for MoE). `uncertainty` is the calibrated relative range of the regime
+    (docs/accuracy.md)."""
+    _check_choice("task", task, Task.__args__)  # type: ignore[attr-defined]
+    _check_choice("precision", precision, Precision.__args__)  # type: ignore[attr-defined]
+    if kv_precision is not None:
+        _check_choice("kv-precision", kv_precision, Precision.__args__)  # type: ignore[attr-defined]
+    _check_choice("stack", stack, STACKS)
     numbers = {
         "params_b": params_b,
+        "active_params_b": active_params_b,
         "layers": layers,
         "hidden": hidden,
         "heads": heads,
         "kv_heads": kv_heads,
+        "head_dim": head_dim,
         "ffn": ffn,
         "vocab": vocab,
+        "experts": experts,
+        "experts_per_token": experts_per_token,
     }
-    arch = _arch(model, config_json, numbers)
+    arch = _arch(model, config_json, numbers, gated)
     work = calibration.calibrated(
         Workload(
             task=task,  # type: ignore[arg-type]
             arch=arch,
             precision=precision,  # type: ignore[arg-type]
+            kv_precision=kv_precision,  # type: ignore[arg-type]
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            concurrency=concurrency,
+            concurrency=concurrency or (256 if task == "batch" else 16),
             train_tokens=train_tokens,
             seq_len=seq_len,
+            stack=stack,
+            expert_parallel=expert_parallel,
             ttft_ms_max=ttft_ms_max,
             tpot_ms_max=tpot_ms_max,
         )
     )
-    result = estimate(work, _gpu(gpu), gpus).as_dict()
+    try:
+        result = estimate(work, _gpu(gpu), gpus, tensor_parallel).as_dict()
+    except SizingError as exc:
+        raise typer.BadParameter(str(exc)) from None
     result = {
         "model": arch.name,
         "task": task,
@@ -114,6 +202,12 @@ def estimate_command(
         "active_params_b": round(arch.active_params / 1e9, 2),
     } | result
     _render_record(result, fmt, "Estimate")
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    """Bad choices are usage errors (exit 2), like typer's own option checks."""
+    if value not in choices:
+        raise typer.BadParameter(f"unknown {name} {value!r} (use {', '.join(choices)})")
 
 
 def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
@@ -240,14 +334,53 @@ def _rental(con: Any, gpu: str | None, workload: str | None, settings: Any) -> t
 
 
 @commands.command()
-def calibrate(fmt: FormatOpt = Format.TABLE) -> None:
-    """Predicted vs published measurements, leave-one-out, with the median absolute error."""
+def calibrate(
+    by_case: Annotated[bool, typer.Option("--cases", help="Also list every case.")] = False,
+    fmt: FormatOpt = Format.TABLE,
+) -> None:
+    """Predicted vs published measurements, leave-one-source-out, with the error per regime.
+
+    Every prediction runs the same estimate as `priceadvisor estimate`; a case's prediction
+    uses factors fitted without any case of its publication."""
     rows = calibration.report()
-    table = reads.Table(
-        ["case", "metric", "gpu", "gpus", "measured", "prior", "predicted", "error_pct"],
+    if by_case:
+        render(_case_table(rows), fmt, out, title="Calibration cases (leave-one-source-out)")
+    summary = reads.Table(
+        ["regime", "cases", "sources", "median_abs_error_pct", "p90_abs_error_pct", "in_range_pct"],
+        [
+            (
+                s.regime,
+                s.cases,
+                s.sources,
+                round(100 * s.median, 1),
+                round(100 * s.p90, 1),
+                round(100 * s.in_range, 1),
+            )
+            for s in calibration.summary(rows)
+        ],
+    )
+    render(summary, fmt, out, title="Calibration per regime (leave-one-source-out)")
+
+
+def _case_table(rows: Sequence[calibration.Row]) -> reads.Table:
+    return reads.Table(
+        [
+            "case",
+            "source",
+            "regime",
+            "metric",
+            "gpu",
+            "gpus",
+            "measured",
+            "prior",
+            "predicted",
+            "error_pct",
+        ],
         [
             (
                 r.case.case_id,
+                r.case.source_key,
+                r.case.regime,
                 r.case.metric,
                 r.case.gpu,
                 r.case.gpus,
@@ -259,9 +392,3 @@ def calibrate(fmt: FormatOpt = Format.TABLE) -> None:
             for r in rows
         ],
     )
-    render(table, fmt, out, title="Calibration (leave-one-out)")
-    if fmt is Format.TABLE:
-        out.print(
-            f"median absolute error {100 * calibration.median_abs_error(rows):.1f} % "
-            f"over {len(rows)} cases"
-        )

@@ -69,7 +69,8 @@ WITH o AS (
                   + coalesce(interruption_rate, {DEFAULT_INTERRUPTION_RATE}) * {LOST_WORK_SHARE}
              ELSE 1.0 END AS spot_overhead
     FROM offers
-    WHERE gpu_model IS NOT NULL AND gpu_count >= 1 AND gpu_count = floor(gpu_count)
+    WHERE gpu_model IS NOT NULL AND gpu_count > 0
+        AND (gpu_count < 1 OR gpu_count = floor(gpu_count))
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
 )
@@ -125,7 +126,7 @@ SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.in
     CASE WHEN e.hours IS NULL THEN e.replicas * 730 * o.effective_price END AS monthly_usd,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
-    r.cost * (1 - e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
+    r.cost / (1 + e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at
 FROM ranked AS r
 JOIN _advice_offers AS o USING (oid)
@@ -135,15 +136,16 @@ ORDER BY r.workload, r.rank
 """
 
 
-def gpu_shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
-    """Every (GPU model, whole GPU count) among current offers."""
+def gpu_shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
+    """Every (GPU model, GPU count) among current offers: whole GPUs, or a share of one GPU
+    (MIG slices, fractional vGPUs) below one."""
     rows = con.execute(
         "SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers ORDER BY ALL"
     ).fetchall()
-    return [(str(model), int(count)) for model, count in rows]
+    return [(str(model), float(count)) for model, count in rows]
 
 
-def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, int]]) -> Any:
+def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, float]]) -> Any:
     rows: dict[str, list[Any]] = {name: [] for name in _ESTIMATE_SCHEMA}
     for profile in profiles:
         work = to_workload(profile)

@@ -1,9 +1,12 @@
 """Calibration of the sizing priors on published measurements (providers/calibration.toml).
 
-Each metric group ("train", "throughput", "tpot") gets one scale factor on its efficiency prior:
-the median of measured / predicted over the group's cases. The report predicts every case
-leave-one-out — a case's own measurement never calibrates its prediction — and gives the median
-absolute error. KV capacity is memory accounting, not an efficiency, and is not scaled.
+Each regime (estimate.REGIMES: dense / 3D-parallel / MoE / LoRA training, end-to-end goodput,
+prefill, decode, saturated serving) has one factor on its efficiency prior, fitted as the
+median of measured ÷ predicted over the regime's cases — only when at least three cases remain,
+never on a single row. The report predicts every case
+**leave-one-source-out**: all the cases of the case's publication are held out of every fit
+its prediction uses. The stated uncertainty of a regime is the 90th percentile of its
+held-out errors. Predictions run `estimate.estimate`, the same code path as the CLI.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import tomllib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -20,34 +24,46 @@ from priceadvisor.catalog import gpu_catalog
 from priceadvisor.resources import providers_dir
 from priceadvisor.sizing import estimate as sizing
 
-GROUPS = {
-    "tokens_per_s_per_gpu": "train",
-    "tokens_per_s_total": "throughput",
-    "tpot_ms": "tpot",
-    "kv_cache_tokens": "kv",
-}
+TIME_METRICS = ("tpot_ms", "ttft_ms", "e2e_latency_s", "gpu_hours_total")
+# Fitting order: a regime's factor is fitted with the factors before it already applied.
+FIT_ORDER = ("prefill", "decode", "serve-throughput", *sizing.TRAIN_REGIMES, "train-e2e")
+MIN_UNCERTAINTY = 0.10
+# A factor is a median: fitted on fewer than three cases it would be one case (or the mean of
+# two), which lets one outlier move a whole regime.
+MIN_FIT_CASES = 3
 
 
 @dataclass(frozen=True, slots=True)
 class Case:
     case_id: str
     source: str
+    source_key: str
     metric: str
     measured: float
     workload: sizing.Workload
     gpu: str
     gpus: int
+    tensor_parallel: int | None = None
+    check_only: bool = False  # the source leaves settings out: reported, never fitted on
 
     @property
-    def group(self) -> str:
-        return GROUPS[self.metric]
+    def regime(self) -> str:
+        """The regime whose factor this measurement calibrates."""
+        if self.metric == "tokens_per_s_per_gpu":
+            return sizing.training_regime(self.workload)
+        return {
+            "gpu_hours_total": "train-e2e",
+            "ttft_ms": "prefill",
+            "tokens_per_s_total": "serve-throughput",
+            "kv_cache_tokens": "kv",
+        }.get(self.metric, "serve-throughput" if self.workload.concurrency > 4 else "decode")
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
     case: Case
     prior: float  # predicted with the unscaled priors
-    loo: float  # predicted with the scale fitted on the other cases of its group
+    loo: float  # predicted with factors fitted without the case's publication
 
     @property
     def error(self) -> float:
@@ -66,57 +82,94 @@ def _case(case_id: str, entry: dict[str, Any]) -> Case:
         if "model" in entry
         else llm.from_numbers(case_id, **entry["arch"])
     )
-    keys = ("precision", "input_tokens", "output_tokens", "concurrency", "seq_len")
+    keys = (
+        "precision",
+        "input_tokens",
+        "output_tokens",
+        "concurrency",
+        "seq_len",
+        "train_tokens",
+        "stack",
+        "expert_parallel",
+    )
     workload = sizing.Workload(
         task=entry["task"], arch=arch, **{k: entry[k] for k in keys if k in entry}
     )
     return Case(
         case_id,
         entry["source"],
+        entry["source_key"],
         entry["metric"],
         float(entry["value"]),
         workload,
         entry["gpu"],
         int(entry["gpus"]),
+        entry.get("tp"),
+        bool(entry.get("check_only", False)),
     )
 
 
-def predict(case: Case) -> float:
-    result = sizing.estimate(case.workload, case.gpu, case.gpus)
-    if case.metric == "tokens_per_s_per_gpu":
-        return result.tokens_per_s / case.gpus
-    if case.metric == "tokens_per_s_total":
-        return result.tokens_per_s
-    if case.metric == "tpot_ms":
-        return result.tpot_ms or float("nan")
+def predict(case: Case, scales: sizing.Scales = sizing.PRIORS) -> float:
+    """The case's metric as `estimate` returns it for the case's workload and `scales`."""
+    work = dataclasses.replace(case.workload, scales=scales)
+    result = sizing.estimate(work, case.gpu, case.gpus, case.tensor_parallel)
     gpu = gpu_catalog().gpus[case.gpu]
-    return float(sizing.kv_tokens(case.workload, gpu, case.gpus))
+    if case.metric == "e2e_latency_s":
+        return sizing.request_seconds(work, gpu, result.tensor_parallel, work.concurrency)
+    if case.metric == "kv_cache_tokens":
+        return float(sizing.kv_tokens(work, gpu, result.tensor_parallel))
+    value = {
+        "tokens_per_s_per_gpu": result.tokens_per_s / case.gpus,
+        "tokens_per_s_total": result.tokens_per_s,
+        "tpot_ms": result.tpot_ms,
+        "ttft_ms": result.ttft_ms,
+        "gpu_hours_total": result.gpu_hours,
+    }[case.metric]
+    return float("nan") if value is None else value
 
 
-def prior_predictions() -> dict[str, float]:
-    """Every case predicted with the unscaled priors (the cases' workloads carry no scales)."""
-    return {c.case_id: predict(c) for c in cases()}
-
-
-def _ratio(case: Case, predicted: float) -> float:
-    """How much faster reality is than the prior (TPOT is a time: inverted)."""
+def _speed_ratio(case: Case, predicted: float) -> float:
+    """How much faster reality is than the prediction (times inverted)."""
     ratio = case.measured / predicted
-    return 1 / ratio if case.metric == "tpot_ms" else ratio
+    return 1 / ratio if case.metric in TIME_METRICS else ratio
 
 
-def _fit(ratios: list[float]) -> float:
-    return statistics.median(ratios) if ratios else 1.0
+def fit(training: Sequence[Case]) -> sizing.Scales:
+    """Factors per regime fitted on `training`, in FIT_ORDER (each with the earlier ones
+    applied); check-only cases are skipped, and a regime with fewer than MIN_FIT_CASES left
+    keeps its prior."""
+    factors: dict[str, float] = {}
+    for regime in FIT_ORDER:
+        group = [c for c in training if c.regime == regime and not c.check_only]
+        if len(group) < MIN_FIT_CASES:
+            continue
+        current = sizing.Scales(dict(factors))
+        ratios = [_speed_ratio(c, predict(c, current)) for c in group]
+        factors[regime] = statistics.median(ratios)
+    return sizing.Scales(factors)
+
+
+@cache
+def report() -> tuple[Row, ...]:
+    """Every case predicted leave-one-source-out."""
+    rows = []
+    by_source: dict[str, list[Case]] = {}
+    for case in cases():
+        by_source.setdefault(case.source_key, []).append(case)
+    for source, held_out in by_source.items():
+        scales = fit([c for c in cases() if c.source_key != source])
+        rows += [Row(c, predict(c), predict(c, scales)) for c in held_out]
+    order = {c.case_id: i for i, c in enumerate(cases())}
+    return tuple(sorted(rows, key=lambda r: order[r.case.case_id]))
 
 
 @cache
 def fitted_scales() -> sizing.Scales:
-    """Scale per group fitted on every case (cached: the cases are shipped data)."""
-    priors = prior_predictions()
-    fitted = {}
-    for group in ("train", "throughput", "tpot"):
-        ratios = [_ratio(c, priors[c.case_id]) for c in cases() if c.group == group]
-        fitted[group] = _fit(ratios)
-    return sizing.Scales(**fitted)
+    """Factors fitted on every case, with each regime's uncertainty from its held-out errors."""
+    factors = fit(cases()).factors
+    spread = {regime: p90(abs(r.error) for r in rows) for regime, rows in by_regime().items()}
+    uncertainty = {k: max(MIN_UNCERTAINTY, round(v, 2)) for k, v in spread.items()}
+    return sizing.Scales(factors, uncertainty)
 
 
 def calibrated(work: sizing.Workload) -> sizing.Workload:
@@ -124,24 +177,66 @@ def calibrated(work: sizing.Workload) -> sizing.Workload:
     return dataclasses.replace(work, scales=fitted_scales())
 
 
-def report() -> list[Row]:
-    priors = prior_predictions()
-    rows = []
-    for case in cases():
-        others = [
-            _ratio(c, priors[c.case_id])
-            for c in cases()
-            if c.group == case.group and c.case_id != case.case_id
-        ]
-        scale = _fit(others) if case.group != "kv" else 1.0
-        loo = (
-            priors[case.case_id] / scale
-            if case.metric == "tpot_ms"
-            else priors[case.case_id] * scale
-        )
-        rows.append(Row(case, priors[case.case_id], loo))
-    return rows
+def by_regime(rows: Iterable[Row] | None = None) -> dict[str, list[Row]]:
+    grouped: dict[str, list[Row]] = {}
+    for row in report() if rows is None else rows:
+        grouped.setdefault(row.case.regime, []).append(row)
+    return grouped
 
 
-def median_abs_error(rows: list[Row]) -> float:
+@dataclass(frozen=True, slots=True)
+class Summary:
+    regime: str
+    cases: int
+    sources: int
+    median: float
+    p90: float
+    in_range: float  # share of cases whose measurement lies inside the stated range
+
+
+def summary(rows: Sequence[Row] | None = None) -> list[Summary]:
+    """Per regime and overall ("all"): median and p90 |error|, share inside the range."""
+    rows = list(report() if rows is None else rows)
+    groups = by_regime(rows) | {"all": rows}
+    return [_summarise(name, group, rows) for name, group in groups.items()]
+
+
+def held_out_uncertainty(row: Row, rows: Sequence[Row]) -> float:
+    """The range stated for `row` had its publication been unknown: the p90 error of the
+    regime's rows from other publications (so the check never uses the row itself)."""
+    others = [
+        abs(r.error)
+        for r in rows
+        if r.case.regime == row.case.regime and r.case.source_key != row.case.source_key
+    ]
+    return max(MIN_UNCERTAINTY, p90(others)) if len(others) >= 2 else 0.45
+
+
+def _summarise(name: str, rows: list[Row], every: Sequence[Row]) -> Summary:
+    errors = [abs(r.error) for r in rows]
+    inside = [r for r in rows if _inside(r, held_out_uncertainty(r, every))]
+    return Summary(
+        name,
+        len(rows),
+        len({r.case.source_key for r in rows}),
+        statistics.median(errors),
+        p90(errors),
+        len(inside) / len(rows),
+    )
+
+
+def _inside(row: Row, uncertainty: float) -> bool:
+    """The measurement is inside the stated range when the prediction's relative error is
+    within the stated uncertainty (the same measure as the error columns)."""
+    return abs(row.error) <= uncertainty
+
+
+def p90(values: Iterable[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def median_abs_error(rows: Sequence[Row]) -> float:
     return statistics.median(abs(r.error) for r in rows)

@@ -1,13 +1,15 @@
 """Sizing core: memory, fit, throughput, time and the binding constraint of a
 workload on N GPUs of one model. Pure functions over an Architecture and a GPU's specs.
 
-Formulas and priors: docs/accuracy.md; efficiency priors are scaled by factors fitted
-on the published measurements in providers/calibration.toml (priceadvisor.sizing.calibration).
+Efficiency priors (docs/accuracy.md lists each with its source) are scaled per regime by factors
+fitted on the published measurements in providers/calibration.toml (sizing.calibration).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,26 +17,65 @@ from priceadvisor.catalog import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
 from priceadvisor.models import TRAINING_TASKS, Precision, Task
 
-WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.56}
+WEIGHT_BYTES = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "fp4": 0.5625,  # NVFP4/MXFP4: 4-bit values + one 8-bit scale per 16 (NVFP4) or 32 values
+    "int4": 0.56,  # weight-only (AWQ/GPTQ): compute and KV stay 16-bit
+}
 # Vendor "GB" of HBM/GDDR is about GiB less a driver reserve (A100 40GB shows 39.5 GiB).
 USABLE_OF_NOMINAL = 0.9875
 SERVING_MEMORY_UTILISATION = 0.90  # vLLM's default gpu_memory_utilization
 TRAINING_MEMORY_UTILISATION = 0.95
 RUNTIME_OVERHEAD_GIB = 0.5
 PREFILL_CHUNK_TOKENS = 8192
-ENGINE_MAX_BATCH = 256
-END_TO_END = 0.75  # restarts, evals, checkpoints: a typical run's productive share
+# vLLM's default max_num_seqs: a request above it is served, with a note that the engine must
+# be configured for it (never capped silently).
+ENGINE_DEFAULT_MAX_BATCH = 256
+END_TO_END = 0.75  # restarts, evals, checkpoints: long runs land at 0.7-0.8 of steady state
 HOURS_PER_MONTH = 730
+# Largest tensor-parallel group engines run in practice (one NVL72 rack is the upper end).
+MAX_TENSOR_PARALLEL = 72
+# Inter-node network per GPU of an HGX/DGX node: 8 × 400 Gb/s ConnectX-7 for 8 GPUs = 50 GB/s
+# (NVIDIA DGX H100/B200 datasheets); parts in an NVL72 rack talk over NVLink instead.
+NODE_NETWORK_GBS = 50.0
+# Decode latency terms (per step): kernel launch/synchronisation per layer, and one small-message
+# all-reduce per attention and per MLP block under tensor parallelism. NCCL over NVLink reaches
+# ~20 µs for small all-reduces, RCCL on MI300X ~3x that (LLM-Inference-Bench TP sweeps show
+# MI300X gaining 2.5x from 8 GPUs where H100 gains 1.7x from 4).
+LAYER_OVERHEAD_S = 30e-6
+ALLREDUCE_LATENCY_S = {"amd": 70e-6, "other": 40e-6}
+NVIDIA_ALLREDUCE_LATENCY_S = 20e-6
+# MoE training: share of the expert all-to-all (dispatch + combine, forward and backward) that
+# is not hidden behind compute in DeepEP-style overlapped schedules.
+MOE_EXPOSED_COMMUNICATION = 0.35
+# Dense FP4 (NVFP4/MXFP4) tensor peaks of the parts that have FP4 units (vendor datasheets, as
+# in the catalog notes); other parts store FP4 weights but compute at FP8 or 16 bit.
+FP4_DENSE_TFLOPS = {"B200": 9000, "GB200": 10000, "B300": 15000, "GB300": 15000, "MI355X": 10066}
+# Full activation recomputation runs the forward twice: 6ND useful of 8ND executed (Megatron-LM
+# 2021 reports hardware FLOPs of that count; Korthikanti et al. 2022).
+RECOMPUTE_USEFUL_SHARE = 0.75
+FP4_OVER_FP8 = 1.25
+STACKS = ("modern", "megatron-2021")
+
+# Calibrated regimes: each scales one efficiency prior (see docs/accuracy.md).
+TRAIN_REGIMES = ("train-dense", "train-3d", "train-moe", "train-lora")
+REGIMES = (*TRAIN_REGIMES, "train-e2e", "prefill", "decode", "serve-throughput")
 
 
 @dataclass(frozen=True, slots=True)
 class Scales:
-    """Factors on the efficiency priors, fitted by `priceadvisor.sizing.calibration` and handed
-    in as data; 1.0 everywhere means the published priors unchanged."""
+    """Factors on the efficiency priors per regime, and the stated relative uncertainty per
+    regime, fitted by `priceadvisor.sizing.calibration` and handed in as data; empty means the
+    published priors unchanged and the prior uncertainty."""
 
-    train: float = 1.0
-    throughput: float = 1.0
-    tpot: float = 1.0
+    factors: Mapping[str, float] = field(default_factory=dict)
+    uncertainty: Mapping[str, float] = field(default_factory=dict)
+
+    def factor(self, regime: str) -> float:
+        return self.factors.get(regime, 1.0)
 
 
 PRIORS = Scales()
@@ -42,7 +83,12 @@ PRIORS = Scales()
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """What sizing needs of a workload (the config's validated profile maps onto this)."""
+    """What sizing needs of a workload (the config's validated profile maps onto this).
+
+    `concurrency` is the number of requests in flight (serve) or the static batch (batch);
+    `stack` the training software/parallelism layout: "modern" (FSDP / Megatron-Core era,
+    2023+) or "megatron-2021" (A100 tensor+pipeline parallel with full recomputation);
+    `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`)."""
 
     task: Task
     arch: Architecture
@@ -56,13 +102,15 @@ class Workload:
     train_tokens: float | None = None
     seq_len: int = 4096
     kv_precision: Precision | None = None
+    stack: str = "modern"
+    expert_parallel: int | None = None  # MoE training: GPUs an expert group spans
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
 @dataclass(slots=True)
 class Estimate:
     gpu_model: str
-    gpu_count: int
+    gpu_count: float
     fits: bool
     binding: str
     memory_gib: dict[str, float]
@@ -75,6 +123,12 @@ class Estimate:
     max_concurrency: int | None = None
     uncertainty: float = 0.3
     notes: list[str] = field(default_factory=list)
+    tensor_parallel: int = 1  # serving: GPUs per replica
+    regime: str = ""
+
+    @property
+    def replicas(self) -> int:
+        return max(1, int(self.gpu_count) // self.tensor_parallel)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -96,6 +150,9 @@ class Estimate:
             "tpot_ms": _round(self.tpot_ms),
             "batch": self.batch,
             "max_concurrency": self.max_concurrency,
+            "tensor_parallel": self.tensor_parallel,
+            "replicas": self.replicas,
+            "regime": self.regime,
             "uncertainty": self.uncertainty,
             "notes": self.notes,
         }
@@ -108,9 +165,14 @@ def _round(value: float | None) -> float | None:
 # --- hardware -------------------------------------------------------------------------------
 
 
+class SizingError(ValueError):
+    """A layout that cannot be sized (e.g. a tensor-parallel degree that makes no sense)."""
+
+
 def peak_flops(gpu: GpuSpec, precision: str) -> float:
-    """Dense tensor FLOP/s for the precision; parts without FP8/INT8 units compute at 16 bit
-    (the weights are still stored at the low precision)."""
+    """Dense tensor FLOP/s for the precision; parts without FP8/INT8/FP4 units compute at the
+    next wider format they have (the weights are still stored at the low precision). INT4 is
+    weight-only: it computes at 16 bit."""
     specs = gpu.specs
     sixteen = (
         specs.get("bf16_dense_tflops")
@@ -120,8 +182,22 @@ def peak_flops(gpu: GpuSpec, precision: str) -> float:
     )
     if precision == "fp16":
         sixteen = specs.get("fp16_dense_tflops") or sixteen
-    low = {"fp8": specs.get("fp8_dense_tflops"), "int8": specs.get("int8_dense_tops")}
+    fp8 = specs.get("fp8_dense_tflops")
+    low = {"fp8": fp8, "int8": specs.get("int8_dense_tops"), "fp4": fp4_peak(gpu) or fp8}
     return float(low.get(precision) or sixteen) * 1e12
+
+
+def fp4_peak(gpu: GpuSpec) -> float | None:
+    """Effective FP4 tensor TFLOP/s. Measured FP4 runs gain ~1.1-1.3x over FP8 on the same
+    part (MLPerf v5.0 B200 FP4 vs H200 FP8 per GPU: 2.8x on a 2.3x FP8-peak ratio; NVFP4
+    training 1.1-1.2x), far from the 2x datasheet ratio: FP4 weights halve the bytes read,
+    the other GEMMs, attention and the quantisation stay wider. Sized at 1.25x the FP8 peak,
+    capped by the datasheet FP4 peak."""
+    datasheet = FP4_DENSE_TFLOPS.get(gpu.family)
+    fp8 = gpu.specs.get("fp8_dense_tflops")
+    if not datasheet or not fp8:
+        return None
+    return min(float(datasheet), FP4_OVER_FP8 * float(fp8))
 
 
 def bandwidth(gpu: GpuSpec) -> float:
@@ -141,6 +217,16 @@ def has_fast_interconnect(gpu: GpuSpec) -> bool:
     )
 
 
+def link_bandwidth(gpu: GpuSpec, group: int) -> float:
+    """Bytes/s one GPU sends to a group of `group` GPUs: one direction of NVLink/Infinity
+    Fabric inside a node (or an NVL72 rack), the node's network beyond it."""
+    scale_up = 72 if gpu.family.startswith("GB") else 8
+    fabric = float(gpu.specs.get("nvlink_bandwidth_gbs") or 0.0) / 2
+    if group <= scale_up and fabric:
+        return fabric * 1e9
+    return NODE_NETWORK_GBS * 1e9
+
+
 def _vendor_class(gpu: GpuSpec) -> str:
     if gpu.vendor == "AMD":
         return "amd"
@@ -151,54 +237,171 @@ def _vendor_class(gpu: GpuSpec) -> str:
     return str(gpu.specs.get("architecture") or "").split(" ")[0].lower()  # hopper, ampere…
 
 
-# --- efficiency priors (docs/accuracy.md), scaled by calibration ---------------------------
+# --- efficiency priors (docs/accuracy.md), scaled per regime by calibration -----------------------
+
+
+def training_regime(work: Workload) -> str:
+    if work.task in ("lora", "qlora"):
+        return "train-lora"
+    if work.arch.is_moe:
+        return "train-moe"
+    return "train-3d" if work.stack == "megatron-2021" else "train-dense"
 
 
 def training_mfu(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
+    """Model-FLOPs utilisation prior of dense GEMM-bound training (of the precision's peak)."""
     kind = _vendor_class(gpu)
     if arch.is_moe:
-        prior = 0.20
-    elif kind == "amd":
-        prior = 0.30
-    elif precision == "fp8" and gpu.specs.get("fp8_dense_tflops"):
-        prior = 0.35
-    elif kind == "ampere":
-        prior = 0.50
-    elif kind in ("hopper", "blackwell"):
-        prior = 0.42
-    else:
-        prior = 0.35
-    return prior
+        return 0.25  # of the 16-bit peak: expert GEMMs and dispatch gain little from FP8
+    if kind == "amd":
+        return 0.30
+    if precision in ("fp8", "fp4") and gpu.specs.get("fp8_dense_tflops"):
+        return 0.35
+    if kind == "ampere":
+        return 0.50
+    if kind in ("hopper", "blackwell"):
+        return 0.42
+    return 0.35
 
 
-def decode_mbu(tensor_parallel: int) -> float:
-    return 0.70 if tensor_parallel == 1 else 0.55
+def training_peak(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
+    """MoE training is dispatch- and memory-bound: measured runs reach the same share of the
+    16-bit peak with or without FP8 (Megatron-Bridge DeepSeek-V3 / Qwen3 tables)."""
+    if arch.is_moe:
+        return peak_flops(gpu, "bf16")
+    return peak_flops(gpu, precision)
+
+
+def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
+    """Exposed expert-parallel all-to-all time per trained token on one GPU: dispatch and
+    combine of top-k hidden vectors per MoE layer, once forward and twice backward, over NVLink
+    inside a node and the network beyond it. With node-limited routing (DeepSeek-V3: a token
+    reaches at most 4 nodes, `topk_group`), one copy per node crosses the network."""
+    arch = work.arch
+    if not arch.is_moe or gpus <= 1:
+        return 0.0
+    group = min(gpus, expert_parallel(work, gpu))
+    copies = arch.experts_per_token
+    if arch.routed_groups and group > 8:  # node-limited routing: one copy per node reached
+        copies = min(copies, arch.routed_groups)
+    bytes_per_token = arch.layers * copies * arch.hidden * 2 * 2 * 3
+    return MOE_EXPOSED_COMMUNICATION * bytes_per_token / link_bandwidth(gpu, group)
+
+
+def expert_parallel(work: Workload, gpu: GpuSpec) -> int:
+    """Expert-parallel degree: as given, else the smallest power of two from 8 (one node) whose
+    share of the 16-bit expert weights fits in half of one GPU's memory."""
+    if work.expert_parallel:
+        return work.expert_parallel
+    arch = work.arch
+    experts_bytes = (arch.total_params - arch.active_params) * 2
+    degree = 8
+    while degree < min(arch.experts, 256) and experts_bytes / degree > gpu.memory_gb * 1e9 / 2:
+        degree *= 2
+    return degree
+
+
+def decode_mbu(gpu: GpuSpec) -> float:
+    """Share of HBM bandwidth a decode step reaches on weight reads (0.57–0.83 measured at TP1
+    on NVIDIA: FasterTransformer, LMDeploy, NIM); MI300X engines of 2024–25 reach less of
+    their larger bandwidth."""
+    return 0.55 if _vendor_class(gpu) == "amd" else 0.75
+
+
+def allreduce_latency(gpu: GpuSpec) -> float:
+    return ALLREDUCE_LATENCY_S.get(_vendor_class(gpu), NVIDIA_ALLREDUCE_LATENCY_S)
 
 
 def serving_mfu(gpu: GpuSpec) -> float:
-    return 0.45 * (0.65 if _vendor_class(gpu) == "amd" else 1.0)
+    """Saturated serving compute efficiency: 45 % of dense peak counting 2·N·(in+out) FLOPs per
+    request (TensorRT-LLM performance tables); AMD engines
+    deliver about H100 throughput on 1.3x the FP8 peak (MLPerf v4.1), i.e. ×0.75."""
+    return 0.45 * (0.75 if _vendor_class(gpu) == "amd" else 1.0)
 
 
 PREFILL_MFU = 0.50
 
 
-def uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
-    """Uncertainty bands: tuned NVIDIA training ±20 %, serving ±30 %; MoE, AMD/Intel, consumer
-    cards and parts with no published measurements ±45 %."""
+def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
+    """Published-accuracy priors, used where calibration states no wider error for the regime:
+    tuned NVIDIA training ±20 %, serving ±30 %; MoE, AMD/Intel, consumer cards and parts with
+    no published measurements ±45 %."""
     kind = _vendor_class(gpu)
     if arch.is_moe or kind in ("amd", "other", "consumer") or gpu.family in ("L4", "T4", "V100"):
         return 0.45
     return 0.20 if task in TRAINING_TASKS else 0.30
 
 
+def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
+    prior = prior_uncertainty(gpu, work.arch, work.task)
+    return round(max(prior, work.scales.uncertainty.get(regime, 0.0)), 3)
+
+
 # --- estimates ------------------------------------------------------------------------------
 
 
-def estimate(work: Workload, gpu_model: str, gpu_count: int) -> Estimate:
+def estimate(
+    work: Workload, gpu_model: str, gpu_count: float, tensor_parallel: int | None = None
+) -> Estimate:
+    """Training on `gpu_count` GPUs, or serving on `gpu_count` GPUs as replicas of
+    `tensor_parallel` GPUs each (default: the smallest degree that fits the workload). A count
+    below one is a share of one GPU."""
     gpu = gpu_catalog().gpus[gpu_model]
+    if 0 < gpu_count < 1:
+        return _on_a_share(work, gpu, gpu_count)
     if work.task in TRAINING_TASKS:
-        return _train(work, gpu, gpu_count)
-    return _serve(work, gpu, gpu_count)
+        return _train(work, gpu, int(gpu_count))
+    tp = tensor_parallel or default_tensor_parallel(work, gpu, int(gpu_count))
+    check_tensor_parallel(work, int(gpu_count), tp)
+    return _serve(work, gpu, int(gpu_count), tp)
+
+
+def _on_a_share(work: Workload, gpu: GpuSpec, share: float) -> Estimate:
+    """A fractional-GPU offer (a MIG slice such as 1/7 of an A100, a time-shared vGPU) sized
+    as one GPU with memory, bandwidth and tensor rates in proportion."""
+    part = fractional_gpu(gpu, share)
+    result = _train(work, part, 1) if work.task in TRAINING_TASKS else _serve(work, part, 1, 1)
+    result.gpu_count = share
+    result.notes.append(f"{share:.3g} of a {gpu.id}: memory and rates scaled in proportion")
+    return result
+
+
+RATE_KEYS = (
+    "memory_bandwidth_gbs",
+    "bf16_dense_tflops",
+    "fp16_dense_tflops",
+    "fp8_dense_tflops",
+    "int8_dense_tops",
+    "fp32_tflops",
+)
+
+
+def fractional_gpu(gpu: GpuSpec, share: float) -> GpuSpec:
+    specs = {k: v * share if k in RATE_KEYS and v else v for k, v in gpu.specs.items()}
+    return dataclasses.replace(gpu, memory_gb=gpu.memory_gb * share, specs=specs)
+
+
+def check_tensor_parallel(work: Workload, gpus: int, tp: int) -> None:
+    if tp < 1 or gpus % tp:
+        raise SizingError(f"{gpus} GPUs cannot be split into replicas of {tp} (TP must divide)")
+    limit = min(MAX_TENSOR_PARALLEL, max(work.arch.heads, 1))
+    if work.arch.heads > 1 and tp > limit:
+        raise SizingError(
+            f"tensor parallel {tp} exceeds {limit} (the model's attention heads or an NVL72 "
+            "rack): use more replicas instead"
+        )
+
+
+def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
+    """Smallest power-of-two TP dividing the GPUs whose replica holds the requested
+    concurrency in KV cache (else the smallest that fits at all; else all GPUs, capped)."""
+    degrees = [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % d == 0 and d <= gpus]
+    wanted = work.concurrency * (work.input_tokens + work.output_tokens)
+    for enough in (wanted, 1):
+        for degree in degrees:
+            if kv_tokens(work, gpu, degree) >= enough:
+                return degree
+    return degrees[-1]
 
 
 def training_memory(work: Workload, gpus: int) -> dict[str, float]:
@@ -224,6 +427,7 @@ def training_memory(work: Workload, gpus: int) -> dict[str, float]:
 def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     memory = training_memory(work, gpus)
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
+    regime = training_regime(work)
     result = Estimate(
         gpu.id,
         gpus,
@@ -231,19 +435,27 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         "compute",
         memory,
         available,
-        uncertainty=uncertainty(gpu, work.arch, work.task),
+        uncertainty=_uncertainty(work, gpu, regime),
+        regime=regime,
     )
     k = 6 if work.task in ("pretrain", "finetune") else 4  # LoRA: no weight gradients (~4ND)
-    efficiency = training_mfu(gpu, work.arch, work.precision) * work.scales.train
+    efficiency = training_mfu(gpu, work.arch, work.precision) * work.scales.factor(regime)
+    if work.stack == "megatron-2021":
+        efficiency *= RECOMPUTE_USEFUL_SHARE
     if gpus > 1 and not has_fast_interconnect(gpu):
         efficiency *= 0.8
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
-    flops_per_token = k * work.arch.active_params
-    result.tokens_per_s = gpus * peak_flops(gpu, work.precision) * efficiency / flops_per_token
+    peak = training_peak(gpu, work.arch, work.precision)
+    compute = k * work.arch.active_params / (peak * efficiency)
+    communication = moe_alltoall_seconds(work, gpu, gpus)
+    if communication > 0.2 * compute:
+        result.binding = "communication"
+    result.tokens_per_s = gpus / (compute + communication)
     if not result.fits:
         result.binding = "memory"
     if work.train_tokens and result.tokens_per_s > 0:
-        result.hours = work.train_tokens / (result.tokens_per_s * END_TO_END) / 3600
+        goodput = END_TO_END * work.scales.factor("train-e2e")
+        result.hours = work.train_tokens / (result.tokens_per_s * goodput) / 3600
     return result
 
 
@@ -260,78 +472,132 @@ def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, flo
 
 
 def kv_bytes(work: Workload) -> float:
-    return WEIGHT_BYTES[
-        work.kv_precision or ("fp16" if work.precision == "int4" else _kv_default(work.precision))
-    ]
+    """KV cache bytes per value: FP8 with FP8/FP4 weights, 16-bit otherwise (INT4 is
+    weight-only, its KV stays 16-bit) unless set explicitly."""
+    default = "fp8" if work.precision in ("fp8", "fp4") else "bf16"
+    return WEIGHT_BYTES[work.kv_precision or default]
 
 
-def _kv_default(precision: str) -> str:
-    return "fp8" if precision == "fp8" else "bf16"
+def kv_per_token(work: Workload, tp: int) -> float:
+    """KV bytes per token per GPU; for a model given by its parameter count alone, a Llama-like
+    GQA layout (8 KV heads of 128, layers ≈ 32·(N/8B)^⅓: 32 at 8B, 66 at 70B where Llama 3
+    has 80) — the KV term is then approximate, and the estimate says so."""
+    arch = work.arch
+    if arch.layers:
+        return arch.kv_bytes_per_token_per_gpu(kv_bytes(work), tp)
+    layers = round(32 * math.cbrt(arch.total_params / 8e9))
+    return 2.0 * layers * 8 * 128 * kv_bytes(work) / min(tp, 8)
 
 
 def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
     _, free = serving_memory(work, gpu, tp)
-    per_token = work.arch.kv_bytes_per_token_per_gpu(kv_bytes(work), tp)
-    return max(0, int(free * GIB / per_token)) if per_token else 0
+    return max(0, int(free * GIB / kv_per_token(work, tp)))
 
 
-def tpot_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
-    """(memory term, compute term) of one decode step for `batch` concurrent requests. Memory:
-    weights read (MoE: active experts at batch 1, nearly all by batch 16) + KV read; compute:
-    2·N_active per token, prefill included (2·N·(in+out)/out per output token)."""
+def weights_read(work: Workload, batch: int) -> float:
+    """Weight bytes a decode step reads. MoE: shared weights plus the experts the batch routes
+    to — with top-k of E experts per token, a random batch of B touches 1-(1-k/E)^B of them."""
     arch = work.arch
     byte = WEIGHT_BYTES[work.precision]
-    extra_experts = (arch.total_params - arch.active_params) * min(1.0, batch / 16)
-    weights = (arch.active_params + extra_experts) * byte / tp
+    if not arch.is_moe:
+        return arch.total_params * byte
+    k, e = arch.experts_per_token, arch.experts
+    expert_total = (arch.total_params - arch.active_params) * e / max(1, e - k)
+    shared = arch.total_params - expert_total
+    touched = 1 - (1 - k / e) ** max(1, batch)
+    return (shared + expert_total * touched) * byte
+
+
+def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
+    """(memory term, compute term) of one decode step for `batch` concurrent requests, prefill
+    excluded. Memory: weights read + KV read at the mean context, per-layer launch overhead and
+    the two all-reduces per layer under TP (latency and bytes); compute: 2·N_active FLOPs per
+    token."""
+    arch = work.arch
     context = work.input_tokens + work.output_tokens / 2
-    kv = batch * context * arch.kv_bytes_per_token_per_gpu(kv_bytes(work), tp)
-    memory = (weights + kv) / (bandwidth(gpu) * decode_mbu(tp) * work.scales.tpot)
-    per_token = (
-        2
-        * arch.active_params
-        * (work.input_tokens + work.output_tokens)
-        / max(1, work.output_tokens)
-    )
-    compute = (
-        per_token
-        * batch
-        / (tp * peak_flops(gpu, work.precision) * serving_mfu(gpu) * work.scales.throughput)
-    )
+    kv = batch * context * kv_per_token(work, tp)
+    mbu = decode_mbu(gpu) * work.scales.factor("decode")
+    memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
+    layers = arch.layers or 32
+    memory += layers * LAYER_OVERHEAD_S + (2 * layers * allreduce_latency(gpu) if tp > 1 else 0)
+    memory += tp_allreduce_seconds(work, gpu, tp, batch)
+    mfu = serving_mfu(gpu) * work.scales.factor("serve-throughput")
+    compute = 2 * arch.active_params * batch / (tp * peak_flops(gpu, work.precision) * mfu)
     return memory, compute
 
 
-def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int) -> float:
+def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
+    """Compute time of prefilling `requests` prompts (attention FLOPs included)."""
     arch, s = work.arch, work.input_tokens
-    flops = 2 * arch.active_params * s + 2 * arch.layers * s * s * arch.hidden
-    return flops / (tp * peak_flops(gpu, work.precision) * PREFILL_MFU)
+    flops = requests * (2 * arch.active_params * s + 2 * arch.layers * s * s * arch.hidden)
+    mfu = PREFILL_MFU * work.scales.factor("prefill")
+    compute = flops / (tp * peak_flops(gpu, work.precision) * mfu)
+    return compute + requests * tp_allreduce_seconds(work, gpu, tp, s)
 
 
-def _serve(work: Workload, gpu: GpuSpec, tp: int) -> Estimate:
+def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> float:
+    """Ring all-reduce of the activations of `tokens` tokens, twice per layer, under tensor
+    parallelism: 2(t-1)/t of the 16-bit activations over one direction of the GPU's link."""
+    if tp <= 1:
+        return 0.0
+    size = tokens * work.arch.hidden * 2
+    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / link_bandwidth(gpu, tp)
+
+
+def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
+    """Prefill compute plus one pass over the weights (the first token is a decode step too)."""
+    return prefill_seconds(work, gpu, tp, requests) + decode_seconds(work, gpu, tp, requests)[0]
+
+
+def request_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
+    """Wall time of a static batch: its prefill, then every output token as a decode step."""
+    return ttft_seconds(work, gpu, tp, batch) + work.output_tokens * _step(work, gpu, tp, batch)
+
+
+def _step(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
+    return sum(decode_seconds(work, gpu, tp, batch))
+
+
+def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     memory, free = serving_memory(work, gpu, tp)
     available = usable_gib(gpu, SERVING_MEMORY_UTILISATION)
     capacity = kv_tokens(work, gpu, tp)
-    request_tokens = work.input_tokens + work.output_tokens
-    max_concurrency = min(ENGINE_MAX_BATCH, capacity // max(1, request_tokens))
+    max_concurrency = capacity // max(1, work.input_tokens + work.output_tokens)
+    regime = "decode" if work.task == "serve" and work.concurrency <= 4 else "serve-throughput"
     result = Estimate(
         gpu.id,
-        tp,
+        gpus,
         free > 0 and max_concurrency >= 1,
         "bandwidth",
         memory | {"kv_cache": max(free, 0.0)},
         available,
         max_concurrency=max_concurrency,
-        uncertainty=uncertainty(gpu, work.arch, work.task),
+        uncertainty=_uncertainty(work, gpu, regime),
+        tensor_parallel=tp,
+        regime=regime,
     )
     if tp > 1 and not has_fast_interconnect(gpu):
         result.notes.append("tensor parallel over PCIe: expect lower throughput")
+    if not work.arch.layers:
+        result.notes.append(
+            "KV cache sized for a Llama-like GQA layout: give --layers/--kv-heads/--head-dim"
+        )
     if not result.fits:
         result.binding = "memory"
         return result
-    wanted = work.concurrency if work.task == "serve" else ENGINE_MAX_BATCH
-    batch, binding = _choose_batch(work, gpu, tp, min(wanted, max_concurrency))
-    limited = batch < min(wanted, max_concurrency) or max_concurrency < wanted
-    if limited and binding != "latency target":
+    wanted = min(work.concurrency, max_concurrency)
+    batch, binding = _choose_batch(work, gpu, tp, wanted)
+    if binding != "latency target" and max_concurrency < work.concurrency:
         binding = "kv capacity"
+        result.notes.append(
+            f"KV cache holds {max_concurrency} requests per replica of the "
+            f"{work.concurrency} requested"
+        )
+    if batch > ENGINE_DEFAULT_MAX_BATCH:
+        result.notes.append(
+            f"batch {batch} exceeds vLLM's default max_num_seqs {ENGINE_DEFAULT_MAX_BATCH}: "
+            "raise it (TensorRT-LLM: max_batch_size) or the engine caps it"
+        )
     _finish_serving(result, work, gpu, tp, batch, binding)
     return result
 
@@ -339,7 +605,7 @@ def _serve(work: Workload, gpu: GpuSpec, tp: int) -> Estimate:
 def _choose_batch(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[int, str]:
     """Largest batch ≤ `batch` whose TPOT meets the target (binary search)."""
     if work.tpot_ms_max is None or _tpot_ms(work, gpu, tp, batch) <= work.tpot_ms_max:
-        memory, compute = tpot_seconds(work, gpu, tp, max(batch, 1))
+        memory, compute = decode_seconds(work, gpu, tp, max(batch, 1))
         return max(batch, 1), "compute" if compute > memory else "bandwidth"
     low, high = 0, batch
     while low < high:
@@ -352,19 +618,36 @@ def _choose_batch(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[in
 
 
 def _tpot_ms(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
-    return sum(tpot_seconds(work, gpu, tp, batch)) * 1000
+    return _step(work, gpu, tp, batch) * 1000
 
 
 def _finish_serving(
     result: Estimate, work: Workload, gpu: GpuSpec, tp: int, batch: int, binding: str
 ) -> None:
+    """TTFT of one request on an idle replica; TPOT of a pure decode step at the batch (no
+    prefill in it, so TTFT + n·TPOT is one request's latency); throughput over all replicas
+    with every request's prefill paid (continuous batching interleaves it)."""
     result.ttft_ms = ttft_seconds(work, gpu, tp) * 1000
     if batch < 1 or (work.ttft_ms_max is not None and result.ttft_ms > work.ttft_ms_max):
         result.fits, result.binding = False, "latency target"
         return
     result.batch, result.binding = batch, binding
     result.tpot_ms = _tpot_ms(work, gpu, tp, batch)
-    result.tokens_per_s = batch / (result.tpot_ms / 1000)
+    result.tokens_per_s = result.replicas * batch / saturated_step_seconds(work, gpu, tp, batch)
+
+
+def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
+    """Time per decode step of a saturated replica with every request's prefill spread over
+    its output tokens. Memory and compute terms add up (their sum fits the measurements better
+    than a roofline maximum)."""
+    arch = work.arch
+    prefill_flops = batch * 2 * arch.active_params * work.input_tokens / max(1, work.output_tokens)
+    mfu = serving_mfu(gpu) * work.scales.factor("serve-throughput")
+    prefill = prefill_flops / (tp * peak_flops(gpu, work.precision) * mfu)
+    prefill_tokens = batch * work.input_tokens // max(1, work.output_tokens)
+    return (
+        _step(work, gpu, tp, batch) + prefill + tp_allreduce_seconds(work, gpu, tp, prefill_tokens)
+    )
 
 
 def replicas_for(work: Workload, tokens_per_s: float) -> int:

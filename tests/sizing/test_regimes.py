@@ -1,0 +1,141 @@
+"""The regimes issue 16 asked to model: serving layout, decode latency terms, prefill
+accounting, MoE expert reads, FP4, training stacks and MoE communication."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from priceadvisor import llm
+from priceadvisor.catalog import gpu_catalog
+from priceadvisor.sizing.estimate import (
+    SizingError,
+    Workload,
+    decode_seconds,
+    estimate,
+    peak_flops,
+    weights_read,
+)
+
+L70 = llm.lookup("llama-3.1-70b")
+L8 = llm.lookup("llama-3.1-8b")
+GPUS = gpu_catalog().gpus
+
+
+def test_tpot_excludes_prefill_so_very_short_outputs_stay_sane() -> None:
+    long = estimate(Workload("serve", L8, input_tokens=8000, output_tokens=500), "H100-SXM-80GB", 1)
+    short = estimate(Workload("serve", L8, input_tokens=8000, output_tokens=1), "H100-SXM-80GB", 1)
+    assert short.tpot_ms == pytest.approx(long.tpot_ms, rel=0.1)
+    assert short.ttft_ms and long.tpot_ms and short.ttft_ms > 5 * long.tpot_ms
+
+
+def test_batch_honours_the_requested_concurrency_beyond_256() -> None:
+    work = Workload("batch", L8, "fp8", input_tokens=128, output_tokens=128, concurrency=1024)
+    result = estimate(work, "H100-SXM-80GB", 1)
+    assert result.batch == 1024
+    assert any("max_num_seqs" in note for note in result.notes)
+    assert result.binding in ("compute", "bandwidth")
+
+
+def test_kv_capacity_binding_says_so() -> None:
+    work = Workload("serve", L70, "fp8", input_tokens=8000, output_tokens=1000, concurrency=500)
+    result = estimate(work, "H100-SXM-80GB", 2)
+    assert result.binding == "kv capacity"
+    assert result.batch == result.max_concurrency < 500
+    assert any("KV cache holds" in note for note in result.notes)
+
+
+def test_serving_gpus_split_into_replicas_and_nonsense_tp_is_refused() -> None:
+    work = Workload("serve", L8, concurrency=16)
+    default = estimate(work, "H100-SXM-80GB", 8)
+    assert default.tensor_parallel == 1 and default.replicas == 8
+    one = estimate(work, "H100-SXM-80GB", 1)
+    assert default.tokens_per_s == pytest.approx(8 * one.tokens_per_s)
+    with pytest.raises(SizingError):
+        estimate(work, "H100-SXM-80GB", 1024, tensor_parallel=1024)
+    with pytest.raises(SizingError):
+        estimate(work, "H100-SXM-80GB", 6, tensor_parallel=4)
+
+
+def test_big_model_default_tp_is_the_smallest_that_fits() -> None:
+    result = estimate(Workload("serve", llm.lookup("llama-3.1-405b"), "fp8"), "H100-SXM-80GB", 16)
+    assert result.fits and result.tensor_parallel == 8 and result.replicas == 2
+
+
+def test_params_b_alone_fits_for_serving() -> None:
+    arch = llm.from_numbers("custom", params_b=8)
+    result = estimate(Workload("serve", arch), "H100-SXM-80GB", 1)
+    assert result.fits and result.max_concurrency and result.max_concurrency < 10_000
+
+
+def test_decode_under_tp_pays_allreduce_latency_more_on_amd() -> None:
+    work = Workload("serve", L70, "fp16", concurrency=1)
+    nvidia = [sum(decode_seconds(work, GPUS["H100-SXM-80GB"], tp, 1)) for tp in (4, 8)]
+    amd = [sum(decode_seconds(work, GPUS["MI300X-192GB"], tp, 1)) for tp in (1, 8)]
+    assert nvidia[1] > nvidia[0] / 2  # far from linear scaling
+    assert amd[0] / amd[1] < 3.2  # MI300X TP8 gains ~2.5x (LLM-Inference-Bench)
+
+
+def test_moe_decode_reads_only_the_routed_experts_at_small_batch() -> None:
+    mixtral = llm.lookup("mixtral-8x7b")
+    work = Workload("serve", mixtral)
+    assert weights_read(work, 1) < 0.4 * mixtral.total_params * 2
+    assert weights_read(work, 64) == pytest.approx(mixtral.total_params * 2, rel=0.01)
+
+
+def test_fp4_has_a_compute_peak_only_where_the_part_has_fp4_units() -> None:
+    assert peak_flops(GPUS["B200-180GB"], "fp4") > peak_flops(GPUS["B200-180GB"], "fp8")
+    assert peak_flops(GPUS["H100-SXM-80GB"], "fp4") == peak_flops(GPUS["H100-SXM-80GB"], "fp8")
+    fp4 = estimate(Workload("serve", L70, "fp4"), "B200-180GB", 1)
+    fp8 = estimate(Workload("serve", L70, "fp8"), "B200-180GB", 1)
+    assert fp4.memory_gib["weights"] == pytest.approx(fp8.memory_gib["weights"] * 0.5625)
+
+
+def test_int4_is_weight_only() -> None:
+    assert peak_flops(GPUS["H100-SXM-80GB"], "int4") == peak_flops(GPUS["H100-SXM-80GB"], "bf16")
+
+
+def test_older_3d_parallel_stack_is_slower_than_fsdp_era() -> None:
+    work = Workload("pretrain", L70, train_tokens=1e9)
+    modern = estimate(work, "A100-SXM-80GB", 512)
+    older = estimate(dataclasses.replace(work, stack="megatron-2021"), "A100-SXM-80GB", 512)
+    assert older.tokens_per_s == pytest.approx(0.75 * modern.tokens_per_s)
+    assert older.regime == "train-3d"
+
+
+def test_moe_training_pays_for_expert_parallel_beyond_a_node() -> None:
+    work = Workload("pretrain", llm.lookup("gpt-oss-120b"), train_tokens=1e9)
+    node = estimate(dataclasses.replace(work, expert_parallel=8), "B200-180GB", 64)
+    spread = estimate(dataclasses.replace(work, expert_parallel=64), "B200-180GB", 64)
+    assert spread.tokens_per_s < 0.8 * node.tokens_per_s
+    assert spread.binding == "communication"
+
+
+def test_gpus_far_beyond_1024_are_sized() -> None:
+    result = estimate(
+        Workload("pretrain", llm.lookup("llama-3.1-405b"), train_tokens=15e12),
+        "H100-SXM-80GB",
+        16384,
+    )
+    assert result.fits and result.hours and 1000 < result.hours < 10_000
+
+
+def test_ttft_plus_n_tpot_counts_prefill_once() -> None:
+    from priceadvisor.sizing.estimate import request_seconds
+
+    work = Workload("serve", L8, input_tokens=4000, output_tokens=200, concurrency=1)
+    result = estimate(work, "H100-SXM-80GB", 1)
+    assert result.ttft_ms and result.tpot_ms
+    latency = (result.ttft_ms + 200 * result.tpot_ms) / 1000
+    assert request_seconds(work, GPUS["H100-SXM-80GB"], 1, 1) == pytest.approx(latency, rel=1e-6)
+
+
+def test_calibrate_predicts_through_estimate() -> None:
+    from priceadvisor.sizing import calibration
+
+    case = next(c for c in calibration.cases() if c.case_id == "I17")
+    scales = calibration.fitted_scales()
+    work = dataclasses.replace(case.workload, scales=scales)
+    expected = estimate(work, case.gpu, case.gpus, case.tensor_parallel).tpot_ms
+    assert calibration.predict(case, scales) == expected
