@@ -86,6 +86,11 @@ class DaemonSettings(BaseModel):
     failing_after: int = Field(3, ge=1, description="consecutive failed runs = provider failing")
     export_dir: Path | None = Field(None, description="Parquet export after every fetch job")
     shutdown_grace: Seconds = Field(5.0, description="wait this long for a running job on stop")
+    dashboard: bool = Field(True, description="serve the web dashboard beside /healthz")
+    web_token_env: str = Field(
+        "PRICEADVISOR_WEB_TOKEN", description="secret's env/file name: dashboard bearer token"
+    )
+    public_url: str | None = Field(None, description="the dashboard's address for links in digests")
 
 
 class EmailSettings(BaseModel):

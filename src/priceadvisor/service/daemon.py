@@ -40,7 +40,7 @@ from priceadvisor.collect.fetch import (
 )
 from priceadvisor.collect.health import interval
 from priceadvisor.collect.http import MemoryValidatorCache
-from priceadvisor.config import Settings
+from priceadvisor.config import Settings, lookup_secret
 from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
 from priceadvisor.notify import digest as digests
@@ -343,12 +343,20 @@ class Daemon:
     async def _start_health(self) -> HealthServer:
         # The web stack (uvicorn, Starlette) loads here, in the daemon, not for every CLI command.
         from priceadvisor.service import web  # noqa: PLC0415
+        from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
 
         daemon = self.settings.daemon
-        server = await web.serve(daemon.health_host, daemon.health_port, self.metrics, self.health)
+        routes = web.health_routes(self.metrics, self.health)
+        if daemon.dashboard:
+            mode = "recorded responses (--offline)" if self.offline else "live"
+            routes += Dashboard(self.path, mode).routes()
+        token = lookup_secret(self.settings, daemon.web_token_env)
+        app = web.build_app(routes, token)
+        server = await web.serve(daemon.health_host, daemon.health_port, app)
         self.health_port = server.port
         log.info(
-            "health and metrics on http://%s:%d/healthz",
+            "health, metrics%s on http://%s:%d/",
+            " and dashboard" if daemon.dashboard else "",
             daemon.health_host,
             self.health_port,
             extra={"job": "daemon"},
