@@ -12,7 +12,9 @@ from tests.conftest import ingest_quotes
 EVIL = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
 
 
-def quote(region: str, instance: str, raw: str, count: float, price: float, **kw: object) -> RawQuote:
+def quote(
+    region: str, instance: str, raw: str, count: float, price: float, **kw: object
+) -> RawQuote:
     return RawQuote(
         region=region,
         instance_type=instance,

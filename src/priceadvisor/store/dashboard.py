@@ -174,7 +174,8 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
             WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
               AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
         )
-        SELECT CAST(d.day AS DATE) AS day, provider, pricing, round(min(price_gpu_hour_usd), 4) AS usd
+        SELECT CAST(d.day AS DATE) AS day, provider, pricing,
+               round(min(price_gpu_hour_usd), 4) AS usd
         FROM span,
              generate_series(greatest(first_day, current_date - to_days(?)), last_day,
                              INTERVAL 1 DAY) AS d(day)
