@@ -162,6 +162,12 @@ def test_jobs_run_data_lands_health_metrics_and_sigterm_exits_0(
         assert status == 200
         assert b'priceadvisor_fetch_runs_total{outcome="ok",provider="azure"}' in metrics
         assert b"priceadvisor_last_success_timestamp_seconds" in metrics
+        # the dashboard reads beside the writer, in the same process
+        for _ in range(3):
+            status, body = d.get("/api/offers?provider=azure")
+            assert status == 200 and json.loads(body)["total"] > 0
+        status, body = d.get("/providers")
+        assert status == 200 and b"oracle" in body
         started = time.monotonic()
         d.proc.send_signal(signal.SIGTERM)
         assert d.proc.wait(timeout=15) == 0

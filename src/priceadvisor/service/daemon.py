@@ -354,13 +354,10 @@ class Daemon:
         app = web.build_app(routes, token)
         server = await web.serve(daemon.health_host, daemon.health_port, app)
         self.health_port = server.port
-        log.info(
-            "health, metrics%s on http://%s:%d/",
-            " and dashboard" if daemon.dashboard else "",
-            daemon.health_host,
-            self.health_port,
-            extra={"job": "daemon"},
-        )
+        where = f"http://{daemon.health_host}:{self.health_port}/"
+        log.info("health and metrics on %shealthz", where, extra={"job": "daemon"})
+        if daemon.dashboard:
+            log.info("dashboard on %s", where, extra={"job": "daemon"})
         return server
 
     def _handle_signals(self) -> None:

@@ -117,41 +117,37 @@ def offers_page_parquet(con: duckdb.DuckDBPyConnection, q: OfferQuery, target: P
 
 
 def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery, limit: int = 12) -> Table:
-    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where."""
+    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where.
+    (arg_min in one aggregation: a third of the time of a window over every offer.)"""
     where, params = q.where()
     sql = f"""
-        SELECT gpu_model, provider, region, country, pricing, price_gpu_hour_usd
-        FROM ({_FILTERED.format(where=where)})
-        WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
-        QUALIFY row_number() OVER (PARTITION BY gpu_model
-                                   ORDER BY price_gpu_hour_usd, provider, region) = 1
-        ORDER BY price_gpu_hour_usd LIMIT ?"""
+        SELECT gpu_model, best.provider, best.region, best.country, best.pricing,
+               price_gpu_hour_usd
+        FROM (SELECT gpu_model, min(price_gpu_hour_usd) AS price_gpu_hour_usd,
+                     arg_min({{'provider': provider, 'region': region, 'country': country,
+                              'pricing': pricing}}, (price_gpu_hour_usd, provider, region))
+                         AS best
+              FROM ({_FILTERED.format(where=where)})
+              WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
+              GROUP BY gpu_model)
+        ORDER BY price_gpu_hour_usd, gpu_model LIMIT ?"""
     return fetch_table(con, sql, [*params, limit])
 
 
 def filter_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
-    """The values the filter controls offer: only those present in current offers."""
-
-    def column(sql: str) -> list[Any]:
-        return [r[0] for r in con.execute(sql).fetchall()]
-
-    return {
-        "providers": column("SELECT DISTINCT provider FROM offers ORDER BY 1"),
-        "gpus": column(
-            "SELECT DISTINCT gpu_model FROM offers WHERE gpu_model IS NOT NULL ORDER BY 1"
-        ),
-        "families": column(
-            "SELECT DISTINCT g.family FROM offers o JOIN gpus g USING (gpu_model) "
-            "WHERE g.family IS NOT NULL ORDER BY 1"
-        ),
-        "countries": column(
-            "SELECT DISTINCT country FROM offers WHERE country IS NOT NULL ORDER BY 1"
-        ),
-        "continents": column(
-            "SELECT DISTINCT continent FROM offers WHERE continent IS NOT NULL ORDER BY 1"
-        ),
-        "counts": column("SELECT DISTINCT gpu_count FROM offers WHERE gpu_count >= 1 ORDER BY 1"),
-    }
+    """The values the filter controls offer, only those present in current offers (one scan)."""
+    row = con.execute(
+        """
+        SELECT list(DISTINCT o.provider ORDER BY o.provider),
+               list(DISTINCT o.gpu_model ORDER BY o.gpu_model) FILTER (o.gpu_model IS NOT NULL),
+               list(DISTINCT g.family ORDER BY g.family) FILTER (g.family IS NOT NULL),
+               list(DISTINCT o.country ORDER BY o.country) FILTER (o.country IS NOT NULL),
+               list(DISTINCT o.continent ORDER BY o.continent) FILTER (o.continent IS NOT NULL),
+               list(DISTINCT o.gpu_count ORDER BY o.gpu_count) FILTER (o.gpu_count >= 1)
+        FROM offers o LEFT JOIN gpus g USING (gpu_model)"""
+    ).fetchone()
+    names = ("providers", "gpus", "families", "countries", "continents", "counts")
+    return {name: list(values or []) for name, values in zip(names, row or [], strict=False)}
 
 
 def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | None:
