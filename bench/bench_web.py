@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from gen_snapshot import base_quotes
+from tests.service.browser import ServerThread
 
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
@@ -32,7 +33,6 @@ from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
-from tests.service.browser import ServerThread
 
 MANIFEST = Manifest(
     id="aws",

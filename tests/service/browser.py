@@ -59,6 +59,11 @@ def chromium(downloads: Path, width: int = 1280, height: int = 900) -> Iterator[
     )
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     driver.set_page_load_timeout(60)
+    if width < 500:  # a headless window is at least 500 px wide: emulate the phone's viewport
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True},
+        )
     try:
         yield driver
     finally:

@@ -163,6 +163,6 @@ def test_pages_fit_a_phone_in_dark_mode(
         width = driver.execute_script("return document.documentElement.scrollWidth")
         inner = driver.execute_script("return window.innerWidth")
         background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
-    assert width <= inner
+    assert inner == 390 and width <= inner
     red, green, blue = (int(v) for v in background[background.index("(") + 1 : -1].split(",")[:3])
     assert red + green + blue < 200, background

@@ -16,6 +16,7 @@
       stroke: palette[i % palette.length],
       dash: data.spot[i] ? [6, 4] : undefined,
       width: 2,
+      points: { show: false },
       spanGaps: false,
       value: function (u, v) { return v == null ? "—" : "$" + v.toFixed(2); }
     });
@@ -26,7 +27,7 @@
   var axis = { stroke: ink, grid: { stroke: grid }, ticks: { stroke: grid } };
   var opts = Object.assign(size(), {
     series: series,
-    axes: [axis, Object.assign({}, axis, { values: function (u, vals) { return vals.map(function (v) { return "$" + v.toFixed(2); }); } })],
+    axes: [axis, Object.assign({}, axis, { size: 64, values: function (u, vals) { return vals.map(function (v) { return "$" + v.toFixed(2); }); } })],
     legend: { live: false }
   });
   var plot = new uPlot(opts, [data.x].concat(data.series), holder);
