@@ -165,6 +165,10 @@ class DigestSettings(BaseModel):
     cron: str = Field("0 8 * * mon", description="crontab: minute hour day month weekday")
     timezone: str = "UTC"
     top: int = Field(5, ge=1, le=20)
+    gpus: list[str] = Field(
+        default_factory=list,
+        description="GPU models to chart and list first; empty: your workloads' and alerts'",
+    )
 
     @model_validator(mode="after")
     def _valid_schedule(self) -> DigestSettings:
