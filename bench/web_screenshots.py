@@ -1,4 +1,5 @@
-"""Screenshots of the dashboard for docs/img/: desktop (1280 px) and phone (390 px, dark).
+"""Screenshots for docs/img/: the dashboard (1280 px; phone 390 px, dark) and the digest email
+(1000 px and 390 px), rendered from the same sample data.
 
 Usage: python bench/web_screenshots.py [--out docs/img]
 Serves the browser tests' sample database (tests/service/dashboard_data.py) and photographs
@@ -17,8 +18,12 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 from tests.service import dashboard_data
 from tests.service.browser import ServerThread, chromium
 
+from priceadvisor.config import load_settings
+from priceadvisor.models import utcnow
+from priceadvisor.notify import digest as digests
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
+from priceadvisor.store import db as store
 
 SHOTS = [
     ("dashboard-prices", "/", 1280, 1000, False),
@@ -41,6 +46,18 @@ def main() -> None:
             for name, path, width, height, dark in SHOTS:
                 shoot(url + path, args.out / f"{name}.png", width, height, dark, Path(tmp))
                 print(args.out / f"{name}.png")
+        page = Path(tmp) / "digest.html"
+        page.write_text(digest_html(db), encoding="utf-8")
+        for name, width in (("digest-email", 1000), ("digest-email-phone", 390)):
+            shoot(page.as_uri(), args.out / f"{name}.png", width, 1400, False, Path(tmp))
+            print(args.out / f"{name}.png")
+
+
+def digest_html(db: Path) -> str:
+    settings = load_settings(None, db=db)
+    with store.reader(db) as con:
+        built = digests.build(con, settings, utcnow())
+    return digests.render(digests.with_health(built, settings)).html
 
 
 def shoot(url: str, target: Path, width: int, height: int, dark: bool, tmp: Path) -> None:
