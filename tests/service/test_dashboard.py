@@ -64,6 +64,8 @@ def test_sorting_and_paging(client: httpx.Client) -> None:
     assert first + second == everything[:50]
     total = client.get("/api/offers").json()["total"]
     assert total == len(everything)
+    beyond = client.get("/api/offers", params={"page": "99"}).json()
+    assert beyond["offers"] == [] and beyond["total"] == total
 
 
 @pytest.mark.parametrize(

@@ -94,10 +94,18 @@ def records(table: Table) -> list[dict[str, Any]]:
 
 
 class Dashboard:
-    def __init__(self, db_path: Path, mode: str, public_url: str | None = None) -> None:
+    def __init__(self, db_path: Path, mode: str) -> None:
         self.db_path = db_path
         self.mode = mode  # "live", "recorded responses" (run --offline) or "read-only"
-        self.public_url = public_url
+        self._cached_choices: tuple[int, dict[str, list[Any]]] | None = None
+
+    def _choices(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
+        """The filter controls' values change only when the file does: kept per modification
+        time (a scan of every offer saved on most page views)."""
+        stamp = self.db_path.stat().st_mtime_ns
+        if self._cached_choices is None or self._cached_choices[0] != stamp:
+            self._cached_choices = (stamp, queries.filter_choices(con))
+        return self._cached_choices[1]
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         def work() -> T:
@@ -126,7 +134,7 @@ class Dashboard:
                 "offers": table,
                 "total": total,
                 "cheapest": queries.cheapest_per_model(con, q),
-                "choices": queries.filter_choices(con),
+                "choices": self._choices(con),
             }
 
         return await self.read(gather)

@@ -92,21 +92,26 @@ _FILTERED = """
     WHERE {where}"""
 
 
-def _page_query(q: OfferQuery) -> tuple[str, list[Any]]:
+def _page_query(q: OfferQuery, with_total: bool = False) -> tuple[str, list[Any]]:
     where, params = q.where()
+    total = ", count(*) OVER () AS total" if with_total else ""
     sql = f"""
-        SELECT {", ".join(OFFER_COLUMNS)} FROM ({_FILTERED.format(where=where)})
+        SELECT {", ".join(OFFER_COLUMNS)}{total} FROM ({_FILTERED.format(where=where)})
         ORDER BY {OFFER_SORTS[q.sort]}, provider, region, instance_type, pricing, zone
         LIMIT ? OFFSET ?"""
     return sql, [*params, q.per_page, (q.page - 1) * q.per_page]
 
 
 def offers_page(con: duckdb.DuckDBPyConnection, q: OfferQuery) -> tuple[Table, int]:
-    """One page of offers and how many match in all."""
-    table = fetch_table(con, *_page_query(q))
+    """One page of offers and how many match in all (one scan: the total rides along as a
+    window column; only a page past the end needs a second query)."""
+    table = fetch_table(con, *_page_query(q, with_total=True))
+    if table.rows:
+        total = int(table.rows[0][-1])
+        return Table(table.columns[:-1], [row[:-1] for row in table.rows]), total
     where, params = q.where()
     row = con.execute(f"SELECT count(*) FROM ({_FILTERED.format(where=where)})", params).fetchone()
-    return table, int(row[0]) if row else 0
+    return table if not table.columns else Table(table.columns[:-1], []), int(row[0]) if row else 0
 
 
 def offers_page_parquet(con: duckdb.DuckDBPyConnection, q: OfferQuery, target: Path) -> None:
