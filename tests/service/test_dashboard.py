@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,3 +175,37 @@ def test_serve_refuses_a_missing_database(
     code, _, err = cli(capsys, "--db", str(tmp_path / "none.duckdb"), "serve", "--port", "0")
     assert code == 1
     assert "no database" in err and "Traceback" not in err
+
+
+def test_serve_command_serves_until_interrupted(database: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from priceadvisor.cli.app import main; main()",
+            "--db",
+            str(database),
+            "serve",
+            "--port",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = ""
+        while "dashboard on " not in line:
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, f"serve exited: {proc.stderr.read()}"
+        url = line.split("dashboard on ")[1].split()[0]
+        response = httpx.get(url + "api/offers?provider=aws", timeout=30)
+        assert response.status_code == 200 and response.json()["total"] == 5
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
