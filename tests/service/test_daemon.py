@@ -300,7 +300,7 @@ def test_weekly_digest_catches_up_once_and_not_again_after_restart(
                 raise AssertionError("\n".join(d.lines[-10:]) + repr(runs(db_path))) from None
             d.proc.send_signal(signal.SIGTERM)
             assert d.proc.wait(timeout=15) == 0
-    assert len(hook.posts) == 1 and hook.posts[0]["text"].startswith("GPU prices")
+    assert len(hook.posts) == 1 and " · GPU prices " in hook.posts[0]["text"]
     with store.reader(db_path) as con:
         rows = con.execute("SELECT kind, channel, status FROM notifications").fetchall()
     assert rows == [("digest", "slack", "sent")]
