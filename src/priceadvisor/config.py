@@ -95,6 +95,11 @@ class DaemonSettings(BaseModel):
     failing_after: int = Field(3, ge=1, description="consecutive failed runs = provider failing")
     export_dir: Path | None = Field(None, description="Parquet export after every fetch job")
     shutdown_grace: Seconds = Field(5.0, description="wait this long for a running job on stop")
+    dashboard: bool = Field(True, description="serve the web dashboard beside /healthz")
+    web_token_env: str = Field(
+        "PRICEADVISOR_WEB_TOKEN", description="secret's env/file name: dashboard bearer token"
+    )
+    public_url: str | None = Field(None, description="the dashboard's address for links in digests")
 
 
 class EmailSettings(BaseModel):
@@ -174,6 +179,10 @@ class DigestSettings(BaseModel):
     cron: str = Field("0 8 * * mon", description="crontab: minute hour day month weekday")
     timezone: str = "UTC"
     top: int = Field(5, ge=1, le=20)
+    gpus: list[str] = Field(
+        default_factory=list,
+        description="GPU models to chart and list first; empty: your workloads' and alerts'",
+    )
 
     @model_validator(mode="after")
     def _valid_schedule(self) -> DigestSettings:

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from email.header import decode_header, make_header
 from email.message import Message as MimeMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -180,7 +181,10 @@ def test_email_digest_multipart_to_every_recipient_without_secrets(
     assert code == 0, err
     [(recipients, mail, raw)] = inbox.messages
     assert sorted(recipients) == ["finops@example.com", "ml-infra@example.com"]
-    assert mail["Subject"].startswith("GPU prices, week of")
+    subject = str(make_header(decode_header(mail["Subject"])))
+    assert subject.startswith("H100-SXM-80GB at lambda eastus -50.0%")  # what changed, first
+    assert " · GPU prices " in subject
+    assert mail["Date"].endswith("+0000")
     assert mail.is_multipart()
     types = [part.get_content_type() for part in mail.walk()]
     assert "text/plain" in types and "text/html" in types

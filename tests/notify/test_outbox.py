@@ -125,7 +125,7 @@ def test_daemon_digest_job_and_delivery_job_send_the_digest_once(
             await asyncio.gather(daemon.digest_job(), daemon.deliver_job(), daemon.deliver_job())
 
         asyncio.run(jobs())
-    assert len(hook.received) == 1 and hook.received[0]["text"].startswith("GPU prices")
+    assert len(hook.received) == 1 and " · GPU prices " in hook.received[0]["text"]
     assert rows(database) == [("slack", "sent", 1, None)]
 
 

@@ -29,6 +29,9 @@ def fixed_digest() -> Digest:
                 "change": 2.29 / 2.49 - 1,
                 "spark": "█▇▆▆▅▄▃▁",
                 "series": [3.1, 3.0, 2.9, 2.9, 2.8, 2.7, 2.49, 2.29],
+                "provider": "lambda",
+                "region": "global",
+                "offers": 96,
             },
             {
                 "gpu_model": "L40S-48GB",
@@ -38,6 +41,9 @@ def fixed_digest() -> Digest:
                 "change": None,
                 "spark": "       ▁",
                 "series": [None] * 7 + [0.41],
+                "provider": "vast",
+                "region": "DE",
+                "offers": 1,
             },
         ],
         movers=[
@@ -90,6 +96,10 @@ def fixed_digest() -> Digest:
                 "price_hour_usd": 6.58,
                 "cost": 0.412,
                 "binding": "bandwidth",
+                "tokens_per_s": 1280.0,
+                "hours": None,
+                "tpot_ms": 22.5,
+                "marketplace": False,
                 "price_week_ago": 6.98,
                 "change": 6.58 / 6.98 - 1,
             }
@@ -104,6 +114,9 @@ def fixed_digest() -> Digest:
             },
         ],
         healthy=True,
+        market={"offers": 1234, "providers": 7, "gpu_models": 31},
+        reader_gpus=["H100-SXM-80GB"],
+        dashboard_url="https://prices.example.com/",
     )
 
 

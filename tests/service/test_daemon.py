@@ -162,6 +162,12 @@ def test_jobs_run_data_lands_health_metrics_and_sigterm_exits_0(
         assert status == 200
         assert b'priceadvisor_fetch_runs_total{outcome="ok",provider="azure"}' in metrics
         assert b"priceadvisor_last_success_timestamp_seconds" in metrics
+        # the dashboard reads beside the writer, in the same process
+        for _ in range(3):
+            status, body = d.get("/api/offers?provider=azure")
+            assert status == 200 and json.loads(body)["total"] > 0
+        status, body = d.get("/providers")
+        assert status == 200 and b"oracle" in body
         d.proc.send_signal(signal.SIGTERM)
         assert d.proc.wait(timeout=30) == 0  # a clean exit 0; the deadline only stops a hang
     logs = d.logs()
@@ -311,7 +317,7 @@ def test_weekly_digest_catches_up_once_and_not_again_after_restart(
                 raise AssertionError("\n".join(d.lines[-10:]) + repr(runs(db_path))) from None
             d.proc.send_signal(signal.SIGTERM)
             assert d.proc.wait(timeout=15) == 0
-    assert len(hook.posts) == 1 and hook.posts[0]["text"].startswith("GPU prices")
+    assert len(hook.posts) == 1 and " · GPU prices " in hook.posts[0]["text"]
     with store.reader(db_path) as con:
         rows = con.execute("SELECT kind, channel, status FROM notifications").fetchall()
     assert rows == [("digest", "slack", "sent")]

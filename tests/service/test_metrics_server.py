@@ -30,7 +30,7 @@ def healthy() -> tuple[bool, dict[str, Any]]:
 
 @pytest.fixture
 async def server() -> AsyncIterator[HealthServer]:
-    running = await web.serve("127.0.0.1", 0, Metrics(), healthy)
+    running = await web.serve("127.0.0.1", 0, web.build_app(web.health_routes(Metrics(), healthy)))
     yield running
     running.close()
     await asyncio.wait_for(running.wait_closed(), 30)

@@ -30,6 +30,7 @@ from priceadvisor.cli.doctor import render_report
 from priceadvisor.cli.notify import commands as notify_commands
 from priceadvisor.cli.output import Format, clean, render
 from priceadvisor.cli.progress import FetchProgress
+from priceadvisor.cli.serve import commands as serve_commands
 from priceadvisor.cli.sizing import commands as sizing_commands
 from priceadvisor.cli.sqlguard import check_read_only
 from priceadvisor.collect import health
@@ -486,3 +487,4 @@ def _one_line_text(message: str) -> str:
 # The sizing and notification commands live in their own modules, merged in at the top level.
 app.add_typer(sizing_commands)
 app.add_typer(notify_commands)
+app.add_typer(serve_commands)

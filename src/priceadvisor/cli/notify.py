@@ -52,9 +52,15 @@ def digest(
 def _write_preview(folder: Path, message: Message) -> None:
     if folder.exists() and not folder.is_dir():
         raise UserError(f"--preview takes a folder; {folder} is a file")
+    # Exactly what is sent: the images the email attaches are written beside the HTML, which
+    # refers to them by file name here instead of by its Content-ID.
+    html = message.html
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "digest.html").write_text(message.html, encoding="utf-8")
+        for cid, png in message.images.items():
+            (folder / f"{cid}.png").write_bytes(png)
+            html = html.replace(f'src="cid:{cid}"', f'src="{cid}.png"')
+        (folder / "digest.html").write_text(html, encoding="utf-8")
         (folder / "digest.txt").write_text(message.text, encoding="utf-8")
         (folder / "slack.json").write_text(
             json.dumps(message.slack, indent=2, ensure_ascii=False), encoding="utf-8"
@@ -62,8 +68,9 @@ def _write_preview(folder: Path, message: Message) -> None:
     except OSError as exc:
         raise UserError(f"cannot write the preview into {folder}: {exc.strerror or exc}") from None
     out.print(
-        f"wrote {folder / 'digest.html'}, digest.txt and slack.json "
-        f"({len(message.slack)} Slack message(s))",
+        f"wrote {folder / 'digest.html'}, digest.txt, slack.json"
+        + "".join(f", {cid}.png" for cid in message.images)
+        + f" ({len(message.slack)} Slack message(s))",
         markup=False,
         highlight=False,
     )

@@ -24,6 +24,7 @@ from priceadvisor.notify.chart import ChartUnavailable, price_chart
 log = logging.getLogger(__name__)
 
 WEEKS = 8
+GPU_ROWS = 12
 SPARK = "▁▂▃▄▅▆▇█"
 
 GPU_PRICES_SQL = f"""
@@ -42,10 +43,30 @@ weekly AS (
 SELECT gpu_model, pricing,
     min(price) FILTER (WHERE w = 0) AS now_price,
     min(price) FILTER (WHERE w = 1) AS week_ago,
-    list({{'w': w, 'price': price}}) AS series
-FROM weekly GROUP BY ALL
+    list({{'w': w, 'price': price}}) AS series,
+    any_value(c.provider) AS provider, any_value(c.region) AS region,
+    any_value(c.offers) AS offers
+FROM weekly
+LEFT JOIN (
+    -- who offers it cheapest now, and where (ties: alphabetical, so the digest is stable)
+    SELECT gpu_model, pricing, count(*) AS offers,
+        arg_min(provider, (price_gpu_hour_usd, provider, region)) AS provider,
+        arg_min(region, (price_gpu_hour_usd, provider, region)) AS region
+    FROM offers WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
+    GROUP BY ALL
+) AS c USING (gpu_model, pricing)
+GROUP BY ALL
 HAVING now_price IS NOT NULL
 ORDER BY gpu_model, pricing
+"""
+
+# Before this, the database has no history: the digest summarises instead of listing changes.
+HISTORY_START_SQL = "SELECT min(valid_from) FROM price_history"
+
+MARKET_SQL = """
+SELECT count(*) AS offers, count(DISTINCT provider) AS providers,
+    count(DISTINCT gpu_model) AS gpu_models
+FROM offers
 """
 
 MOVERS_SQL = """
@@ -83,7 +104,9 @@ GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
 BEST_SQL = """
 SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
     a.gpu_count, a.pricing, a.price_hour_usd, coalesce(a.cost_usd, a.usd_per_mtok) AS cost,
-    a.binding, h.price_hour_usd AS price_week_ago
+    a.binding, a.tokens_per_s, a.hours, a.tpot_ms, h.price_hour_usd AS price_week_ago,
+    -- marketplace and community hosts: individual sellers, no SLA (Vast.ai, RunPod Community)
+    a.provider = 'vast' OR a.region = 'community' AS marketplace
 FROM advice AS a
 LEFT JOIN price_history AS h
   ON h.provider = a.provider AND h.region = a.region AND h.instance_type = a.instance_type
@@ -100,6 +123,10 @@ class Digest:
     week_ago: dt.datetime
     gpu_prices: list[dict[str, Any]] = field(default_factory=list)
     movers: list[dict[str, Any]] = field(default_factory=list)
+    first_week: bool = False  # no history before last week: summarise, do not list changes
+    market: dict[str, Any] = field(default_factory=dict)
+    reader_gpus: list[str] = field(default_factory=list)
+    dashboard_url: str | None = None
     new_offers: list[dict[str, Any]] = field(default_factory=list)
     vanished: list[dict[str, Any]] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)
@@ -134,12 +161,74 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, now: dt.datetime) 
         row["spark"] = sparkline(weekly)
         row["change"] = _change(row["now_price"], row["week_ago"])
     digest.movers = _records(con, MOVERS_SQL, params)
-    digest.new_offers = _records(con, NEW_SQL, params)
-    digest.vanished = _records(con, VANISHED_SQL, params)
     digest.workloads = _records(con, BEST_SQL, params)
     for row in digest.workloads:
         row["change"] = _change(row["price_hour_usd"], row["price_week_ago"])
+    start = con.execute(HISTORY_START_SQL).fetchone()
+    digest.first_week = start is None or start[0] is None or start[0] > week_ago
+    digest.market = _records(con, MARKET_SQL, params)[0]
+    if not digest.first_week:  # in week one every offer is "new": the summary says so once
+        digest.new_offers = _records(con, NEW_SQL, params)
+        digest.vanished = _records(con, VANISHED_SQL, params)
+    digest.reader_gpus = reader_gpus(settings, digest.workloads)
+    digest.gpu_prices = _shown_gpu_prices(digest)
+    digest.dashboard_url = settings.daemon.public_url
     return digest
+
+
+def reader_gpus(settings: Settings, workloads: list[dict[str, Any]]) -> list[str]:
+    """The GPUs this reader cares about: configured, else those of their workloads' options
+    and alert rules, in that order."""
+    if settings.digest.gpus:
+        return list(settings.digest.gpus)
+    found = [r["gpu_model"] for r in workloads] + [
+        r.gpu_model for r in settings.alerts.rules if r.gpu_model
+    ]
+    return list(dict.fromkeys(found))
+
+
+def _shown_gpu_prices(digest: Digest) -> list[dict[str, Any]]:
+    """The reader's GPUs first, then the biggest week-over-week changes (in week one: the
+    cheapest), at most `GPU_ROWS` rows: never the whole market."""
+    mine = [r for r in digest.gpu_prices if r["gpu_model"] in digest.reader_gpus]
+    others = [r for r in digest.gpu_prices if r["gpu_model"] not in digest.reader_gpus]
+    moved = sorted((r for r in others if r["change"]), key=lambda r: -abs(r["change"]))
+    rest = moved or sorted(others, key=lambda r: r["now_price"])
+    order = {gpu: i for i, gpu in enumerate(digest.reader_gpus)}
+    mine.sort(key=lambda r: (order[r["gpu_model"]], r["pricing"]))
+    return (mine + rest)[: max(GPU_ROWS, len(mine))]
+
+
+def headline(digest: Digest) -> str:
+    """What changed, for the subject line: the reader's GPU whose cheapest price moved most,
+    else any GPU's, else the biggest single offer move."""
+    if digest.first_week:
+        return (
+            f"First GPU price digest: {digest.market.get('offers', 0):,} offers from "
+            f"{digest.market.get('providers', 0)} providers"
+        )
+    moved = [r for r in digest.gpu_prices if r["change"]]
+    mine = [r for r in moved if r["gpu_model"] in digest.reader_gpus]
+    if moved:
+        top = max(mine or moved, key=lambda r: abs(r["change"]))
+        return (
+            f"{top['gpu_model']} {_kind(top['pricing'])} {_pct(top['change'])} to "
+            f"${top['now_price']:.2f}/GPU-h ({top['provider']}, {top['region']})"
+        )
+    if digest.movers:
+        m = digest.movers[0]
+        return (
+            f"{m['gpu_model'] or m['instance_type']} at {m['provider']} {m['region']} "
+            f"{_pct(m['change'])} to ${m['now']:.2f}/h"
+        )
+    mine = [r for r in digest.gpu_prices if r["gpu_model"] in digest.reader_gpus]
+    if mine:
+        cheapest = min(mine, key=lambda r: r["now_price"])
+        return (
+            f"No price changes; {cheapest['gpu_model']} from ${cheapest['now_price']:.2f}/GPU-h "
+            f"({cheapest['provider']}, {cheapest['region']})"
+        )
+    return "No price changes"
 
 
 def with_health(digest: Digest, settings: Settings) -> Digest:
@@ -168,9 +257,12 @@ def sparkline(values: list[float | None]) -> str:
 def render(digest: Digest, chart: bool = False) -> Message:
     from priceadvisor.notify.render import render as template  # noqa: PLC0415 - Jinja on demand
 
-    images = {price_chart_cid: price_chart(digest.gpu_prices)} if chart else {}
+    charted = chart_rows(digest)
+    images = {price_chart_cid: price_chart(charted)} if chart and charted else {}
     context = {"d": digest, "chart_cid": price_chart_cid if images else None}
-    subject = f"GPU prices, week of {digest.week_ago:%d %b} – {digest.generated_at:%d %b %Y}"
+    subject = (
+        f"{headline(digest)} · GPU prices {digest.week_ago:%d %b} – {digest.generated_at:%d %b}"
+    )
     return Message(
         key=digest.key,
         subject=subject,
@@ -179,6 +271,14 @@ def render(digest: Digest, chart: bool = False) -> Message:
         slack=slack_payloads(digest, subject),
         images=images,
     )
+
+
+def chart_rows(digest: Digest) -> list[dict[str, Any]]:
+    """The reader's GPUs (spot and on-demand) with at least two weekly points: a chart appears
+    only when there is history to draw."""
+    drawable = [r for r in digest.gpu_prices if sum(v is not None for v in r["series"]) >= 2]
+    mine = [r for r in drawable if r["gpu_model"] in digest.reader_gpus]
+    return mine or drawable
 
 
 def render_for(digest: Digest, settings: Settings) -> Message:
@@ -196,61 +296,93 @@ def _pct(value: float | None) -> str:
 
 
 def slack_payloads(digest: Digest, subject: str) -> list[dict[str, Any]]:
-    e = blocks.escape
+    """A compact summary: no columns to align in a proportional font, every price with who and
+    where, at most a handful of lines per section; the full tables are in the email."""
     content: list[dict[str, Any]] = [blocks.header(subject)]
-    if digest.workloads:
-        content.append(blocks.header("Your workloads: best options now"))
-        content += blocks.sections(
-            [
-                f"*{e(r['workload'])}* #{r['rank']}: {e(r['provider'])} {e(r['region'])} "
-                f"`{e(r['instance_type'])}` {e(r['pricing'])} — ${r['cost']:,.4g} "
-                f"({'per run' if r['task'] not in ('serve', 'batch') else 'per 1M tokens'}), "
-                f"price {_pct(r['change'])} w/w"
-                for r in digest.workloads
-            ]
+    content += [blocks.section(text) for text in _slack_lines(digest)]
+    return blocks.paginate(content, subject)
+
+
+def _slack_lines(digest: Digest) -> list[str]:
+    e = blocks.escape
+    lines = []
+    if digest.first_week:
+        lines.append(
+            f"First week of data: {digest.market.get('offers', 0):,} offers of "
+            f"{digest.market.get('gpu_models', 0)} GPU models from "
+            f"{digest.market.get('providers', 0)} providers. Changes appear from next week."
         )
-    content.append(blocks.header("Cheapest $/GPU-hour"))
-    content += blocks.sections(
-        [
-            f"`{r['spark']}` *{e(r['gpu_model'])}* {e(r['pricing'])}: ${r['now_price']:.3f} "
-            f"({_pct(r['change'])} w/w)"
-            for r in digest.gpu_prices
-        ]
-    )
+    best = [r for r in digest.workloads if r["rank"] == 1]
+    if best:
+        lines.append("*Your workloads*\n" + "\n".join(_slack_workload(r) for r in best))
+    mine = [r for r in digest.gpu_prices if r["gpu_model"] in digest.reader_gpus][:SLACK_ROWS]
+    if mine:
+        lines.append("*Your GPUs*\n" + "\n".join(_slack_price(r, digest) for r in mine))
     if digest.movers:
-        content.append(blocks.header("Biggest movers"))
-        content += blocks.sections(
-            [
-                f"{e(r['provider'])} {e(r['region'])} `{e(r['instance_type'])}` {e(r['pricing'])}"
+        lines.append(
+            "*Top movers*\n"
+            + "\n".join(
+                f"{_pct(r['change'])} {e(r['provider'])} {e(r['region'])} "
+                f"`{e(r['instance_type'])}` {_kind(r['pricing'])}"
                 f"{' (derived)' if r['price_origin'] == 'derived' else ''}: "
-                f"${r['before']:.2f} → ${r['now']:.2f} ({_pct(r['change'])})"
-                for r in digest.movers
-            ]
-        )
-    if digest.new_offers or digest.vanished:
-        content.append(blocks.header("New and vanished offers"))
-        content += blocks.sections(
-            [
-                f"new: {e(r['provider'])} {e(r['gpu_model'])} ×{r['offers']}"
-                for r in digest.new_offers
-            ]
-            + [
-                f"gone: {e(r['provider'])} {e(r['gpu_model'])} ×{r['offers']}"
-                for r in digest.vanished
-            ]
-        )
-    content.append(
-        blocks.section(
-            "Data health: "
-            + (
-                "all providers fresh"
-                if digest.healthy
-                else ", ".join(
-                    f"{e(str(h['provider']))}: {e(str(h['state']))}"
-                    for h in digest.health
-                    if h["state"] not in ("fresh", "disabled")
-                )
+                f"${r['before']:.2f} → ${r['now']:.2f}/h"
+                for r in digest.movers[:SLACK_ROWS]
             )
         )
+    if digest.new_offers or digest.vanished:
+        lines.append(_slack_new_gone(digest))
+    if not digest.healthy:
+        stale = [h for h in digest.health if h["state"] not in ("fresh", "disabled")]
+        lines.append(
+            "*Data health*: "
+            + ", ".join(f"{e(str(h['provider']))}: {e(str(h['state']))}" for h in stale)
+        )
+    if digest.dashboard_url:
+        lines.append(f"<{blocks.escape(digest.dashboard_url)}|Open the dashboard>")
+    return lines
+
+
+SLACK_ROWS = 5
+
+
+def _kind(pricing: str) -> str:
+    return "spot" if pricing == "spot" else "on-demand"
+
+
+def _slack_workload(r: dict[str, Any]) -> str:
+    e = blocks.escape
+    unit = "per run" if r["task"] not in ("serve", "batch") else "per 1M tokens"
+    figure = f"{r['hours']:,.1f} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
+    market = " (marketplace, no SLA)" if r["marketplace"] else ""
+    return (
+        f"{e(r['workload'])}: ${r['cost']:,.2f} {unit} on {e(r['provider'])} {e(r['region'])}"
+        f"{market}, {r['gpu_count']:g}× {e(r['gpu_model'])} {_kind(r['pricing'])}, "
+        f"{e(r['binding'])}-bound, {figure}"
     )
-    return blocks.paginate(content, subject)
+
+
+def _slack_price(r: dict[str, Any], digest: Digest) -> str:
+    e = blocks.escape
+    name = e(r["gpu_model"])
+    if digest.dashboard_url:
+        name = f"<{e(digest.dashboard_url.rstrip('/'))}/gpu/{e(r['gpu_model'])}|{name}>"
+    change = "" if digest.first_week else f" ({_pct(r['change'])} w/w)"
+    return (
+        f"{name} {_kind(r['pricing'])}: ${r['now_price']:.2f}/GPU-h at "
+        f"{e(r['provider'] or '?')} {e(r['region'] or '')}{change}"
+    )
+
+
+def _slack_new_gone(digest: Digest) -> str:
+    e = blocks.escape
+    new = [
+        f"new: {e(r['provider'])} {e(r['gpu_model'])}, {r['offers']} offer(s) from "
+        f"${r['cheapest']:.2f}/GPU-h in {e(', '.join(r['regions']))}"
+        for r in digest.new_offers[:SLACK_ROWS]
+    ]
+    gone = [
+        f"gone: {e(r['provider'])} {e(r['gpu_model'])}, {r['offers']} offer(s) in "
+        f"{e(', '.join(r['regions']))}"
+        for r in digest.vanished[:SLACK_ROWS]
+    ]
+    return "*New and vanished*\n" + "\n".join(new + gone)

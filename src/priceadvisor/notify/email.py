@@ -9,9 +9,10 @@ same Message-ID and a receiving system can recognise it.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from email.message import EmailMessage
-from email.utils import formatdate
+from email.utils import format_datetime
 
 import aiosmtplib
 from pydantic import SecretStr
@@ -38,7 +39,7 @@ class EmailChannel:
         mail["Subject"] = message.subject
         mail["From"] = self.settings.sender
         mail["To"] = ", ".join(self.settings.recipients)
-        mail["Date"] = formatdate(localtime=False)
+        mail["Date"] = format_datetime(dt.datetime.now(dt.UTC))  # "+0000": a known UTC offset
         mail["Message-ID"] = message_id(message.key)
         mail.set_content(message.text)
         mail.add_alternative(message.html, subtype="html")

@@ -6,8 +6,10 @@ so a template that drifts from its data fails loudly instead of rendering blanks
 
 from __future__ import annotations
 
+import datetime as dt
 from functools import cache
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import jinja2
 
@@ -17,6 +19,35 @@ from priceadvisor.resources import templates_dir
 def usd(value: float | None, digits: int = 2) -> str:
     """$1,234.56 style; em dash for unknown."""
     return "—" if value is None else f"${value:,.{digits}f}"
+
+
+def money(value: float | None) -> str:
+    """A price as a person reads it: cents, or a tenth of a cent under $1; em dash unknown."""
+    if value is None:
+        return "—"
+    return f"${value:,.3f}" if abs(value) < 1 else f"${value:,.2f}"
+
+
+def figure(value: float | None) -> str:
+    """A count or measure without noise: 8, 0.17, 1,234.5."""
+    if value is None:
+        return "—"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def when(value: object) -> str:
+    """Timestamps to the minute (UTC, as stored), never with microseconds."""
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return "—" if value is None else str(value)
+
+
+def with_page(query: str, page: int) -> str:
+    """The same query string with another page number."""
+    pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=False) if k != "page"]
+    return urlencode([*pairs, ("page", str(page))])
 
 
 @cache
@@ -30,7 +61,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["usd"] = usd
+    env.filters.update(usd=usd, money=money, figure=figure, when=when, with_page=with_page)
     return env
 
 

@@ -46,7 +46,7 @@ from priceadvisor.collect.fetch import (
     start_runs,
 )
 from priceadvisor.collect.health import interval
-from priceadvisor.config import Settings
+from priceadvisor.config import Settings, lookup_secret
 from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
 from priceadvisor.notify import digest as digests
@@ -370,16 +370,21 @@ class Daemon:
     async def _start_health(self) -> HealthServer:
         # The web stack (uvicorn, Starlette) loads here, in the daemon, not for every CLI command.
         from priceadvisor.service import web  # noqa: PLC0415
+        from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
 
         daemon = self.settings.daemon
-        server = await web.serve(daemon.health_host, daemon.health_port, self.metrics, self.health)
+        routes = web.health_routes(self.metrics, self.health)
+        if daemon.dashboard:
+            mode = "recorded responses (--offline)" if self.offline else "live"
+            routes += Dashboard(self.path, mode).routes()
+        token = lookup_secret(self.settings, daemon.web_token_env)
+        app = web.build_app(routes, token)
+        server = await web.serve(daemon.health_host, daemon.health_port, app)
         self.health_port = server.port
-        log.info(
-            "health and metrics on http://%s:%d/healthz",
-            daemon.health_host,
-            self.health_port,
-            extra={"job": "daemon"},
-        )
+        where = f"http://{daemon.health_host}:{self.health_port}/"
+        log.info("health and metrics on %shealthz", where, extra={"job": "daemon"})
+        if daemon.dashboard:
+            log.info("dashboard on %s", where, extra={"job": "daemon"})
         return server
 
     def _handle_signals(self) -> None:

@@ -1,8 +1,8 @@
-"""The daemon's web endpoint: /healthz and /metrics (127.0.0.1 by default).
+"""The daemon's web endpoint: /healthz, /metrics and the dashboard (127.0.0.1 by default).
 
-A small Starlette app served by uvicorn inside the daemon's own event loop: a maintained
-HTTP/1.1 parser (h11) answers malformed requests with 400, and the app is where later pages (a
-dashboard) join. The server is bounded so that the HTTP side can never starve the fetch side of
+A small Starlette app served by uvicorn inside the daemon's own event loop (or alone, by
+`priceadvisor serve`): a maintained HTTP/1.1 parser (h11) answers malformed requests with 400.
+The server is bounded so that the HTTP side can never starve the fetch side of
 file descriptors or time: at most MAX_CONNECTIONS open connections (past it the oldest connection
 that has not sent a request is dropped, so a scraper still gets through a flood of idle
 sockets), a request head of at most MAX_REQUEST_HEAD bytes sent within REQUEST_HEAD_TIMEOUT, and
@@ -19,20 +19,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import uvicorn
+from pydantic import SecretStr
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from priceadvisor.service.dashboard import BadQuery
 from priceadvisor.service.metrics import HealthCheck, Metrics
+from priceadvisor.service.webguard import Guard
 
 MAX_CONNECTIONS = 64
 REQUEST_HEAD_TIMEOUT = 10.0
 MAX_REQUEST_HEAD = 16 * 1024
 
 
-def build_app(metrics: Metrics, health: HealthCheck) -> Starlette:
+def health_routes(metrics: Metrics, health: HealthCheck) -> list[BaseRoute]:
     async def healthz(request: Request) -> Response:
         healthy, detail = health()
         body = json.dumps({"status": "ok" if healthy else "unhealthy", **detail}, default=str)
@@ -42,7 +46,20 @@ def build_app(metrics: Metrics, health: HealthCheck) -> Starlette:
         body, content_type = metrics.exposition(request.headers.get("accept"))
         return Response(body, headers={"Content-Type": content_type})
 
-    return Starlette(routes=[Route("/healthz", healthz), Route("/metrics", metrics_page)])
+    return [Route("/healthz", healthz), Route("/metrics", metrics_page)]
+
+
+def build_app(routes: list[BaseRoute], token: SecretStr | None = None) -> Starlette:
+    """The app: the given routes behind the security headers and the optional token check."""
+
+    async def bad_query(request: Request, exc: Exception) -> Response:
+        return Response(json.dumps({"error": str(exc)}), 400, media_type="application/json")
+
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard, token=token)],
+        exception_handlers={BadQuery: bad_query},
+    )
 
 
 class _BoundedH11(H11Protocol):
@@ -112,10 +129,10 @@ class HealthServer:
         await self.task
 
 
-async def serve(host: str, port: int, metrics: Metrics, health: HealthCheck) -> HealthServer:
+async def serve(host: str, port: int, app: Starlette) -> HealthServer:
     sock = _listen(host, port)
     config = uvicorn.Config(
-        build_app(metrics, health),
+        app,
         http=_BoundedH11,
         ws="none",
         lifespan="off",

@@ -1,0 +1,57 @@
+"""`priceadvisor serve`: the dashboard alone, read-only, without the scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Annotated
+
+import typer
+
+from priceadvisor.cli.common import UserError, err, state
+from priceadvisor.config import Settings, lookup_secret
+from priceadvisor.service.logs import configure
+from priceadvisor.store import db as store
+
+commands = typer.Typer()
+
+
+@commands.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Bind address (default: daemon.health_host).")
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option("--port", min=0, max=65535, help="Port (default: daemon.health_port)."),
+    ] = None,
+) -> None:
+    """Serve the web dashboard and its JSON API over the database, read-only, until Ctrl-C."""
+    settings = state(ctx).settings
+    configure(settings.log_level)
+    with store.reader(settings.db_path(), settings.lock_timeout):
+        pass  # a missing or outdated database is a one-line error now, not a 503 per page
+    bind = host or settings.daemon.health_host
+    asyncio.run(_serve(settings, bind, settings.daemon.health_port if port is None else port))
+
+
+async def _serve(settings: Settings, host: str, port: int) -> None:
+    # The web stack loads only for this command.
+    from priceadvisor.service import web  # noqa: PLC0415
+    from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
+
+    dashboard = Dashboard(settings.db_path(), "read-only view (priceadvisor serve)")
+    token = lookup_secret(settings, settings.daemon.web_token_env)
+    try:
+        server = await web.serve(host, port, web.build_app(dashboard.routes(), token))
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    err.print(f"dashboard on http://{host}:{server.port}/ (Ctrl-C stops)", highlight=False)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()
+    await server.wait_closed()

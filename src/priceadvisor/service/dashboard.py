@@ -1,0 +1,308 @@
+"""The web dashboard: server-rendered pages, downloads and a JSON API over the public views.
+
+Pages and API share one set of handlers: each reads through `store.reader` in a worker thread
+(the event loop keeps serving /healthz and the scheduler meanwhile) and renders either Jinja
+(templates/web/, autoescaped) or JSON. Filters live in the query string, so every view is a
+shareable URL, and downloads take the same query string: they contain exactly the page shown.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import duckdb
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from priceadvisor.notify import render as templates
+from priceadvisor.resources import templates_dir
+from priceadvisor.service.openapi import SPEC
+from priceadvisor.store import dashboard as queries
+from priceadvisor.store import db as store
+from priceadvisor.store.reads import Table
+
+T = TypeVar("T")
+# A page waits at most this long for the writer's turn; past it the reader gets 503, not a hang.
+READ_LOCK_TIMEOUT = 5.0
+
+
+class BadQuery(ValueError):
+    """A query-string value the dashboard cannot use; answered with 400 and this message."""
+
+
+def _one(request: Request, name: str) -> str | None:
+    value = request.query_params.get(name, "").strip()
+    return value or None
+
+
+def _number(request: Request, name: str) -> float | None:
+    value = _one(request, name)
+    try:
+        return None if value is None else float(value)
+    except ValueError:
+        raise BadQuery(f"{name} must be a number, not {value!r}") from None
+
+
+def _choice(request: Request, name: str, allowed: tuple[str, ...] | list[str], default: str) -> str:
+    value = _one(request, name) or default
+    if value not in allowed:
+        raise BadQuery(f"{name} must be one of {', '.join(allowed)}")
+    return value
+
+
+def offer_query(request: Request) -> queries.OfferQuery:
+    """The Prices filters from the URL (the page's form submits exactly these names)."""
+    pricing = _one(request, "pricing")
+    if pricing is not None and pricing not in queries.PRICINGS:
+        raise BadQuery("pricing must be on_demand or spot")
+    page = _number(request, "page") or 1
+    return queries.OfferQuery(
+        gpu=_one(request, "gpu"),
+        vram_min=_number(request, "vram_min"),
+        gpu_count=_number(request, "gpus"),
+        pricing=pricing,
+        providers=[p for p in request.query_params.getlist("provider") if p],
+        country=_one(request, "country"),
+        continent=_one(request, "continent"),
+        eu=_one(request, "eu") == "1",
+        available_only=_one(request, "available") == "1",
+        sort=_choice(request, "sort", list(queries.OFFER_SORTS), "gpu-hour"),
+        page=max(1, int(page)),
+        per_page=int(_choice(request, "per_page", [str(n) for n in queries.PAGE_SIZES], "50")),
+    )
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat(timespec="seconds") if isinstance(value, dt.datetime) else str(value)
+    return value
+
+
+def records(table: Table) -> list[dict[str, Any]]:
+    return [{c: jsonable(v) for c, v in zip(table.columns, row, strict=True)} for row in table.rows]
+
+
+class Dashboard:
+    def __init__(self, db_path: Path, mode: str) -> None:
+        self.db_path = db_path
+        self.mode = mode  # "live", "recorded responses" (run --offline) or "read-only"
+        self._cached_choices: tuple[int, dict[str, list[Any]]] | None = None
+
+    def _choices(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
+        """The filter controls' values change only when the file does: kept per modification
+        time (a scan of every offer saved on most page views)."""
+        stamp = self.db_path.stat().st_mtime_ns
+        if self._cached_choices is None or self._cached_choices[0] != stamp:
+            self._cached_choices = (stamp, queries.filter_choices(con))
+        return self._cached_choices[1]
+
+    async def read(self, fn: Callable[..., T], *args: Any, writable_dir: Path | None = None) -> T:
+        """`fn` on a sealed read-only connection; only `writable_dir` (a download's temporary
+        folder) may be written by it."""
+
+        def work() -> T:
+            with store.reader(self.db_path, READ_LOCK_TIMEOUT, writable_dir) as con:
+                return fn(con, *args)
+
+        try:
+            return await anyio.to_thread.run_sync(work)
+        except store.StoreError as exc:
+            raise HTTPException(503, str(exc)) from None
+
+    async def _parquet_bytes(self, q: queries.OfferQuery) -> bytes:
+        with tempfile.TemporaryDirectory(prefix="priceadvisor-web-") as folder:
+            target = Path(folder) / "offers.parquet"
+            await self.read(queries.offers_page_parquet, q, target, writable_dir=Path(folder))
+            return target.read_bytes()
+
+    def page(self, name: str, request: Request, **context: Any) -> HTMLResponse:
+        html = templates.render(
+            f"web/{name}.html.j2", request_path=request.url.path, mode=self.mode, **context
+        )
+        return HTMLResponse(html)
+
+    # Prices ------------------------------------------------------------------------------
+    async def _prices_data(self, request: Request) -> dict[str, Any]:
+        q = offer_query(request)
+
+        def gather(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            table, total = queries.offers_page(con, q)
+            return {
+                "q": q,
+                "offers": table,
+                "total": total,
+                "cheapest": queries.cheapest_per_model(con, q),
+                "choices": self._choices(con),
+            }
+
+        return await self.read(gather)
+
+    async def prices(self, request: Request) -> Response:
+        data = await self._prices_data(request)
+        query = request.url.query
+        pages = max(1, -(-data["total"] // data["q"].per_page))
+        return self.page("prices", request, query=query, pages=pages, **data)
+
+    async def api_offers(self, request: Request) -> Response:
+        q = offer_query(request)
+        table, total = await self.read(queries.offers_page, q)
+        return JSONResponse(
+            {"total": total, "page": q.page, "per_page": q.per_page, "offers": records(table)}
+        )
+
+    async def api_cheapest(self, request: Request) -> Response:
+        table = await self.read(queries.cheapest_per_model, offer_query(request))
+        return JSONResponse({"cheapest": records(table)})
+
+    async def download(self, request: Request) -> Response:
+        q = offer_query(request)
+        kind = request.path_params["kind"]
+        if kind == "parquet":
+            return Response(
+                await self._parquet_bytes(q),
+                media_type="application/vnd.apache.parquet",
+                headers=_attachment("offers.parquet"),
+            )
+        table, _ = await self.read(queries.offers_page, q)
+        if kind == "json":
+            body = json.dumps(records(table), indent=1)
+            return Response(body, media_type="application/json", headers=_attachment("offers.json"))
+        return Response(_csv(table), media_type="text/csv", headers=_attachment("offers.csv"))
+
+    # One GPU -----------------------------------------------------------------------------
+    async def _gpu_data(self, model: str) -> dict[str, Any]:
+        def gather(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            specs = queries.gpu_specs(con, model)
+            if specs is None:
+                raise HTTPException(404, f"no GPU model {model!r} in the catalog")
+            return {
+                "model": model,
+                "specs": specs,
+                "history": queries.gpu_daily_cheapest(con, model),
+                "offers": queries.gpu_offers(con, model),
+            }
+
+        return await self.read(gather)
+
+    async def gpu(self, request: Request) -> Response:
+        data = await self._gpu_data(request.path_params["model"])
+        return self.page("gpu", request, chart=chart_series(data["history"]), **data)
+
+    async def api_gpu(self, request: Request) -> Response:
+        data = await self._gpu_data(request.path_params["model"])
+        return JSONResponse(
+            {
+                "gpu_model": data["model"],
+                "specs": {k: jsonable(v) for k, v in data["specs"].items()},
+                "daily_cheapest": records(data["history"]),
+                "offers": records(data["offers"]),
+            }
+        )
+
+    # Workloads, providers, alerts --------------------------------------------------------
+    async def workloads(self, request: Request) -> Response:
+        table = await self.read(queries.workloads)
+        return self.page("workloads", request, groups=_group(records(table), "workload"))
+
+    async def api_workloads(self, request: Request) -> Response:
+        return JSONResponse({"advice": records(await self.read(queries.workloads))})
+
+    async def providers(self, request: Request) -> Response:
+        table = await self.read(queries.providers)
+        return self.page("providers", request, rows=records(table))
+
+    async def api_providers(self, request: Request) -> Response:
+        table = await self.read(queries.providers)
+        return JSONResponse({"mode": self.mode, "providers": records(table)})
+
+    async def _alerts_data(self) -> dict[str, list[dict[str, Any]]]:
+        def gather(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+            return {
+                "alerts": records(queries.alert_states(con)),
+                "notifications": records(queries.recent_notifications(con)),
+                "silences": records(queries.silences(con)),
+            }
+
+        return await self.read(gather)
+
+    async def alerts(self, request: Request) -> Response:
+        return self.page("alerts", request, **await self._alerts_data())
+
+    async def api_alerts(self, request: Request) -> Response:
+        return JSONResponse(await self._alerts_data())
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(SPEC)
+
+    async def login(self, request: Request) -> Response:
+        return self.page("login", request, failed=bool(request.query_params.get("failed")))
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/", self.prices),
+            Route("/prices", self.prices),
+            Route("/prices.{kind:str}", self.download),
+            Route("/gpu/{model:str}", self.gpu),
+            Route("/workloads", self.workloads),
+            Route("/providers", self.providers),
+            Route("/alerts", self.alerts),
+            Route("/login", self.login, methods=["GET", "POST"]),
+            Route("/api/offers", self.api_offers),
+            Route("/api/cheapest", self.api_cheapest),
+            Route("/api/gpus/{model:str}", self.api_gpu),
+            Route("/api/workloads", self.api_workloads),
+            Route("/api/providers", self.api_providers),
+            Route("/api/alerts", self.api_alerts),
+            Route("/api/openapi.json", self.openapi),
+            Mount(
+                "/static", StaticFiles(directory=templates_dir() / "web" / "static"), name="static"
+            ),
+        ]
+
+
+def chart_series(history: Table) -> dict[str, Any]:
+    """uPlot's shape: one x axis (days, as Unix seconds) and one series per provider/pricing,
+    with null where that series has no price that day."""
+    days = sorted({row[0] for row in history.rows})
+    index = {day: i for i, day in enumerate(days)}
+    series: dict[str, list[float | None]] = {}
+    for day, provider, pricing, usd in history.rows:
+        label = f"{provider} · {'spot' if pricing == 'spot' else 'on-demand'}"
+        series.setdefault(label, [None] * len(days))[index[day]] = round(usd, 4)
+    x = [int(dt.datetime.combine(d, dt.time(), dt.UTC).timestamp()) for d in days]
+    return {
+        "x": x,
+        "labels": list(series),
+        "series": list(series.values()),
+        "spot": [label.endswith("spot") for label in series],
+    }
+
+
+def _csv(table: Table) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(table.columns)
+    writer.writerows(table.rows)
+    return buffer.getvalue()
+
+
+def _attachment(name: str) -> dict[str, str]:
+    return {"Content-Disposition": f'attachment; filename="{name}"'}
+
+
+def _group(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row[key], []).append(row)
+    return groups

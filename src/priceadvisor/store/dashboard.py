@@ -1,0 +1,265 @@
+"""Read queries behind the web dashboard and its JSON API.
+
+Only the public views are read, every value is a bound parameter, and sorting goes through a
+whitelist: no page or API call can run SQL of its caller's choosing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from priceadvisor.store.reads import Table, fetch_table
+
+OFFER_COLUMNS = (
+    "provider",
+    "region",
+    "country",
+    "instance_type",
+    "gpu_model",
+    "gpu_count",
+    "gpu_memory_gb",
+    "pricing",
+    "price_hour_usd",
+    "price_gpu_hour_usd",
+    "available",
+    "offer_count",
+)
+# URL value -> ORDER BY clause; the only way a caller influences the ORDER BY.
+OFFER_SORTS = {
+    "gpu-hour": "price_gpu_hour_usd NULLS LAST, price_hour_usd",
+    "hour": "price_hour_usd, price_gpu_hour_usd NULLS LAST",
+    "vram": "gpu_memory_gb DESC NULLS LAST, price_gpu_hour_usd NULLS LAST",
+    "provider": "provider, region, price_gpu_hour_usd NULLS LAST",
+    "gpu": "gpu_model NULLS LAST, price_gpu_hour_usd NULLS LAST",
+}
+PRICINGS = ("on_demand", "spot")
+PAGE_SIZES = (25, 50, 100, 200)
+
+
+@dataclass(slots=True)
+class OfferQuery:
+    """What the Prices page and /api/offers filter by (all optional)."""
+
+    gpu: str | None = None  # a GPU model id or a family name (H100, A100, ...)
+    vram_min: float | None = None
+    gpu_count: float | None = None
+    pricing: str | None = None
+    providers: list[str] = field(default_factory=list)
+    country: str | None = None
+    continent: str | None = None
+    eu: bool = False
+    available_only: bool = False
+    sort: str = "gpu-hour"
+    page: int = 1
+    per_page: int = 50
+
+    def where(self) -> tuple[str, list[Any]]:
+        clauses, params = ["TRUE"], []
+        for clause, values in self._conditions():
+            clauses.append(clause)
+            params += values
+        return " AND ".join(clauses), params
+
+    def _conditions(self) -> list[tuple[str, list[Any]]]:
+        found: list[tuple[str, list[Any]]] = []
+        if self.gpu:
+            found.append(("(o.gpu_model = ? OR g.family = ?)", [self.gpu, self.gpu]))
+        if self.vram_min is not None:
+            found.append(("o.gpu_memory_gb >= ?", [self.vram_min]))
+        if self.gpu_count is not None:
+            found.append(("o.gpu_count = ?", [self.gpu_count]))
+        if self.pricing:
+            found.append(("o.pricing = ?", [self.pricing]))
+        if self.providers:
+            found.append(("list_contains(?, o.provider)", [list(self.providers)]))
+        if self.country:
+            found.append(("o.country = upper(?)", [self.country]))
+        if self.continent:
+            found.append(("o.continent = upper(?)", [self.continent]))
+        if self.eu:
+            found.append(("o.is_eu", []))
+        if self.available_only:
+            found.append(("o.available IS NOT FALSE", []))
+        return found
+
+
+_FILTERED = """
+    SELECT o.* FROM offers AS o LEFT JOIN gpus AS g ON g.gpu_model = o.gpu_model
+    WHERE {where}"""
+
+
+def _page_query(q: OfferQuery, with_total: bool = False) -> tuple[str, list[Any]]:
+    where, params = q.where()
+    total = ", count(*) OVER () AS total" if with_total else ""
+    sql = f"""
+        SELECT {", ".join(OFFER_COLUMNS)}{total} FROM ({_FILTERED.format(where=where)})
+        ORDER BY {OFFER_SORTS[q.sort]}, provider, region, instance_type, pricing, zone
+        LIMIT ? OFFSET ?"""
+    return sql, [*params, q.per_page, (q.page - 1) * q.per_page]
+
+
+def offers_page(con: duckdb.DuckDBPyConnection, q: OfferQuery) -> tuple[Table, int]:
+    """One page of offers and how many match in all (one scan: the total rides along as a
+    window column; only a page past the end needs a second query)."""
+    table = fetch_table(con, *_page_query(q, with_total=True))
+    if table.rows:
+        total = int(table.rows[0][-1])
+        return Table(table.columns[:-1], [row[:-1] for row in table.rows]), total
+    where, params = q.where()
+    row = con.execute(f"SELECT count(*) FROM ({_FILTERED.format(where=where)})", params).fetchone()
+    return table if not table.columns else Table(table.columns[:-1], []), int(row[0]) if row else 0
+
+
+def offers_page_parquet(con: duckdb.DuckDBPyConnection, q: OfferQuery, target: Path) -> None:
+    """The same page written as a Parquet file (the path is ours, never the caller's)."""
+    sql, params = _page_query(q)
+    quoted = str(target).replace("'", "''")
+    con.execute(f"COPY ({sql}) TO '{quoted}' (FORMAT parquet)", params)
+
+
+def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery, limit: int = 12) -> Table:
+    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where.
+    (arg_min in one aggregation: a third of the time of a window over every offer.)"""
+    where, params = q.where()
+    sql = f"""
+        SELECT gpu_model, best.provider, best.region, best.country, best.pricing,
+               price_gpu_hour_usd
+        FROM (SELECT gpu_model, min(price_gpu_hour_usd) AS price_gpu_hour_usd,
+                     arg_min({{'provider': provider, 'region': region, 'country': country,
+                              'pricing': pricing}}, (price_gpu_hour_usd, provider, region))
+                         AS best
+              FROM ({_FILTERED.format(where=where)})
+              WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
+              GROUP BY gpu_model)
+        ORDER BY price_gpu_hour_usd, gpu_model LIMIT ?"""
+    return fetch_table(con, sql, [*params, limit])
+
+
+def filter_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
+    """The values the filter controls offer, only those present in current offers (one scan)."""
+    row = con.execute(
+        """
+        SELECT list(DISTINCT o.provider ORDER BY o.provider),
+               list(DISTINCT o.gpu_model ORDER BY o.gpu_model) FILTER (o.gpu_model IS NOT NULL),
+               list(DISTINCT g.family ORDER BY g.family) FILTER (g.family IS NOT NULL),
+               list(DISTINCT o.country ORDER BY o.country) FILTER (o.country IS NOT NULL),
+               list(DISTINCT o.continent ORDER BY o.continent) FILTER (o.continent IS NOT NULL),
+               list(DISTINCT o.gpu_count ORDER BY o.gpu_count) FILTER (o.gpu_count >= 1)
+        FROM offers o LEFT JOIN gpus g USING (gpu_model)"""
+    ).fetchone()
+    names = ("providers", "gpus", "families", "countries", "continents", "counts")
+    return {name: list(values or []) for name, values in zip(names, row or [], strict=False)}
+
+
+def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | None:
+    table = fetch_table(con, "SELECT * FROM gpus WHERE gpu_model = ?", [model])
+    if not table.rows:
+        return None
+    return {k: v for k, v in zip(table.columns, table.rows[0], strict=True) if v is not None}
+
+
+def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
+    """Per day, provider and pricing: the cheapest $/GPU-hour of any interval alive that day."""
+    return fetch_table(
+        con,
+        """
+        WITH span AS (
+            SELECT provider, pricing, price_gpu_hour_usd,
+                   CAST(valid_from AS DATE) AS first_day,
+                   CAST(coalesce(valid_to, now()::TIMESTAMP) AS DATE) AS last_day
+            FROM price_history
+            WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
+              AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
+        )
+        SELECT CAST(d.day AS DATE) AS day, provider, pricing,
+               round(min(price_gpu_hour_usd), 4) AS usd
+        FROM span,
+             generate_series(greatest(first_day, current_date - to_days(?)), last_day,
+                             INTERVAL 1 DAY) AS d(day)
+        GROUP BY ALL ORDER BY provider, pricing, day""",
+        [model, days, days],
+    )
+
+
+def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> Table:
+    return fetch_table(
+        con,
+        f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers WHERE gpu_model = ?
+            ORDER BY price_gpu_hour_usd NULLS LAST, provider, region LIMIT ?""",
+        [model, limit],
+    )
+
+
+def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
+    """The latest ranking of every workload (top N), with the offer's price change since the
+    ranking's offer first appeared and whether the source is a marketplace."""
+    return fetch_table(
+        con,
+        """
+        SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
+               a.gpu_count, a.pricing, a.price_hour_usd, a.cost_usd, a.usd_per_mtok,
+               a.monthly_usd, a.tokens_per_s, a.hours, a.ttft_ms, a.tpot_ms, a.binding,
+               a.low, a.high, a.computed_at,
+               (SELECT h.price_hour_usd FROM price_history h
+                 WHERE h.provider = a.provider AND h.region = a.region
+                   AND h.instance_type = a.instance_type AND h.pricing = a.pricing
+                   AND h.valid_to IS NOT NULL
+                 ORDER BY h.valid_to DESC LIMIT 1) AS previous_price_hour_usd
+        FROM advice a WHERE a.rank <= ? ORDER BY a.workload, a.rank""",
+        [top],
+    )
+
+
+def providers(con: duckdb.DuckDBPyConnection) -> Table:
+    """Per provider: last run, its status and error, last success, offers, unmapped names."""
+    return fetch_table(
+        con,
+        """
+        WITH last AS (
+            SELECT * FROM fetch_runs WHERE status NOT IN ('running', 'skipped')
+            QUALIFY row_number() OVER (PARTITION BY provider ORDER BY run_id DESC) = 1
+        ),
+        ok AS (SELECT provider, max(finished_at) AS last_success FROM fetch_runs
+               WHERE status IN ('ok', 'partial') GROUP BY provider),
+        counts AS (SELECT provider, count(*) AS offers,
+                          count(*) FILTER (WHERE gpu_model IS NULL) AS unmapped_offers,
+                          list(DISTINCT gpu_name_raw ORDER BY gpu_name_raw)
+                              FILTER (WHERE gpu_model IS NULL)[1:5] AS unmapped_names,
+                          max(last_seen) AS last_seen
+                   FROM offers GROUP BY provider)
+        SELECT last.provider, last.status AS last_status, last.finished_at AS last_run,
+               ok.last_success, last.error AS last_error,
+               coalesce(counts.offers, 0) AS offers, coalesce(counts.unmapped_offers, 0)
+                   AS unmapped_offers, counts.unmapped_names, counts.last_seen
+        FROM last LEFT JOIN ok USING (provider) LEFT JOIN counts USING (provider)
+        ORDER BY last.provider""",
+    )
+
+
+def alert_states(con: duckdb.DuckDBPyConnection) -> Table:
+    return fetch_table(
+        con,
+        "SELECT rule, labels, firing, pending, reference, value, last_notified_at, updated_at "
+        "FROM alerts ORDER BY firing DESC, updated_at DESC LIMIT 200",
+    )
+
+
+def recent_notifications(con: duckdb.DuckDBPyConnection, limit: int = 50) -> Table:
+    return fetch_table(
+        con,
+        "SELECT kind, channel, key, created_at, sent_at, status, attempts, last_error "
+        "FROM notifications ORDER BY created_at DESC LIMIT ?",
+        [limit],
+    )
+
+
+def silences(con: duckdb.DuckDBPyConnection) -> Table:
+    return fetch_table(
+        con,
+        "SELECT id, matchers, comment, created_at, expires_at, active FROM silences "
+        "ORDER BY active DESC, expires_at DESC LIMIT 200",
+    )

@@ -1,0 +1,13 @@
+// Prices page: a changed filter applies at once (the form still works without this script).
+"use strict";
+(function () {
+  var form = document.getElementById("filters");
+  if (!form) return;
+  form.addEventListener("change", function () {
+    // Drop empty fields so the URL holds only the filters in use.
+    Array.prototype.forEach.call(form.elements, function (el) {
+      if (el.name && !el.value) el.disabled = true;
+    });
+    form.submit();
+  });
+})();

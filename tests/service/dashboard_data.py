@@ -1,0 +1,107 @@
+"""A small database for the dashboard tests: five providers, a hostile instance type, a month
+of history for H100s (spot and on-demand), advice, alert states, notifications and a silence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from priceadvisor.models import RawQuote
+from priceadvisor.store import db as store
+from tests.conftest import ingest_quotes
+
+EVIL = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
+
+
+def quote(
+    region: str, instance: str, raw: str, count: float, price: float, **kw: object
+) -> RawQuote:
+    return RawQuote(
+        region=region,
+        instance_type=instance,
+        pricing=str(kw.pop("pricing", "on_demand")),
+        price=price,
+        gpu_name_raw=raw,
+        gpu_count=count,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+OFFERS = {
+    "aws": [
+        quote("us-east-1", "p5.48xlarge", "H100", 8, 98.32),
+        quote("us-east-1", "p5.48xlarge", "H100", 8, 35.10, pricing="spot"),
+        quote("eu-central-1", "p5.48xlarge", "H100", 8, 110.00),
+        quote("us-east-1", "g6.xlarge", "L4", 1, 0.805),
+        quote("eu-central-1", "g5.xlarge", "A10G", 1, 1.21, available=False),
+    ],
+    "azure": [
+        quote("eastus", "Standard_ND96isr_H100_v5", "H100", 8, 98.0),
+        quote("westeurope", "Standard_NC24ads_A100_v4", "A100 80GB PCIe", 1, 4.10),
+        quote("westeurope", "Standard_NC24ads_A100_v4", "A100 80GB PCIe", 1, 1.40, pricing="spot"),
+    ],
+    "runpod": [
+        quote("community", "RTX 4090", "RTX 4090", 1, 0.34),
+        quote("US-CA-1", "H100 SXM", "H100 SXM", 1, 2.69),
+    ],
+    "vast": [
+        quote("DE", "RTX 4090", "RTX 4090", 1, 0.29, offer_count=12, price_median=0.4),
+        quote("US", "H100 SXM", "H100 SXM", 1, 1.89, pricing="spot", offer_count=3),
+    ],
+    "lambda": [quote("global", EVIL, "H100 SXM", 1, 2.49)],
+}
+
+
+def build(db: Path) -> Path:
+    for provider, quotes in OFFERS.items():
+        ingest_quotes(db, provider, quotes)
+    with store.writer(db) as con:
+        _backdate_h100_history(con)
+        _advice_alerts_notifications(con)
+    return db
+
+
+def _backdate_h100_history(con: object) -> None:
+    """Each H100 interval began 10 days ago; before it, 20 days at a 20% higher price."""
+    con.execute(  # type: ignore[attr-defined]
+        "UPDATE core.price_intervals SET valid_from = now()::TIMESTAMP - INTERVAL 10 DAY "
+        "WHERE gpu_model = 'H100-SXM-80GB'"
+    )
+    con.execute(  # type: ignore[attr-defined]
+        """INSERT INTO core.price_intervals BY NAME
+        SELECT * REPLACE (price_hour_usd * 1.2 AS price_hour_usd,
+                          price_gpu_hour_usd * 1.2 AS price_gpu_hour_usd,
+                          price_hour_original * 1.2 AS price_hour_original,
+                          now()::TIMESTAMP - INTERVAL 30 DAY AS valid_from,
+                          valid_from AS valid_to)
+        FROM core.price_intervals WHERE gpu_model = 'H100-SXM-80GB'"""
+    )
+
+
+def _advice_alerts_notifications(con: object) -> None:
+    run = con.execute  # type: ignore[attr-defined]
+    run(
+        """INSERT INTO core.advice (workload, task, rank, provider, region, instance_type,
+            gpu_model, gpu_count, pricing, price_hour_usd, usd_per_mtok, tokens_per_s, ttft_ms,
+            tpot_ms, binding, low, high, spot_overhead, computed_at)
+        VALUES ('chat-70b', 'serve', 1, 'vast', 'US', 'H100 SXM', 'H100-SXM-80GB', 1, 'spot',
+                1.89, 0.41, 1280, 180, 22, 'bandwidth', 0.33, 0.52, 1.1, now()::TIMESTAMP),
+               ('chat-70b', 'serve', 2, 'lambda', 'global', ?, 'H100-SXM-80GB', 1,
+                'on_demand', 2.49, 0.54, 1280, 180, 22, 'bandwidth', 0.43, 0.68, 1,
+                now()::TIMESTAMP)""",
+        [EVIL],
+    )
+    run(
+        """INSERT INTO core.alert_state VALUES
+        ('price_drop|H100', 'price_drop', '{"gpu_model": "H100-SXM-80GB"}', 3.0, 2.49, 2, true,
+         2.49, now()::TIMESTAMP, now()::TIMESTAMP)"""
+    )
+    run(
+        """INSERT INTO core.notifications (kind, channel, key, created_at, status, last_error)
+        VALUES ('alert', 'email', 'alert:price_drop|H100:1', now()::TIMESTAMP, 'failed', ?)""",
+        [EVIL],
+    )
+    run(
+        """INSERT INTO core.silences (matchers, comment, created_at, expires_at)
+        VALUES ('{"provider": "aws"}', 'maintenance', now()::TIMESTAMP,
+                now()::TIMESTAMP + INTERVAL 1 DAY)"""
+    )

@@ -1,0 +1,211 @@
+"""The dashboard's pages, downloads and JSON API over HTTP (a real server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from priceadvisor.service import web
+from priceadvisor.service.dashboard import Dashboard
+from tests.conftest import cli
+from tests.service import dashboard_data
+from tests.service.browser import ServerThread
+
+TOKEN = "s3cret-token-value"
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return dashboard_data.build(tmp_path_factory.mktemp("web") / "web.duckdb")
+
+
+@pytest.fixture(scope="module")
+def client(database: Path) -> Iterator[httpx.Client]:
+    app = web.build_app(Dashboard(database, "test").routes())
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield http
+
+
+@pytest.fixture(scope="module")
+def guarded(database: Path) -> Iterator[httpx.Client]:
+    app = web.build_app(Dashboard(database, "test").routes(), SecretStr(TOKEN))
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield http
+
+
+def offers(client: httpx.Client, **params: str | list[str]) -> list[dict[str, object]]:
+    response = client.get("/api/offers", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()["offers"]  # type: ignore[no-any-return]
+
+
+def test_filters_select_the_matching_offers(client: httpx.Client) -> None:
+    assert {o["gpu_model"] for o in offers(client, gpu="H100")} == {"H100-SXM-80GB"}
+    assert {o["pricing"] for o in offers(client, pricing="spot")} == {"spot"}
+    assert {o["provider"] for o in offers(client, provider=["aws", "vast"])} == {"aws", "vast"}
+    assert {o["country"] for o in offers(client, eu="1")} == {"DE", "NL"}
+    assert all(o["gpu_memory_gb"] >= 80 for o in offers(client, vram_min="80"))  # type: ignore[operator]
+    assert {o["gpu_count"] for o in offers(client, gpus="8")} == {8}
+    assert all(o["available"] is not False for o in offers(client, available="1"))
+    assert any(o["available"] is False for o in offers(client))
+
+
+def test_sorting_and_paging(client: httpx.Client) -> None:
+    everything = offers(client, sort="hour", per_page="200")
+    prices = [o["price_hour_usd"] for o in everything]
+    assert prices == sorted(prices)  # type: ignore[type-var]
+    first = offers(client, sort="hour", per_page="25")
+    second = offers(client, sort="hour", per_page="25", page="2")
+    assert first + second == everything[:50]
+    total = client.get("/api/offers").json()["total"]
+    assert total == len(everything)
+    beyond = client.get("/api/offers", params={"page": "99"}).json()
+    assert beyond["offers"] == [] and beyond["total"] == total
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["sort=price_hour_usd;DROP TABLE x", "vram_min=lots", "pricing=free", "per_page=100000"],
+)
+def test_bad_query_values_are_400_with_a_reason(client: httpx.Client, query: str) -> None:
+    response = client.get(f"/api/offers?{query}")
+    assert response.status_code == 400
+    assert response.json()["error"]
+
+
+def test_cheapest_per_model_names_provider_and_region(client: httpx.Client) -> None:
+    cheapest = client.get("/api/cheapest").json()["cheapest"]
+    h100 = next(row for row in cheapest if row["gpu_model"] == "H100-SXM-80GB")
+    assert (h100["provider"], h100["region"], h100["pricing"]) == ("vast", "US", "spot")
+    per_gpu = [row["price_gpu_hour_usd"] for row in cheapest]
+    assert per_gpu == sorted(per_gpu)
+
+
+def test_downloads_hold_the_page_shown(client: httpx.Client, tmp_path: Path) -> None:
+    query = "gpu=H100&sort=hour&per_page=25"
+    shown = offers(client, gpu="H100", sort="hour", per_page="25")
+    as_json = client.get(f"/prices.json?{query}").json()
+    assert as_json == shown
+    parquet = client.get(f"/prices.parquet?{query}")
+    assert parquet.headers["content-disposition"] == 'attachment; filename="offers.parquet"'
+    target = tmp_path / "offers.parquet"
+    target.write_bytes(parquet.content)
+    rows = duckdb.sql(
+        f"SELECT provider, instance_type, price_hour_usd FROM read_parquet('{target}')"
+    ).fetchall()
+    assert rows == [(o["provider"], o["instance_type"], o["price_hour_usd"]) for o in shown]
+    csv_text = client.get(f"/prices.csv?{query}").text
+    assert len(csv_text.strip().splitlines()) == len(shown) + 1
+
+
+def test_gpu_api_has_specs_history_and_offers(client: httpx.Client) -> None:
+    body = client.get("/api/gpus/H100-SXM-80GB").json()
+    assert body["specs"]["memory_gb"] == 80
+    series = {(r["provider"], r["pricing"]) for r in body["daily_cheapest"]}
+    assert ("aws", "spot") in series and ("aws", "on_demand") in series
+    aws = [
+        r["usd"]
+        for r in body["daily_cheapest"]
+        if (r["provider"], r["pricing"]) == ("aws", "on_demand")
+    ]
+    assert max(aws) == pytest.approx(min(aws) * 1.2, rel=1e-3)  # the older, dearer interval
+    assert client.get("/api/gpus/NOT-A-GPU").status_code == 404
+
+
+def test_pages_escape_provider_strings_and_send_a_strict_csp(client: httpx.Client) -> None:
+    for path in ("/?provider=lambda", "/workloads", "/alerts"):
+        response = client.get(path)
+        assert response.status_code == 200
+        assert "<script>document.title" not in response.text
+        assert "&lt;script&gt;" in response.text
+        csp = response.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+
+
+def test_pages_and_api_respond(client: httpx.Client) -> None:
+    for path in ("/workloads", "/providers", "/alerts", "/api/workloads", "/api/providers"):
+        assert client.get(path).status_code == 200, path
+    alerts = client.get("/api/alerts").json()
+    assert alerts["alerts"][0]["firing"] is True
+    assert alerts["silences"][0]["comment"] == "maintenance"
+    providers = {row["provider"]: row for row in client.get("/api/providers").json()["providers"]}
+    assert providers["aws"]["offers"] == len(dashboard_data.OFFERS["aws"])
+
+
+def test_openapi_describes_every_api_route(client: httpx.Client) -> None:
+    spec = client.get("/api/openapi.json").json()
+    assert spec["openapi"].startswith("3.")
+    for path in spec["paths"]:
+        concrete = path.replace("{model}", "H100-SXM-80GB")
+        assert client.get(concrete).status_code == 200, path
+
+
+def test_token_guards_pages_and_api_but_not_probes(guarded: httpx.Client) -> None:
+    assert guarded.get("/api/offers").status_code == 401
+    assert guarded.get("/", headers={"accept": "text/html"}).status_code == 401
+    assert guarded.get("/api/offers", headers={"authorization": "Bearer wrong"}).status_code == 401
+    ok = guarded.get("/api/offers", headers={"authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200
+    assert guarded.get("/static/style.css").status_code == 200
+
+
+def test_login_form_sets_the_cookie(database: Path) -> None:
+    app = web.build_app(Dashboard(database, "test").routes(), SecretStr(TOKEN))
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        wrong = http.post("/login", data={"token": "nope"})
+        assert wrong.status_code == 303 and "failed" in wrong.headers["location"]
+        right = http.post("/login", data={"token": TOKEN})
+        assert right.status_code == 303
+        assert "httponly" in right.headers["set-cookie"].lower()
+        assert http.get("/api/offers").status_code == 200
+        assert TOKEN not in http.get("/").text
+
+
+def test_serve_refuses_a_missing_database(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = cli(capsys, "--db", str(tmp_path / "none.duckdb"), "serve", "--port", "0")
+    assert code == 1
+    assert "no database" in err and "Traceback" not in err
+
+
+def test_serve_command_serves_until_interrupted(database: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from priceadvisor.cli.app import main; main()",
+            "--db",
+            str(database),
+            "serve",
+            "--port",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = ""
+        while "dashboard on " not in line:
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, f"serve exited: {proc.stderr.read()}"
+        url = line.split("dashboard on ")[1].split()[0]
+        response = httpx.get(url + "api/offers?provider=aws", timeout=30)
+        assert response.status_code == 200 and response.json()["total"] == 5
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
