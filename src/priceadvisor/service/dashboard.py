@@ -65,7 +65,7 @@ def offer_query(request: Request) -> queries.OfferQuery:
     """The Prices filters from the URL (the page's form submits exactly these names)."""
     pricing = _one(request, "pricing")
     if pricing is not None and pricing not in queries.PRICINGS:
-        raise BadQuery("pricing must be on_demand or spot")
+        raise BadQuery("pricing must be on_demand, spot or market")
     page = _number(request, "page") or 1
     return queries.OfferQuery(
         gpu=_one(request, "gpu"),
@@ -77,6 +77,7 @@ def offer_query(request: Request) -> queries.OfferQuery:
         continent=_one(request, "continent"),
         eu=_one(request, "eu") == "1",
         available_only=_one(request, "available") == "1",
+        include_derived=_one(request, "derived") == "1",
         sort=_choice(request, "sort", list(queries.OFFER_SORTS), "gpu-hour"),
         page=max(1, int(page)),
         per_page=int(_choice(request, "per_page", [str(n) for n in queries.PAGE_SIZES], "50")),

@@ -18,7 +18,12 @@ OFFER_FILTERS = [
     _param("gpu", "string", "GPU model id (H100-SXM-80GB) or family (H100)"),
     _param("vram_min", "number", "memory per GPU at least this many GB"),
     _param("gpus", "number", "GPUs per offer"),
-    _param("pricing", "string", "on_demand or spot", enum=["on_demand", "spot"]),
+    _param(
+        "pricing",
+        "string",
+        "on_demand or spot (both by default); market: SF Compute's market averages, never rentable",
+        enum=["on_demand", "spot", "market"],
+    ),
     {
         "name": "provider",
         "in": "query",
@@ -31,6 +36,7 @@ OFFER_FILTERS = [
     _param("continent", "string", "AF AS EU NA OC SA"),
     _param("eu", "string", "1: EU member states only", enum=["1"]),
     _param("available", "string", "1: hide offers the source reports as unavailable", enum=["1"]),
+    _param("derived", "string", "1: include prices derived by a rule (not published)", enum=["1"]),
     _param("sort", "string", "ordering", enum=["gpu-hour", "hour", "vram", "provider", "gpu"]),
     _param("page", "integer", "1-based page", minimum=1),
     _param("per_page", "integer", "rows per page", enum=[25, 50, 100, 200]),

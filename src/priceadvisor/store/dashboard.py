@@ -27,6 +27,7 @@ OFFER_COLUMNS = (
     "price_gpu_hour_usd",
     "available",
     "offer_count",
+    "price_origin",
 )
 # URL value -> ORDER BY clause; the only way a caller influences the ORDER BY.
 OFFER_SORTS = {
@@ -36,7 +37,8 @@ OFFER_SORTS = {
     "provider": "provider, region, price_gpu_hour_usd NULLS LAST",
     "gpu": "gpu_model NULLS LAST, price_gpu_hour_usd NULLS LAST",
 }
-PRICINGS = ("on_demand", "spot")
+PRICINGS = ("on_demand", "spot", "market")
+RENTABLE = ["on_demand", "spot"]  # market averages are shown only when asked for
 PAGE_SIZES = (25, 50, 100, 200)
 
 
@@ -53,6 +55,8 @@ class OfferQuery:
     continent: str | None = None
     eu: bool = False
     available_only: bool = False
+    # Derived prices (a documented rule applied to a published one) are left out unless asked.
+    include_derived: bool = False
     sort: str = "gpu-hour"
     page: int = 1
     per_page: int = 50
@@ -65,26 +69,22 @@ class OfferQuery:
         return " AND ".join(clauses), params
 
     def _conditions(self) -> list[tuple[str, list[Any]]]:
-        found: list[tuple[str, list[Any]]] = []
-        if self.gpu:
-            found.append(("(o.gpu_model = ? OR g.family = ?)", [self.gpu, self.gpu]))
-        if self.vram_min is not None:
-            found.append(("o.gpu_memory_gb >= ?", [self.vram_min]))
-        if self.gpu_count is not None:
-            found.append(("o.gpu_count = ?", [self.gpu_count]))
+        """(clause, parameters) for each filter given; the price kind always applies."""
+        optional: list[tuple[Any, str, list[Any]]] = [
+            (self.gpu, "(o.gpu_model = ? OR g.family = ?)", [self.gpu, self.gpu]),
+            (self.vram_min is not None, "o.gpu_memory_gb >= ?", [self.vram_min]),
+            (self.gpu_count is not None, "o.gpu_count = ?", [self.gpu_count]),
+            (self.providers, "list_contains(?, o.provider)", [list(self.providers)]),
+            (self.country, "o.country = upper(?)", [self.country]),
+            (self.continent, "o.continent = upper(?)", [self.continent]),
+            (self.eu, "o.is_eu", []),
+            (self.available_only, "o.available IS NOT FALSE", []),
+            (not self.include_derived, "o.price_origin = 'published'", []),
+        ]
+        found = [(clause, values) for wanted, clause, values in optional if wanted]
         if self.pricing:
-            found.append(("o.pricing = ?", [self.pricing]))
-        if self.providers:
-            found.append(("list_contains(?, o.provider)", [list(self.providers)]))
-        if self.country:
-            found.append(("o.country = upper(?)", [self.country]))
-        if self.continent:
-            found.append(("o.continent = upper(?)", [self.continent]))
-        if self.eu:
-            found.append(("o.is_eu", []))
-        if self.available_only:
-            found.append(("o.available IS NOT FALSE", []))
-        return found
+            return [*found, ("o.pricing = ?", [self.pricing])]
+        return [*found, ("list_contains(?, o.pricing)", [RENTABLE])]
 
 
 _FILTERED = """
@@ -215,7 +215,8 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
 
 
 def providers(con: duckdb.DuckDBPyConnection) -> Table:
-    """Per provider: last run, its status and error, last success, offers, unmapped names."""
+    """Per provider: last run, whether it was live or replayed recordings, its status and error,
+    last success, offers, unmapped names."""
     return fetch_table(
         con,
         """
@@ -231,7 +232,8 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
                               FILTER (WHERE gpu_model IS NULL)[1:5] AS unmapped_names,
                           max(last_seen) AS last_seen
                    FROM offers GROUP BY provider)
-        SELECT last.provider, last.status AS last_status, last.finished_at AS last_run,
+        SELECT last.provider, last.source, last.status AS last_status,
+               last.finished_at AS last_run,
                ok.last_success, last.error AS last_error,
                coalesce(counts.offers, 0) AS offers, coalesce(counts.unmapped_offers, 0)
                    AS unmapped_offers, counts.unmapped_names, counts.last_seen
