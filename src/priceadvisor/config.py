@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
-from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -173,10 +172,13 @@ class AlertSettings(BaseModel):
     send_resolved: bool = False
 
 
+_DEFAULT_DIGEST_CRON = "0 8 * * mon"
+
+
 class DigestSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cron: str = Field("0 8 * * mon", description="crontab: minute hour day month weekday")
+    cron: str = Field(_DEFAULT_DIGEST_CRON, description="crontab: minute hour day month weekday")
     timezone: str = "UTC"
     top: int = Field(5, ge=1, le=20)
     gpus: list[str] = Field(
@@ -190,6 +192,10 @@ class DigestSettings(BaseModel):
             zone = ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {self.timezone!r}") from None
+        if self.cron == _DEFAULT_DIGEST_CRON:
+            return self  # the default is valid; the scheduler is imported only for a given one
+        from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415
+
         try:
             CronTrigger.from_crontab(self.cron, timezone=zone)
         except ValueError as exc:
