@@ -355,10 +355,11 @@ def unknown_env_vars(settings: Settings) -> list[str]:
     PRICEADVISOR_<KEY>__…), not the config path, not a secret a setting names. Settings read
     only the names they know, so a typo would otherwise be ignored without a word."""
     keys = {name.upper() for name in Settings.model_fields}
+    unknown = [name for name in os.environ if _unknown_setting(name.upper(), keys)]
+    if not unknown:
+        return []  # the usual case: no provider manifest needs reading to know it
     secrets = _secret_env_names(settings)
-    return sorted(
-        name for name in os.environ if _unknown_setting(name.upper(), keys) and name not in secrets
-    )
+    return sorted(name for name in unknown if name not in secrets)
 
 
 def _unknown_setting(name: str, keys: set[str]) -> bool:
