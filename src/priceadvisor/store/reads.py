@@ -9,6 +9,10 @@ import duckdb
 
 from priceadvisor.models import RENTABLE
 
+# An offer's key (core.price_intervals: one open row per key), the last words of every ordered
+# offer listing: equal prices then come back in the same order on every run.
+OFFER_KEY = "provider, region, zone, instance_type, pricing"
+
 PRICE_SORTS = {
     "gpu-hour": "price_gpu_hour_usd NULLS LAST, price_hour_usd",
     "hour": "price_hour_usd, price_gpu_hour_usd NULLS LAST",
@@ -100,7 +104,7 @@ def prices(
     sql = f"""
         SELECT {", ".join(columns)}, count(*) OVER () AS matching
         FROM offers WHERE {where}
-        ORDER BY {PRICE_SORTS[sort]}
+        ORDER BY {PRICE_SORTS[sort]}, {OFFER_KEY}
         LIMIT ?"""
     found = fetch_table(con, sql, [*params, limit])
     rows = [row[:-1] for row in found.rows]
@@ -138,7 +142,7 @@ def history(
         FROM (SELECT h.*, r.country, r.country_name, r.continent, r.is_eu
               FROM price_history AS h LEFT JOIN regions AS r USING (provider, region))
         WHERE {where}{extra}
-        ORDER BY provider, region, instance_type, pricing, valid_from DESC
+        ORDER BY provider, region, instance_type, pricing, zone, valid_from DESC
         LIMIT ?"""
     return fetch_table(con, sql, [*params, limit])
 
@@ -191,5 +195,5 @@ def recent_rejections(con: duckdb.DuckDBPyConnection) -> Table:
         JOIN (SELECT provider, max(run_id) AS run_id FROM core.fetch_runs
               WHERE status IN ('ok', 'partial', 'failed') GROUP BY provider) AS latest
             USING (provider, run_id)
-        GROUP BY ALL ORDER BY quotes DESC""",
+        GROUP BY ALL ORDER BY quotes DESC, provider, reason""",
     )
