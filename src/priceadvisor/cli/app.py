@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,7 +27,7 @@ from priceadvisor.cli.common import (
     state,
 )
 from priceadvisor.cli.notify import commands as notify_commands
-from priceadvisor.cli.output import Format, clean, render
+from priceadvisor.cli.output import Format, clean, render, stream, to_rich
 from priceadvisor.cli.serve import commands as serve_commands
 from priceadvisor.cli.sizing import commands as sizing_commands
 from priceadvisor.cli.sqlguard import check_read_only
@@ -308,17 +310,37 @@ def sql(
     query: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Run one read-only SQL query against the public views (see docs/sql.md)."""
+    """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
+    the first 1000 rows; csv and json stream every row."""
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         check_read_only(con, query)
-        try:
-            table = reads.fetch_table(con, query)
-        except duckdb.PermissionException as exc:
-            raise UsageError(f"refused: {store.first_line(exc)}") from None
-        except duckdb.Error as exc:
-            raise UserError(f"SQL error: {_one_line(exc)}") from None
-    render(table, fmt, out)
+        with _sql_errors():
+            if fmt is not Format.TABLE:
+                columns, batches = reads.fetch_batches(con, query)
+                stream(columns, batches, fmt, out)
+                return
+            table, more = reads.fetch_first(con, query, SQL_TABLE_ROWS)
+            total = reads.count_rows(con, query) if more else None
+    shown = to_rich(table)
+    if more:
+        of = f"{SQL_TABLE_ROWS} of {total}" if total is not None else f"the first {SQL_TABLE_ROWS}"
+        shown.caption = f"showing {of} rows: --format csv or json for all"
+    out.print(shown)
+
+
+SQL_TABLE_ROWS = 1000  # a terminal table; machine formats get every row
+
+
+@contextmanager
+def _sql_errors() -> Iterator[None]:
+    """DuckDB's refusals and errors, while the query runs or its rows are fetched, as one line."""
+    try:
+        yield
+    except duckdb.PermissionException as exc:
+        raise UsageError(f"refused: {store.first_line(exc)}") from None
+    except duckdb.Error as exc:
+        raise UserError(f"SQL error: {_one_line(exc)}") from None
 
 
 @app.command()

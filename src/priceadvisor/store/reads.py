@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,40 @@ def fetch_table(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) ->
     rows = cursor.fetchall()
     columns = [d[0] for d in cursor.description] if cursor.description else []
     return Table(columns, rows)
+
+
+def fetch_first(con: duckdb.DuckDBPyConnection, sql: str, cap: int) -> tuple[Table, bool]:
+    """At most `cap` rows of a query, and whether it had more (the rest is never fetched)."""
+    cursor = con.execute(sql)
+    columns = [d[0] for d in cursor.description] if cursor.description else []
+    rows = cursor.fetchmany(cap + 1) if cursor.description else []
+    return Table(columns, rows[:cap]), len(rows) > cap
+
+
+def count_rows(con: duckdb.DuckDBPyConnection, sql: str) -> int | None:
+    """How many rows a query returns, counted by DuckDB as a relation (trailing `;` and comments
+    allowed); None when the statement returns no relation."""
+    try:
+        relation = con.sql(sql)
+        found = relation.aggregate("count(*)").fetchone() if relation is not None else None
+    except duckdb.Error:
+        return None
+    return int(found[0]) if found else None
+
+
+def fetch_batches(
+    con: duckdb.DuckDBPyConnection, sql: str, size: int = 10_000
+) -> tuple[list[str], Iterator[list[tuple[Any, ...]]]]:
+    """A query's columns and its rows in batches: a million-row result is written out batch by
+    batch instead of held in Python whole."""
+    cursor = con.execute(sql)
+    columns = [d[0] for d in cursor.description] if cursor.description else []
+
+    def batches() -> Iterator[list[tuple[Any, ...]]]:
+        while columns and (rows := cursor.fetchmany(size)):
+            yield rows
+
+    return columns, batches()
 
 
 def prices(
