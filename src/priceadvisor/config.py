@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
-from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -173,10 +172,13 @@ class AlertSettings(BaseModel):
     send_resolved: bool = False
 
 
+_DEFAULT_DIGEST_CRON = "0 8 * * mon"
+
+
 class DigestSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cron: str = Field("0 8 * * mon", description="crontab: minute hour day month weekday")
+    cron: str = Field(_DEFAULT_DIGEST_CRON, description="crontab: minute hour day month weekday")
     timezone: str = "UTC"
     top: int = Field(5, ge=1, le=20)
     gpus: list[str] = Field(
@@ -190,6 +192,10 @@ class DigestSettings(BaseModel):
             zone = ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {self.timezone!r}") from None
+        if self.cron == _DEFAULT_DIGEST_CRON:
+            return self  # the default is valid; the scheduler is imported only for a given one
+        from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415
+
         try:
             CronTrigger.from_crontab(self.cron, timezone=zone)
         except ValueError as exc:
@@ -349,10 +355,11 @@ def unknown_env_vars(settings: Settings) -> list[str]:
     PRICEADVISOR_<KEY>__…), not the config path, not a secret a setting names. Settings read
     only the names they know, so a typo would otherwise be ignored without a word."""
     keys = {name.upper() for name in Settings.model_fields}
+    unknown = [name for name in os.environ if _unknown_setting(name.upper(), keys)]
+    if not unknown:
+        return []  # the usual case: no provider manifest needs reading to know it
     secrets = _secret_env_names(settings)
-    return sorted(
-        name for name in os.environ if _unknown_setting(name.upper(), keys) and name not in secrets
-    )
+    return sorted(name for name in unknown if name not in secrets)
 
 
 def _unknown_setting(name: str, keys: set[str]) -> bool:

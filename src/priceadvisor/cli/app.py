@@ -3,12 +3,12 @@ configuration errors, 1 for the rest (README "Using it")."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
-import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import duckdb
 import typer
@@ -26,25 +26,25 @@ from priceadvisor.cli.common import (
     out,
     state,
 )
-from priceadvisor.cli.doctor import render_report
 from priceadvisor.cli.notify import commands as notify_commands
-from priceadvisor.cli.output import Format, clean, render
-from priceadvisor.cli.progress import FetchProgress
+from priceadvisor.cli.output import Format, clean, render, stream, to_rich
 from priceadvisor.cli.serve import commands as serve_commands
 from priceadvisor.cli.sizing import commands as sizing_commands
 from priceadvisor.cli.sqlguard import check_read_only
-from priceadvisor.collect import health
-from priceadvisor.collect.adapters import REGISTRY, UnknownProviderError, adapter_class
-from priceadvisor.collect.fetch import enabled_providers, run_cycle
-from priceadvisor.config import ConfigError, Settings, default_db_path, recorded_db_path
-from priceadvisor.manifest import ManifestError, manifest
-from priceadvisor.models import IngestSummary, RunStatus
+from priceadvisor.config import ConfigError, default_db_path, recorded_db_path
+from priceadvisor.manifest import ManifestError, manifest, manifest_ids
+from priceadvisor.models import RunStatus
 from priceadvisor.resources import ResourceError
-from priceadvisor.service.daemon import Daemon
-from priceadvisor.service.logs import configure
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
-from priceadvisor.store.export import export_database
+
+if TYPE_CHECKING:
+    from priceadvisor.config import Settings
+    from priceadvisor.models import IngestSummary
+
+# The read commands (prices, history, sql) start in a fraction of the time when the adapters,
+# HTTP, HTML parsing, the scheduler and the web server are not imported: each command imports
+# what only it needs (tests/cli/test_startup.py keeps the read path free of them).
 
 app = typer.Typer(
     name="priceadvisor",
@@ -82,8 +82,11 @@ def _global(
 
 
 def _known_providers(ids: list[str] | None) -> list[str]:
-    for provider_id in ids or []:
-        adapter_class(provider_id)
+    if ids:
+        from priceadvisor.collect.adapters import adapter_class
+
+        for provider_id in ids:
+            adapter_class(provider_id)
     return list(ids or [])
 
 
@@ -108,9 +111,11 @@ def fetch(
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Fetch current prices from providers into the database (all enabled by default)."""
+    from priceadvisor.collect.fetch import enabled_providers
+
     current = state(ctx)
     settings = current.settings
-    ids = _known_providers(provider) or enabled_providers(settings, list(REGISTRY))
+    ids = _known_providers(provider) or enabled_providers(settings, manifest_ids())
     if not ids:
         raise UsageError("no provider enabled: enable one in the config or pass --provider")
     # Recorded prices never land in the live database by default: they would pass for live.
@@ -126,6 +131,9 @@ def fetch(
 def _fetch_with_progress(
     settings: Settings, ids: list[str], offline: bool, path: Path | None = None
 ) -> list[IngestSummary]:
+    from priceadvisor.cli.progress import FetchProgress
+    from priceadvisor.collect.fetch import run_cycle
+
     with FetchProgress(err, ids) as progress:
         return run_cycle(settings, ids, offline, progress.update, path)
 
@@ -302,17 +310,37 @@ def sql(
     query: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Run one read-only SQL query against the public views (see docs/sql.md)."""
+    """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
+    the first 1000 rows; csv and json stream every row."""
     settings = state(ctx).settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         check_read_only(con, query)
-        try:
-            table = reads.fetch_table(con, query)
-        except duckdb.PermissionException as exc:
-            raise UsageError(f"refused: {store.first_line(exc)}") from None
-        except duckdb.Error as exc:
-            raise UserError(f"SQL error: {_one_line(exc)}") from None
-    render(table, fmt, out)
+        with _sql_errors():
+            if fmt is not Format.TABLE:
+                columns, batches = reads.fetch_batches(con, query)
+                stream(columns, batches, fmt, out)
+                return
+            table, more = reads.fetch_first(con, query, SQL_TABLE_ROWS)
+            total = reads.count_rows(con, query) if more else None
+    shown = to_rich(table)
+    if more:
+        of = f"{SQL_TABLE_ROWS} of {total}" if total is not None else f"the first {SQL_TABLE_ROWS}"
+        shown.caption = f"showing {of} rows: --format csv or json for all"
+    out.print(shown)
+
+
+SQL_TABLE_ROWS = 1000  # a terminal table; machine formats get every row
+
+
+@contextmanager
+def _sql_errors() -> Iterator[None]:
+    """DuckDB's refusals and errors, while the query runs or its rows are fetched, as one line."""
+    try:
+        yield
+    except duckdb.PermissionException as exc:
+        raise UsageError(f"refused: {store.first_line(exc)}") from None
+    except duckdb.Error as exc:
+        raise UserError(f"SQL error: {_one_line(exc)}") from None
 
 
 @app.command()
@@ -324,6 +352,8 @@ def export(
     ] = None,
 ) -> None:
     """Write the public views as Parquet, hive-partitioned by day."""
+    from priceadvisor.store.export import export_database
+
     settings = state(ctx).settings
     target = out_dir or settings.db_path().parent / "export"
     counts = export_database(settings.db_path(), target, settings.lock_timeout)
@@ -334,6 +364,9 @@ def export(
 @app.command()
 def doctor(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """Check data health: providers stale or failing, unmapped GPU names. Exit 1 if unhealthy."""
+    from priceadvisor.cli.doctor import render_report
+    from priceadvisor.collect import health
+
     settings = state(ctx).settings
     report = health.check(settings)
     render_report(report, fmt, out)
@@ -344,6 +377,8 @@ def doctor(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 @app.command()
 def providers(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """List providers: enabled, configured (or why not), interval, endpoints, last run."""
+    from priceadvisor.collect import health
+
     table = health.providers_table(state(ctx).settings)
     render(table, fmt, out, title="Providers")
 
@@ -361,6 +396,11 @@ def run(
     ] = False,
 ) -> None:
     """Run the service: scheduled fetches, advice, health and metrics, until SIGTERM."""
+    import asyncio
+
+    from priceadvisor.service.daemon import Daemon
+    from priceadvisor.service.logs import configure
+
     current = state(ctx)
     settings = current.settings
     if offline and current.db is None:  # recorded prices never land in the live database
@@ -386,7 +426,7 @@ def demo(
     current = state(ctx)
     settings = current.settings
     path = _demo_path(current.db, replace)
-    summaries = _fetch_with_progress(settings, list(REGISTRY), True, path)
+    summaries = _fetch_with_progress(settings, manifest_ids(), True, path)
     render(_summary_table(summaries), Format.TABLE, out, title="Offline fetch (recorded data)")
     with store.reader(path, settings.lock_timeout) as con:
         table = reads.prices(
@@ -397,7 +437,7 @@ def demo(
         ).fetchall()
     out.print(layout.to_rich(table, "Cheapest current GPU offers (USD)", _price_notes(table, {})))
     # Jinja is imported here only: the daemon, which never renders, stays ~10 MB smaller.
-    from priceadvisor.notify import render as templates  # noqa: PLC0415
+    from priceadvisor.notify import render as templates
 
     out.out(
         templates.render(
@@ -414,12 +454,14 @@ def demo(
 
 def _offers_source(provider: str) -> bool:
     """Whether a provider's data are offers (FX sources, such as ecb, only convert prices)."""
-    return provider in REGISTRY and manifest(provider).kind == "prices"
+    return provider in manifest_ids() and manifest(provider).kind == "prices"
 
 
 def _demo_path(given: Path | None, replace: bool) -> Path:
     """The demo's own database: a temporary file unless --db names one (never the configured
     one: the demo's recorded prices must not mix with live ones)."""
+    import tempfile
+
     if given is None:
         path = Path(tempfile.gettempdir()) / "priceadvisor-demo" / "demo.duckdb"
     else:
@@ -436,21 +478,29 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-_USAGE_ERRORS = (ConfigError, UsageError, UnknownProviderError)
 _USER_ERRORS = (UserError, store.StoreError, ResourceError, ManifestError)
+
+
+def _is_unknown_provider(exc: Exception) -> bool:
+    """Only a command that imported the adapters can raise their error (the read path never
+    imports them, so neither does the error handling)."""
+    adapters = sys.modules.get("priceadvisor.collect.adapters")
+    return adapters is not None and isinstance(exc, adapters.UnknownProviderError)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: turn every expected failure into one line and an exit code."""
     try:
         code = app(args=argv, standalone_mode=False)
-    except _USAGE_ERRORS as exc:
+    except (ConfigError, UsageError) as exc:
         _fail(str(exc), 2)
     except _USER_ERRORS as exc:
         _fail(str(exc), 1)
     except typer.Abort:
         _fail("aborted", 130)
     except Exception as exc:
+        if _is_unknown_provider(exc):
+            _fail(str(exc), 2)
         if _is_usage_error(exc):
             _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
         _fail(_unexpected(exc), 1)

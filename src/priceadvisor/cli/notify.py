@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, out, state
 from priceadvisor.cli.output import Format, render
-from priceadvisor.config import Settings
 from priceadvisor.durations import parse_duration
 from priceadvisor.models import utcnow
-from priceadvisor.notify import Channel, Message, alerts, outbox
-from priceadvisor.notify import digest as digests
+from priceadvisor.notify import Channel, Message
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
+
+if TYPE_CHECKING:
+    from priceadvisor.config import Settings
+
+# The digest, alerts and delivery (HTTP, SMTP, charts, templates) are imported by the commands
+# that use them: `priceadvisor prices` does not pay for them at start-up.
 
 commands = typer.Typer()
 
@@ -37,6 +40,8 @@ def digest(
     send: Annotated[bool, typer.Option("--send", help="Queue and deliver it now.")] = False,
 ) -> None:
     """Build this week's digest from the database; preview it and/or send it."""
+    from priceadvisor.notify import digest as digests
+
     if preview is None and not send:
         raise UsageError("give --preview DIR and/or --send")
     settings = state(ctx).settings
@@ -77,6 +82,8 @@ def _write_preview(folder: Path, message: Message) -> None:
 
 
 def _channels(settings: Settings) -> dict[str, Channel]:
+    from priceadvisor.notify import outbox
+
     available = outbox.channels(settings)
     if not available:
         raise UserError(
@@ -88,6 +95,10 @@ def _channels(settings: Settings) -> dict[str, Channel]:
 
 def _deliver(settings: Settings, available: dict[str, Channel], queued: str) -> None:
     """Deliver what is due, say how it went; exit 1 when something is left to retry."""
+    import asyncio
+
+    from priceadvisor.notify import outbox
+
     outcomes = asyncio.run(outbox.deliver(settings, settings.db_path(), available))
     done = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due"
     out.print(f"{queued}; delivery: {done}")
@@ -103,6 +114,8 @@ def _show(ctx: typer.Context, sql: str, fmt: Format, title: str) -> None:
 
 
 def _send(ctx: typer.Context, kind: str, message: Message) -> None:
+    from priceadvisor.notify import outbox
+
     settings = state(ctx).settings
     available = _channels(settings)
     with store.writer(settings.db_path(), settings.lock_timeout) as con:
@@ -139,6 +152,8 @@ def notifications(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 @alerts_app.command("evaluate")
 def alerts_evaluate(ctx: typer.Context) -> None:
     """Evaluate the alert rules against the current data now, and deliver what fires."""
+    from priceadvisor.notify import alerts
+
     settings = state(ctx).settings
     if not settings.alerts.rules:
         raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
@@ -166,6 +181,8 @@ def silence_add(
     comment: Annotated[str | None, typer.Option()] = None,
 ) -> None:
     """Silence alerts whose labels match every given label=value."""
+    from priceadvisor.notify import alerts
+
     matchers = {}
     for item in match:
         label, sep, value = item.partition("=")

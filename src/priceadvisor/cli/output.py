@@ -15,6 +15,7 @@ import json
 import math
 import re
 import uuid
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -42,17 +43,43 @@ def render(table: Table, fmt: Format, console: Console, title: str | None = None
 
 def to_json(table: Table) -> str:
     records = [dict(zip(table.columns, map(_json_value, row), strict=True)) for row in table.rows]
-    text = json.dumps(records, indent=2, ensure_ascii=False)
+    return _json_text(records)
+
+
+def _json_text(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False)
     # json escapes C0 characters itself; C1 and DEL pass raw unless escaped here.
     return _CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def to_csv(table: Table) -> str:
+    return _csv_rows([table.columns], header=True) + _csv_rows(table.rows)
+
+
+def _csv_rows(rows: Iterable[Iterable[Any]], header: bool = False) -> str:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([clean(c) for c in table.columns])
-    writer.writerows([[_text(v) for v in row] for row in table.rows])
+    cell = clean if header else _text
+    csv.writer(buffer, lineterminator="\n").writerows([[cell(v) for v in row] for row in rows])
     return buffer.getvalue()
+
+
+def stream(
+    columns: list[str], batches: Iterable[list[tuple[Any, ...]]], fmt: Format, console: Console
+) -> None:
+    """CSV or JSON written batch by batch, the same text `render` gives for the whole table."""
+    if fmt is Format.CSV:
+        console.out(_csv_rows([columns], header=True), highlight=False, end="")
+        for rows in batches:
+            console.out(_csv_rows(rows), highlight=False, end="")
+        return
+    opened = False
+    for rows in batches:
+        records = [dict(zip(columns, map(_json_value, row), strict=True)) for row in rows]
+        # Each record as json.dumps(indent=2) places it inside a list: two spaces deeper.
+        body = ",\n  ".join(_json_text(r).replace("\n", "\n  ") for r in records)
+        console.out(("," if opened else "[") + "\n  " + body, highlight=False, end="")
+        opened = True
+    console.out("\n]" if opened else "[]", highlight=False)
 
 
 def to_rich(table: Table, title: str | None = None) -> RichTable:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import signal
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from priceadvisor.cli.common import UserError, err, state
-from priceadvisor.config import Settings, lookup_secret
-from priceadvisor.service.logs import configure
+from priceadvisor.config import lookup_secret
 from priceadvisor.store import db as store
+
+if TYPE_CHECKING:
+    from priceadvisor.config import Settings
 
 commands = typer.Typer()
 
@@ -28,6 +29,11 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the web dashboard and its JSON API over the database, read-only, until Ctrl-C."""
+    # asyncio and the web stack load only for this command, not for every CLI start.
+    import asyncio
+
+    from priceadvisor.service.logs import configure
+
     settings = state(ctx).settings
     configure(settings.log_level)
     with store.reader(settings.db_path(), settings.lock_timeout):
@@ -37,9 +43,10 @@ def serve(
 
 
 async def _serve(settings: Settings, host: str, port: int) -> None:
-    # The web stack loads only for this command.
-    from priceadvisor.service import web  # noqa: PLC0415
-    from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
+    import asyncio
+
+    from priceadvisor.service import web
+    from priceadvisor.service.dashboard import Dashboard
 
     dashboard = Dashboard(settings.db_path(), "read-only view (priceadvisor serve)")
     token = lookup_secret(settings, settings.daemon.web_token_env)

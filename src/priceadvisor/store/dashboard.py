@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from priceadvisor.store.reads import Table, fetch_table
+from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table
 
 OFFER_COLUMNS = (
     "provider",
@@ -97,7 +97,7 @@ def _page_query(q: OfferQuery, with_total: bool = False) -> tuple[str, list[Any]
     total = ", count(*) OVER () AS total" if with_total else ""
     sql = f"""
         SELECT {", ".join(OFFER_COLUMNS)}{total} FROM ({_FILTERED.format(where=where)})
-        ORDER BY {OFFER_SORTS[q.sort]}, provider, region, instance_type, pricing, zone
+        ORDER BY {OFFER_SORTS[q.sort]}, {OFFER_KEY}
         LIMIT ? OFFSET ?"""
     return sql, [*params, q.per_page, (q.page - 1) * q.per_page]
 
@@ -130,7 +130,9 @@ def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery, limit: int
                price_gpu_hour_usd
         FROM (SELECT gpu_model, min(price_gpu_hour_usd) AS price_gpu_hour_usd,
                      arg_min({{'provider': provider, 'region': region, 'country': country,
-                              'pricing': pricing}}, (price_gpu_hour_usd, provider, region))
+                              'pricing': pricing}},
+                             (price_gpu_hour_usd, provider, region, coalesce(zone, ''),
+                              instance_type, pricing))
                          AS best
               FROM ({_FILTERED.format(where=where)})
               WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
@@ -189,7 +191,7 @@ def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> 
     return fetch_table(
         con,
         f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers WHERE gpu_model = ?
-            ORDER BY price_gpu_hour_usd NULLS LAST, provider, region LIMIT ?""",
+            ORDER BY price_gpu_hour_usd NULLS LAST, {OFFER_KEY} LIMIT ?""",
         [model, limit],
     )
 
@@ -246,7 +248,7 @@ def alert_states(con: duckdb.DuckDBPyConnection) -> Table:
     return fetch_table(
         con,
         "SELECT rule, labels, firing, pending, reference, value, last_notified_at, updated_at "
-        "FROM alerts ORDER BY firing DESC, updated_at DESC LIMIT 200",
+        "FROM alerts ORDER BY firing DESC, updated_at DESC, fingerprint LIMIT 200",
     )
 
 
@@ -254,7 +256,7 @@ def recent_notifications(con: duckdb.DuckDBPyConnection, limit: int = 50) -> Tab
     return fetch_table(
         con,
         "SELECT kind, channel, key, created_at, sent_at, status, attempts, last_error "
-        "FROM notifications ORDER BY created_at DESC LIMIT ?",
+        "FROM notifications ORDER BY created_at DESC, id DESC LIMIT ?",
         [limit],
     )
 
@@ -263,5 +265,5 @@ def silences(con: duckdb.DuckDBPyConnection) -> Table:
     return fetch_table(
         con,
         "SELECT id, matchers, comment, created_at, expires_at, active FROM silences "
-        "ORDER BY active DESC, expires_at DESC LIMIT 200",
+        "ORDER BY active DESC, expires_at DESC, id DESC LIMIT 200",
     )

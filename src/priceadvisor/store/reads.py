@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from priceadvisor.models import RENTABLE
+
+# An offer's key (core.price_intervals: one open row per key), the last words of every ordered
+# offer listing: equal prices then come back in the same order on every run.
+OFFER_KEY = "provider, region, zone, instance_type, pricing"
 
 PRICE_SORTS = {
     "gpu-hour": "price_gpu_hour_usd NULLS LAST, price_hour_usd",
@@ -88,6 +93,40 @@ def fetch_table(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) ->
     return Table(columns, rows)
 
 
+def fetch_first(con: duckdb.DuckDBPyConnection, sql: str, cap: int) -> tuple[Table, bool]:
+    """At most `cap` rows of a query, and whether it had more (the rest is never fetched)."""
+    cursor = con.execute(sql)
+    columns = [d[0] for d in cursor.description] if cursor.description else []
+    rows = cursor.fetchmany(cap + 1) if cursor.description else []
+    return Table(columns, rows[:cap]), len(rows) > cap
+
+
+def count_rows(con: duckdb.DuckDBPyConnection, sql: str) -> int | None:
+    """How many rows a query returns, counted by DuckDB as a relation (trailing `;` and comments
+    allowed); None when the statement returns no relation."""
+    try:
+        relation = con.sql(sql)
+        found = relation.aggregate("count(*)").fetchone() if relation is not None else None
+    except duckdb.Error:
+        return None
+    return int(found[0]) if found else None
+
+
+def fetch_batches(
+    con: duckdb.DuckDBPyConnection, sql: str, size: int = 10_000
+) -> tuple[list[str], Iterator[list[tuple[Any, ...]]]]:
+    """A query's columns and its rows in batches: a million-row result is written out batch by
+    batch instead of held in Python whole."""
+    cursor = con.execute(sql)
+    columns = [d[0] for d in cursor.description] if cursor.description else []
+
+    def batches() -> Iterator[list[tuple[Any, ...]]]:
+        while columns and (rows := cursor.fetchmany(size)):
+            yield rows
+
+    return columns, batches()
+
+
 def prices(
     con: duckdb.DuckDBPyConnection,
     flt: OfferFilter,
@@ -100,7 +139,7 @@ def prices(
     sql = f"""
         SELECT {", ".join(columns)}, count(*) OVER () AS matching
         FROM offers WHERE {where}
-        ORDER BY {PRICE_SORTS[sort]}
+        ORDER BY {PRICE_SORTS[sort]}, {OFFER_KEY}
         LIMIT ?"""
     found = fetch_table(con, sql, [*params, limit])
     rows = [row[:-1] for row in found.rows]
@@ -138,7 +177,7 @@ def history(
         FROM (SELECT h.*, r.country, r.country_name, r.continent, r.is_eu
               FROM price_history AS h LEFT JOIN regions AS r USING (provider, region))
         WHERE {where}{extra}
-        ORDER BY provider, region, instance_type, pricing, valid_from DESC
+        ORDER BY provider, region, instance_type, pricing, zone, valid_from DESC
         LIMIT ?"""
     return fetch_table(con, sql, [*params, limit])
 
@@ -191,5 +230,5 @@ def recent_rejections(con: duckdb.DuckDBPyConnection) -> Table:
         JOIN (SELECT provider, max(run_id) AS run_id FROM core.fetch_runs
               WHERE status IN ('ok', 'partial', 'failed') GROUP BY provider) AS latest
             USING (provider, run_id)
-        GROUP BY ALL ORDER BY quotes DESC""",
+        GROUP BY ALL ORDER BY quotes DESC, provider, reason""",
     )
