@@ -145,6 +145,20 @@ def sum_of_units(parts: list[tuple[Any, int]]) -> float | None:
     return float(total)
 
 
+def json_records(
+    document: Any, required: tuple[str, ...], listing: str, item: str
+) -> list[dict[str, Any]]:
+    """A JSON list of objects each holding `required` keys, or a SourceFormatError naming what
+    is off ("the rental options are not a JSON list", "a rental option lacks price")."""
+    if not isinstance(document, list):
+        raise SourceFormatError(f"{listing} are not a JSON list (format changed?)")
+    for entry in document:
+        missing = [k for k in required if not isinstance(entry, dict) or k not in entry]
+        if missing:
+            raise SourceFormatError(f"{item} lacks {', '.join(missing)}")
+    return document
+
+
 def json_object(parent: dict[str, Any], key: str) -> dict[str, Any]:
     """A nested object, or an empty one when it is missing or not an object."""
     value = parent.get(key)

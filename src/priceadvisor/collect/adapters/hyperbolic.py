@@ -23,9 +23,9 @@ from priceadvisor.collect.adapters.base import (
     Adapter,
     AdapterOutput,
     ProgressCallback,
-    SourceFormatError,
     exact_price,
     json_number,
+    json_records,
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
@@ -44,13 +44,7 @@ class HyperbolicAdapter(Adapter):
 
 
 def parse_options(document: Any) -> list[dict[str, Any]]:
-    if not isinstance(document, list):
-        raise SourceFormatError("the rental options are not a JSON list (format changed?)")
-    for option in document:
-        missing = [k for k in REQUIRED if not isinstance(option, dict) or k not in option]
-        if missing:
-            raise SourceFormatError(f"a rental option lacks {', '.join(missing)}")
-    return document
+    return json_records(document, REQUIRED, "the rental options", "a rental option")
 
 
 def parse_option(option: dict[str, Any], url: str) -> RawQuote:

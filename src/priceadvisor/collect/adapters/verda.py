@@ -31,6 +31,7 @@ from priceadvisor.collect.adapters.base import (
     exact_price,
     json_number,
     json_object,
+    json_records,
 )
 from priceadvisor.collect.http import FetchError, HttpSession
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
@@ -88,13 +89,7 @@ class VerdaAdapter(Adapter):
 
 
 def parse_instance_types(document: Any) -> list[dict[str, Any]]:
-    if not isinstance(document, list):
-        raise SourceFormatError("the instance types are not a JSON list (format changed?)")
-    for entry in document:
-        missing = [k for k in REQUIRED if not isinstance(entry, dict) or k not in entry]
-        if missing:
-            raise SourceFormatError(f"an instance type lacks {', '.join(missing)}")
-    return document
+    return json_records(document, REQUIRED, "the instance types", "an instance type")
 
 
 def parse_locations(document: Any) -> list[str]:
