@@ -112,15 +112,21 @@ def serving(provider: str) -> Iterator[RecordingServer]:
 
 
 def local_settings(
-    db: Path, *servers: RecordingServer, http: dict[str, Any] | None = None, **provider: Any
+    db: Path,
+    *servers: RecordingServer,
+    http: dict[str, Any] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    **provider: Any,
 ) -> Settings:
     """Settings whose every endpoint of each server's provider points at that local server (an
-    override with only scheme and host keeps each endpoint's default path)."""
+    override with only scheme and host keeps each endpoint's default path). `provider` keys go
+    to every provider, `overrides[id]` to one."""
     providers = {
         s.provider: {
             "endpoints": {name: s.base_url for name in manifest(s.provider).endpoints},
             "request_spacing": 0,
             **provider,
+            **(overrides or {}).get(s.provider, {}),
         }
         for s in servers
     }

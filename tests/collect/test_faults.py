@@ -63,8 +63,18 @@ def _gcp_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERDA_CREDENTIALS", "test-client:test-secret")
 
 
-def settings_for(servers: dict[str, RecordingServer], db: Path) -> Settings:
-    return local_settings(db, *servers.values(), http={"attempts": 2}, deadline="2s")
+# A deadline no healthy fetch reaches on a loaded machine; only a hanging provider gets a short
+# one, and its server answers well after it (HANG_DELAY).
+DEADLINE, HANG_DEADLINE, HANG_DELAY = "60s", "4s", 10.0
+
+
+def settings_for(
+    servers: dict[str, RecordingServer], db: Path, hanging: tuple[str, ...] = ()
+) -> Settings:
+    short = {p: {"deadline": HANG_DEADLINE} for p in hanging}
+    return local_settings(
+        db, *servers.values(), http={"attempts": 2}, overrides=short, deadline=DEADLINE
+    )
 
 
 @contextmanager
@@ -154,7 +164,7 @@ def _post_path(server: RecordingServer) -> str:
 
 
 def hang(server: RecordingServer) -> None:
-    server.delay = 4.0
+    server.delay = HANG_DELAY
 
 
 FAULTS: dict[str, Fault] = {
@@ -189,7 +199,8 @@ def test_fault_is_recorded_and_changes_nothing(provider: str, fault: str, db_pat
     if provider == "ecb" and fault == "absurd-prices":
         pytest.skip("a rate of 1e6 per euro is a valid FX rate")
     with servers_for([provider, "ecb"]) as servers:
-        settings = settings_for(servers, db_path)
+        hanging = (provider,) if fault == "hang-past-deadline" else ()
+        settings = settings_for(servers, db_path, hanging)
         # FX first, so a provider priced in euros has its rate (ecb alone when it is the subject)
         run_cycle(settings, ["ecb"], False, lambda *_: None)
         [good] = run_cycle(settings, [provider], False, lambda *_: None)
@@ -210,7 +221,7 @@ def test_fault_is_recorded_and_changes_nothing(provider: str, fault: str, db_pat
 
 def test_one_failing_provider_leaves_the_others_alone(db_path: Path) -> None:
     with servers_for(PROVIDERS) as servers:
-        settings = settings_for(servers, db_path)
+        settings = settings_for(servers, db_path, hanging=("coreweave",))
         status(500)(servers["runpod"])
         hang(servers["coreweave"])
         summaries = {s.provider: s for s in run_cycle(settings, PROVIDERS, False, lambda *_: None)}

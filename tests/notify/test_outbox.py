@@ -5,6 +5,7 @@ Every test counts what the peers received."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import subprocess
 import sys
 import time
@@ -132,14 +133,18 @@ def test_daemon_digest_job_and_delivery_job_send_the_digest_once(
 def test_a_crashed_claim_expires_and_the_row_is_sent_once(db_path: Path, tmp_path: Path) -> None:
     hook = Webhook()
     with webhook_server(hook) as url:
-        settings = settings_for(tmp_path, db_path, 'claim_lease = "3s"\n', slack=url)
+        settings = settings_for(tmp_path, db_path, slack=url)
         queue(settings, message(1))
         with store.writer(db_path) as con:  # a deliverer claims the row, then dies
             [(row_id, _)] = outbox.due(con, utcnow())
-            assert outbox.claim(con, row_id, utcnow(), 3.0) is not None
-            assert outbox.claim(con, row_id, utcnow(), 3.0) is None  # nobody else gets it
+            assert outbox.claim(con, row_id, utcnow(), 600.0) is not None
+            assert outbox.claim(con, row_id, utcnow(), 600.0) is None  # nobody else gets it
         assert deliver(settings) == {}  # still claimed
-        time.sleep(3.1)
+        with store.writer(db_path) as con:  # the lease runs out (its end moved into the past)
+            con.execute(
+                "UPDATE core.notifications SET claimed_until = ? WHERE id = ?",
+                [utcnow() - dt.timedelta(seconds=1), row_id],
+            )
         assert deliver(settings) == {"sent": 1}
         assert deliver(settings) == {}
     assert len(hook.received) == 1

@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from priceadvisor.models import RENTABLE
 from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table
 
 OFFER_COLUMNS = (
@@ -38,7 +39,6 @@ OFFER_SORTS = {
     "gpu": "gpu_model NULLS LAST, price_gpu_hour_usd NULLS LAST",
 }
 PRICINGS = ("on_demand", "spot", "market")
-RENTABLE = ["on_demand", "spot"]  # market averages are shown only when asked for
 PAGE_SIZES = (25, 50, 100, 200)
 
 
@@ -84,7 +84,8 @@ class OfferQuery:
         found = [(clause, values) for wanted, clause, values in optional if wanted]
         if self.pricing:
             return [*found, ("o.pricing = ?", [self.pricing])]
-        return [*found, ("list_contains(?, o.pricing)", [RENTABLE])]
+        # market averages are shown only when asked for
+        return [*found, ("list_contains(?, o.pricing)", [[str(p) for p in RENTABLE]])]
 
 
 _FILTERED = """
