@@ -26,7 +26,14 @@ from priceadvisor.sizing import estimate as sizing
 
 TIME_METRICS = ("tpot_ms", "ttft_ms", "e2e_latency_s", "gpu_hours_total")
 # Fitting order: a regime's factor is fitted with the factors before it already applied.
-FIT_ORDER = ("prefill", "decode", "serve-throughput", *sizing.TRAIN_REGIMES, "train-e2e")
+FIT_ORDER = (
+    "prefill",
+    "decode",
+    "serve-throughput",
+    sizing.ENGINE_FACTOR,
+    *sizing.TRAIN_REGIMES,
+    "train-e2e",
+)
 MIN_UNCERTAINTY = 0.10
 # A factor is a median: fitted on fewer than three cases it would be one case (or the mean of
 # two), which lets one outlier move a whole regime.
@@ -91,6 +98,7 @@ def _case(case_id: str, entry: dict[str, Any]) -> Case:
         "train_tokens",
         "stack",
         "expert_parallel",
+        "tpot_ms_max",
     )
     workload = sizing.Workload(
         task=entry["task"], arch=arch, **{k: entry[k] for k in keys if k in entry}
@@ -134,13 +142,22 @@ def _speed_ratio(case: Case, predicted: float) -> float:
     return 1 / ratio if case.metric in TIME_METRICS else ratio
 
 
+def fit_group(case: Case) -> str:
+    """The factor a case is fitted into: its regime, except that serving cases on AMD parts fit
+    the AMD engine factor (so the NVIDIA-measured regime factors never absorb a vendor gap)."""
+    amd = gpu_catalog().gpus[case.gpu].vendor == "AMD"
+    if amd and case.regime in sizing.SERVING_REGIMES:
+        return sizing.ENGINE_FACTOR
+    return case.regime
+
+
 def fit(training: Sequence[Case]) -> sizing.Scales:
     """Factors per regime fitted on `training`, in FIT_ORDER (each with the earlier ones
     applied); check-only cases are skipped, and a regime with fewer than MIN_FIT_CASES left
     keeps its prior."""
     factors: dict[str, float] = {}
     for regime in FIT_ORDER:
-        group = [c for c in training if c.regime == regime and not c.check_only]
+        group = [c for c in training if fit_group(c) == regime and not c.check_only]
         if len(group) < MIN_FIT_CASES:
             continue
         current = sizing.Scales(dict(factors))
