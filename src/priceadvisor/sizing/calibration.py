@@ -219,14 +219,19 @@ def summary(rows: Sequence[Row] | None = None) -> list[Summary]:
 
 
 def held_out_uncertainty(row: Row, rows: Sequence[Row]) -> float:
-    """The range stated for `row` had its publication been unknown: the p90 error of the
-    regime's rows from other publications (so the check never uses the row itself)."""
+    """The range `estimate` would state for `row` had its publication been unknown: the p90
+    error of the regime's rows from other publications, never below the published-accuracy
+    prior for the case's GPU and model (the same rule as `estimate`; the check never uses the
+    row itself)."""
     others = [
         abs(r.error)
         for r in rows
         if r.case.regime == row.case.regime and r.case.source_key != row.case.source_key
     ]
-    return max(MIN_UNCERTAINTY, p90(others)) if len(others) >= 2 else 0.45
+    spread = max(MIN_UNCERTAINTY, p90(others)) if len(others) >= 2 else 0.45
+    work = row.case.workload
+    prior = sizing.prior_uncertainty(gpu_catalog().gpus[row.case.gpu], work.arch, work.task)
+    return max(prior, spread)
 
 
 def _summarise(name: str, rows: list[Row], every: Sequence[Row]) -> Summary:
