@@ -454,6 +454,14 @@ def training_memory(work: Workload, gpus: int) -> dict[str, float]:
     return {k: v / GIB for k, v in parts.items()}
 
 
+def attention_training_flops(arch: Architecture, seq_len: int) -> float:
+    """Attention-score FLOPs per trained token, which 6·N leaves out: QKᵀ and AV are 4·t·d
+    per layer at position t (d = heads x head dim), s/2 on average under a causal mask, and
+    training runs them three times (forward, and gradients for both operands) — 6·L·s·d. They
+    have no weights, so LoRA pays them in full: a larger share of its 4·N·D."""
+    return 6.0 * arch.layers * seq_len * arch.heads * arch.dim_head
+
+
 def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     memory = training_memory(work, gpus)
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
@@ -476,7 +484,8 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         efficiency *= 0.8
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
     peak = training_peak(gpu, work.arch, work.precision)
-    compute = k * work.arch.active_params / (peak * efficiency)
+    flops = k * work.arch.active_params + attention_training_flops(work.arch, work.seq_len)
+    compute = flops / (peak * efficiency)
     communication = moe_alltoall_seconds(work, gpu, gpus)
     if communication > 0.2 * compute:
         result.binding = "communication"
