@@ -169,15 +169,18 @@ def fit(training: Sequence[Case]) -> sizing.Scales:
 @cache
 def report() -> tuple[Row, ...]:
     """Every case predicted leave-one-source-out."""
-    rows = []
-    by_source: dict[str, list[Case]] = {}
-    for case in cases():
-        by_source.setdefault(case.source_key, []).append(case)
-    for source, held_out in by_source.items():
-        scales = fit([c for c in cases() if c.source_key != source])
-        rows += [Row(c, predict(c), predict(c, scales)) for c in held_out]
-    order = {c.case_id: i for i, c in enumerate(cases())}
-    return tuple(sorted(rows, key=lambda r: order[r.case.case_id]))
+    return leave_one_source_out(cases())
+
+
+def leave_one_source_out(every: Sequence[Case]) -> tuple[Row, ...]:
+    """Each case predicted with factors fitted on the cases of the other publications only:
+    all rows of one publication are held out together. Rows keep the order of `every`."""
+    predicted: dict[str, Row] = {}
+    for source in dict.fromkeys(c.source_key for c in every):
+        scales = fit([c for c in every if c.source_key != source])
+        for case in (c for c in every if c.source_key == source):
+            predicted[case.case_id] = Row(case, predict(case), predict(case, scales))
+    return tuple(predicted[c.case_id] for c in every)
 
 
 @cache

@@ -495,6 +495,8 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     if work.train_tokens and result.tokens_per_s > 0:
         rate = result.tokens_per_s * run_goodput(gpus, work.scales)
         result.hours = work.train_tokens / rate / 3600
+        if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
+            result.uncertainty = max(result.uncertainty, _uncertainty(work, gpu, "train-e2e"))
     return result
 
 
