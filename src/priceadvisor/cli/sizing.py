@@ -12,7 +12,7 @@ import typer
 
 from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
-from priceadvisor.cli.common import FormatOpt, UsageError, UserError, out, state
+from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.models import Precision, Task
 from priceadvisor.sizing import calibration
@@ -345,8 +345,26 @@ def calibrate(
     rows = calibration.report()
     if by_case:
         render(_case_table(rows), fmt, out, title="Calibration cases (leave-one-source-out)")
-    summary = reads.Table(
-        ["regime", "cases", "sources", "median_abs_error_pct", "p90_abs_error_pct", "in_range_pct"],
+    render(_summary_table(rows), fmt, out, title="Calibration per regime (leave-one-source-out)")
+    factors = calibration.fitted_scales().factors
+    fitted = ", ".join(f"{name} {value:.2f}" for name, value in factors.items())
+    err.print(f"Factors fitted on every case (what estimate and advise use): {fitted}")
+
+
+def _summary_table(rows: Sequence[calibration.Row]) -> reads.Table:
+    """Per regime: held-out error and the range `estimate` states for it (± %, from those
+    errors, never below the published prior of the part and model)."""
+    stated = calibration.fitted_scales().uncertainty
+    return reads.Table(
+        [
+            "regime",
+            "cases",
+            "sources",
+            "median_abs_error_pct",
+            "p90_abs_error_pct",
+            "in_range_pct",
+            "stated_range_pct",
+        ],
         [
             (
                 s.regime,
@@ -355,11 +373,11 @@ def calibrate(
                 round(100 * s.median, 1),
                 round(100 * s.p90, 1),
                 round(100 * s.in_range, 1),
+                round(100 * stated[s.regime]) if s.regime in stated else None,
             )
             for s in calibration.summary(rows)
         ],
     )
-    render(summary, fmt, out, title="Calibration per regime (leave-one-source-out)")
 
 
 def _case_table(rows: Sequence[calibration.Row]) -> reads.Table:
