@@ -212,6 +212,7 @@ class Summary:
     median: float
     p90: float
     in_range: float  # share of cases whose measurement lies inside the stated range
+    in_p90: float  # the same with the held-out p90 alone (no published-prior floor)
 
 
 def summary(rows: Sequence[Row] | None = None) -> list[Summary]:
@@ -221,17 +222,19 @@ def summary(rows: Sequence[Row] | None = None) -> list[Summary]:
     return [_summarise(name, group, rows) for name, group in groups.items()]
 
 
-def held_out_uncertainty(row: Row, rows: Sequence[Row]) -> float:
+def held_out_uncertainty(row: Row, rows: Sequence[Row], floor: bool = True) -> float:
     """The range `estimate` would state for `row` had its publication been unknown: the p90
     error of the regime's rows from other publications, never below the published-accuracy
     prior for the case's GPU and model (the same rule as `estimate`; the check never uses the
-    row itself)."""
+    row itself). Without `floor`, the held-out p90 alone."""
     others = [
         abs(r.error)
         for r in rows
         if r.case.regime == row.case.regime and r.case.source_key != row.case.source_key
     ]
     spread = max(MIN_UNCERTAINTY, p90(others)) if len(others) >= 2 else 0.45
+    if not floor:
+        return spread
     work = row.case.workload
     prior = sizing.prior_uncertainty(gpu_catalog().gpus[row.case.gpu], work.arch, work.task)
     return max(prior, spread)
@@ -240,6 +243,7 @@ def held_out_uncertainty(row: Row, rows: Sequence[Row]) -> float:
 def _summarise(name: str, rows: list[Row], every: Sequence[Row]) -> Summary:
     errors = [abs(r.error) for r in rows]
     inside = [r for r in rows if _inside(r, held_out_uncertainty(r, every))]
+    inside_p90 = [r for r in rows if _inside(r, held_out_uncertainty(r, every, floor=False))]
     return Summary(
         name,
         len(rows),
@@ -247,6 +251,7 @@ def _summarise(name: str, rows: list[Row], every: Sequence[Row]) -> Summary:
         statistics.median(errors),
         p90(errors),
         len(inside) / len(rows),
+        len(inside_p90) / len(rows),
     )
 
 

@@ -568,7 +568,9 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     mbu = decode_mbu(gpu, work.scales) * work.scales.factor("decode")
     memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
-    memory += layers * LAYER_OVERHEAD_S + (2 * layers * allreduce_latency(gpu, tp, work.scales) if tp > 1 else 0)
+    memory += layers * LAYER_OVERHEAD_S + (
+        2 * layers * allreduce_latency(gpu, tp, work.scales) if tp > 1 else 0
+    )
     memory += tp_allreduce_seconds(work, gpu, tp, batch)
     mfu = serving_mfu(gpu, work.scales) * work.scales.factor("serve-throughput")
     compute = 2 * arch.active_params * batch / (tp * peak_flops(gpu, work.precision) * mfu)
