@@ -18,6 +18,7 @@ from priceadvisor.sizing.estimate import (
     estimate,
     moe_alltoall_seconds,
     peak_flops,
+    remote_nodes_per_token,
     run_goodput,
     weights_read,
 )
@@ -189,7 +190,7 @@ def test_moe_alltoall_grows_with_expert_parallel_degree_over_slower_links() -> N
         moe_alltoall_seconds(dataclasses.replace(work, expert_parallel=ep), GPUS["B200-180GB"], 64)
         for ep in (8, 16, 64)
     ]
-    assert b200[0] < b200[1] == b200[2]  # beyond one 8-GPU node every copy crosses the network
+    assert b200[0] < b200[1] < b200[2]  # more remote nodes per token as EP spans more nodes
     nvl72 = moe_alltoall_seconds(
         dataclasses.replace(work, expert_parallel=64), GPUS["GB200-186GB"], 64
     )
@@ -222,3 +223,12 @@ def test_every_calibrated_regime_states_a_range_at_least_its_held_out_p90() -> N
         result = estimate(work, case.gpu, case.gpus, case.tensor_parallel)
         regime_p90 = stated.uncertainty[result.regime]
         assert result.uncertainty >= regime_p90
+
+
+def test_a_token_crosses_the_network_once_per_remote_node_it_reaches() -> None:
+    qwen = llm.lookup("qwen3-235b-a22b")  # top-8 of 128 experts, no node limit
+    assert remote_nodes_per_token(qwen, 1) == 0
+    assert 0.9 < remote_nodes_per_token(qwen, 2) < 1.0  # 8 experts nearly always hit both
+    assert remote_nodes_per_token(qwen, 64) < qwen.experts_per_token  # never more than top-k
+    deepseek = llm.lookup("deepseek-v3")  # node-limited: at most 4 nodes
+    assert remote_nodes_per_token(deepseek, 32) <= 4

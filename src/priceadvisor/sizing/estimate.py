@@ -230,12 +230,16 @@ def has_fast_interconnect(gpu: GpuSpec) -> bool:
     )
 
 
+def scale_up_domain(gpu: GpuSpec) -> int:
+    """GPUs one NVLink/Infinity Fabric domain joins: an NVL72 rack for GB parts, else a node."""
+    return 72 if gpu.family.startswith("GB") else 8
+
+
 def link_bandwidth(gpu: GpuSpec, group: int) -> float:
     """Bytes/s one GPU sends to a group of `group` GPUs: one direction of NVLink/Infinity
     Fabric inside a node (or an NVL72 rack), the node's network beyond it."""
-    scale_up = 72 if gpu.family.startswith("GB") else 8
     fabric = float(gpu.specs.get("nvlink_bandwidth_gbs") or 0.0) / 2
-    if group <= scale_up and fabric:
+    if group <= scale_up_domain(gpu) and fabric:
         return fabric * 1e9
     return NODE_NETWORK_GBS * 1e9
 
@@ -287,18 +291,32 @@ def training_peak(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
 
 def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     """Exposed expert-parallel all-to-all time per trained token on one GPU: dispatch and
-    combine of top-k hidden vectors per MoE layer, once forward and twice backward, over NVLink
-    inside a node and the network beyond it. With node-limited routing (DeepSeek-V3: a token
-    reaches at most 4 nodes, `topk_group`), one copy per node crosses the network."""
+    combine of the token's hidden vector per MoE layer, once forward and twice backward. Inside
+    one NVLink domain every top-k copy travels over NVLink; beyond it a token crosses the
+    network once per remote node holding one of its experts and is forwarded over NVLink there
+    (DeepEP's node-level deduplication), at most `topk_group` nodes with node-limited routing
+    (DeepSeek-V3)."""
     arch = work.arch
     if not arch.is_moe or gpus <= 1:
         return 0.0
     group = min(gpus, expert_parallel(work, gpu))
-    copies = arch.experts_per_token
-    if arch.routed_groups and group > 8:  # node-limited routing: one copy per node reached
-        copies = min(copies, arch.routed_groups)
+    domain = scale_up_domain(gpu)
+    copies = float(arch.experts_per_token)
+    if group > domain:
+        copies = remote_nodes_per_token(arch, math.ceil(group / domain))
     bytes_per_token = arch.layers * copies * arch.hidden * 2 * 2 * 3
     return MOE_EXPOSED_COMMUNICATION * bytes_per_token / link_bandwidth(gpu, group)
+
+
+def remote_nodes_per_token(arch: Architecture, nodes: int) -> float:
+    """Expected remote nodes one token's top-k experts land on, experts spread evenly over
+    `nodes`: each node is hit with probability 1-(1-1/nodes)^k, capped by node-limited
+    routing; the token's own node is reached over NVLink."""
+    k = arch.experts_per_token
+    reached = nodes * (1 - (1 - 1 / nodes) ** k)
+    if arch.routed_groups:
+        reached = min(reached, float(arch.routed_groups))
+    return reached * (nodes - 1) / nodes
 
 
 def expert_parallel(work: Workload, gpu: GpuSpec) -> int:
