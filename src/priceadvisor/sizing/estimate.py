@@ -52,8 +52,8 @@ NODE_NETWORK_GBS = 50.0
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
 # all-reduce (one per attention and one per MLP block under tensor parallelism) is a few
-# such steps of synchronisation across the group, ~20 µs. Parts from other vendors scale
-# both by their fitted engine efficiency (ENGINE_FACTOR).
+# such steps of synchronisation across the group, ~20 µs. AMD parts divide both by their
+# fitted engine efficiency (ENGINE_FACTOR); other vendors keep these values.
 LAYER_OVERHEAD_S = 30e-6
 ALLREDUCE_LATENCY_S = 20e-6
 # Regime-like factor fitted per fold on the AMD serving/decode cases: the share of NVIDIA's
