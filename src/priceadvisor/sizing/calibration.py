@@ -3,7 +3,9 @@
 Each regime (estimate.REGIMES: dense / 3D-parallel / MoE / LoRA training, end-to-end goodput,
 prefill, decode, saturated serving) has one factor on its efficiency prior, fitted as the
 median of measured ÷ predicted over the regime's cases — only when at least three cases remain,
-never on a single row. The report predicts every case
+never on a single row. On top of them each serving engine / training stack a case states has
+one factor, fitted only on the cases of two or more publications of that software and shrunk
+towards the pooled value (factor 1) by publication count. The report predicts every case
 **leave-one-source-out**: all the cases of the case's publication are held out of every fit
 its prediction uses. The stated uncertainty of a regime is the 90th percentile of its
 held-out errors. Predictions run `estimate.estimate`, the same code path as the CLI.
@@ -38,6 +40,11 @@ MIN_UNCERTAINTY = 0.10
 # A factor is a median: fitted on fewer than three cases it would be one case (or the mean of
 # two), which lets one outlier move a whole regime.
 MIN_FIT_CASES = 3
+# An engine/stack factor needs rows from at least two publications (one publication's rows share
+# its settings and its errors), and is shrunk towards the pooled value 1 in log space with weight
+# n / (n + SHRINK_PUBLICATIONS) for n publications: halfway with two, 3/4 with six.
+MIN_SOFTWARE_PUBLICATIONS = 2
+SHRINK_PUBLICATIONS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +78,16 @@ class Row:
     case: Case
     prior: float  # predicted with the unscaled priors
     loo: float  # predicted with factors fitted without the case's publication
+    pooled: float  # the same without an engine/stack factor (as if the software were unknown)
+    specific: bool = False  # the fold had a factor for the case's engine/stack
 
     @property
     def error(self) -> float:
         return (self.loo - self.case.measured) / self.case.measured
+
+    @property
+    def pooled_error(self) -> float:
+        return (self.pooled - self.case.measured) / self.case.measured
 
 
 @cache
@@ -97,6 +110,7 @@ def _case(case_id: str, entry: dict[str, Any]) -> Case:
         "seq_len",
         "train_tokens",
         "stack",
+        "engine",
         "expert_parallel",
         "tpot_ms_max",
     )
@@ -153,8 +167,8 @@ def fit_group(case: Case) -> str:
 
 def fit(training: Sequence[Case]) -> sizing.Scales:
     """Factors per regime fitted on `training`, in FIT_ORDER (each with the earlier ones
-    applied); check-only cases are skipped, and a regime with fewer than MIN_FIT_CASES left
-    keeps its prior."""
+    applied), then one per engine/stack (`fit_software`); check-only cases are skipped, and a
+    regime with fewer than MIN_FIT_CASES left keeps its prior."""
     factors: dict[str, float] = {}
     for regime in FIT_ORDER:
         group = [c for c in training if fit_group(c) == regime and not c.check_only]
@@ -163,7 +177,39 @@ def fit(training: Sequence[Case]) -> sizing.Scales:
         current = sizing.Scales(dict(factors))
         ratios = [_speed_ratio(c, predict(c, current)) for c in group]
         factors[regime] = statistics.median(ratios)
-    return sizing.Scales(factors)
+    pooled = sizing.Scales(dict(factors))
+    return sizing.Scales(factors | fit_software(training, pooled))
+
+
+def fit_software(training: Sequence[Case], pooled: sizing.Scales) -> dict[str, float]:
+    """One factor per engine/stack on top of the pooled regime factors: the median over its
+    publications of each publication's median measured ÷ predicted, only with at least
+    MIN_SOFTWARE_PUBLICATIONS publications and MIN_FIT_CASES cases, shrunk towards 1 by
+    publication count. End-to-end and KV cases measure no engine/stack efficiency."""
+    groups: dict[str, list[Case]] = {}
+    for case in training:
+        key = sizing.software_key(case.workload)
+        if key and not case.check_only and case.regime not in ("train-e2e", "kv"):
+            groups.setdefault(key, []).append(case)
+    factors: dict[str, float] = {}
+    for key, group in groups.items():
+        sources = {c.source_key for c in group}
+        if len(sources) < MIN_SOFTWARE_PUBLICATIONS or len(group) < MIN_FIT_CASES:
+            continue
+        ratios = [
+            statistics.median(
+                _speed_ratio(c, predict(c, pooled)) for c in group if c.source_key == s
+            )
+            for s in sources
+        ]
+        weight = len(sources) / (len(sources) + SHRINK_PUBLICATIONS)
+        factors[key] = statistics.median(ratios) ** weight
+    return factors
+
+
+def without_software(scales: sizing.Scales) -> sizing.Scales:
+    """The pooled scales: the regime factors alone, as for an unknown engine/stack."""
+    return sizing.Scales({k: v for k, v in scales.factors.items() if ":" not in k})
 
 
 @cache
@@ -178,8 +224,12 @@ def leave_one_source_out(every: Sequence[Case]) -> tuple[Row, ...]:
     predicted: dict[str, Row] = {}
     for source in dict.fromkeys(c.source_key for c in every):
         scales = fit([c for c in every if c.source_key != source])
+        pooled = without_software(scales)
         for case in (c for c in every if c.source_key == source):
-            predicted[case.case_id] = Row(case, predict(case), predict(case, scales))
+            specific = sizing.software_key(case.workload) in scales.factors
+            predicted[case.case_id] = Row(
+                case, predict(case), predict(case, scales), predict(case, pooled), specific
+            )
     return tuple(predicted[c.case_id] for c in every)
 
 
@@ -187,7 +237,10 @@ def leave_one_source_out(every: Sequence[Case]) -> tuple[Row, ...]:
 def fitted_scales() -> sizing.Scales:
     """Factors fitted on every case, with each regime's uncertainty from its held-out errors."""
     factors = fit(cases()).factors
-    spread = {regime: p90(abs(r.error) for r in rows) for regime, rows in by_regime().items()}
+    spread: dict[str, float] = {}
+    for regime, rows in by_regime().items():
+        spread[regime] = p90(abs(r.error) for r in rows)
+        spread[sizing.pooled_key(regime)] = p90(abs(r.pooled_error) for r in rows)
     uncertainty = {k: max(MIN_UNCERTAINTY, round(v, 2)) for k, v in spread.items()}
     return sizing.Scales(factors, uncertainty)
 
@@ -224,11 +277,12 @@ def summary(rows: Sequence[Row] | None = None) -> list[Summary]:
 
 def held_out_uncertainty(row: Row, rows: Sequence[Row], floor: bool = True) -> float:
     """The range `estimate` would state for `row` had its publication been unknown: the p90
-    error of the regime's rows from other publications, never below the published-accuracy
+    error of the regime's rows from other publications (of their pooled predictions when the
+    fold had no factor for the row's engine/stack, as `Scales.range_for`), never below the published-accuracy
     prior for the case's GPU and model (the same rule as `estimate`; the check never uses the
     row itself). Without `floor`, the held-out p90 alone."""
     others = [
-        abs(r.error)
+        abs(r.error if row.specific else r.pooled_error)
         for r in rows
         if r.case.regime == row.case.regime and r.case.source_key != row.case.source_key
     ]

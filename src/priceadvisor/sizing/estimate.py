@@ -70,7 +70,25 @@ FP4_DENSE_TFLOPS = {"B200": 9000, "GB200": 10000, "B300": 15000, "GB300": 15000,
 # 2021 reports hardware FLOPs of that count; Korthikanti et al. 2022).
 RECOMPUTE_USEFUL_SHARE = 0.75
 FP4_OVER_FP8 = 1.25
-STACKS = ("modern", "megatron-2021")
+# The software that runs the work carries its own efficiency: the same GPU and model differ
+# 1.3-4x between engines and training stacks in the published rows (docs/accuracy.md). Each
+# known engine/stack has one factor on the regime priors, fitted only where at least two
+# publications state it; "unknown" (the default) uses the pooled regime factors alone and
+# states the wider pooled range. "megatron-2021" is also a layout: A100 TP+PP with full
+# activation recomputation (RECOMPUTE_USEFUL_SHARE, regime train-3d).
+UNKNOWN = "unknown"
+ENGINES = (UNKNOWN, "trt-llm", "vllm", "sglang", "lmdeploy", "fastertransformer")
+STACKS = (
+    UNKNOWN,
+    "megatron-core",
+    "nemo-automodel",
+    "torchtitan",
+    "torchtune",
+    "llm-foundry",
+    "megatron-2021",
+)
+# Earlier name of the unknown training stack, still accepted.
+STACK_ALIASES = {"modern": UNKNOWN}
 
 # Calibrated regimes: each scales one efficiency prior (see docs/accuracy.md).
 TRAIN_REGIMES = ("train-dense", "train-3d", "train-moe", "train-lora")
@@ -90,6 +108,32 @@ class Scales:
     def factor(self, regime: str) -> float:
         return self.factors.get(regime, 1.0)
 
+    def software_factor(self, key: str) -> float:
+        """The engine's or stack's factor (`software_key`); 1 = the pooled regime factors."""
+        return self.factors.get(key, 1.0) if key else 1.0
+
+    def range_for(self, regime: str, software: str) -> float:
+        """Stated range of the regime: its held-out p90 with the software's own factor when
+        one was fitted, else the (wider) held-out p90 of the pooled prediction."""
+        if software in self.factors:
+            return self.uncertainty.get(regime, 0.0)
+        return self.uncertainty.get(pooled_key(regime), self.uncertainty.get(regime, 0.0))
+
+
+def pooled_key(regime: str) -> str:
+    """Uncertainty key of a regime predicted without an engine/stack factor."""
+    return f"{regime}:{UNKNOWN}"
+
+
+def software_key(work: Workload) -> str:
+    """Factor key of the software running `work`: its serving engine or training stack; empty
+    when unknown."""
+    name = work.stack if work.task in TRAINING_TASKS else work.engine
+    name = STACK_ALIASES.get(name, name)
+    if name == UNKNOWN:
+        return ""
+    return f"{'stack' if work.task in TRAINING_TASKS else 'engine'}:{name}"
+
 
 PRIORS = Scales()
 
@@ -99,8 +143,9 @@ class Workload:
     """What sizing needs of a workload (the config's validated profile maps onto this).
 
     `concurrency` is the number of requests in flight (serve) or the static batch (batch);
-    `stack` the training software/parallelism layout: "modern" (FSDP / Megatron-Core era,
-    2023+) or "megatron-2021" (A100 tensor+pipeline parallel with full recomputation);
+    `stack` the training software (STACKS; "megatron-2021" is also the A100 tensor+pipeline
+    layout with full recomputation) and `engine` the serving engine (ENGINES), each "unknown"
+    for the pooled efficiency and range;
     `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`)."""
 
     task: Task
@@ -115,7 +160,8 @@ class Workload:
     train_tokens: float | None = None
     seq_len: int = 4096
     kv_precision: Precision | None = None
-    stack: str = "modern"
+    stack: str = UNKNOWN
+    engine: str = UNKNOWN
     expert_parallel: int | None = None  # MoE training: GPUs an expert group spans
     scales: Scales = field(default_factory=lambda: PRIORS)
 
@@ -382,7 +428,13 @@ def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
 
 def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
     prior = prior_uncertainty(gpu, work.arch, work.task)
-    return round(max(prior, work.scales.uncertainty.get(regime, 0.0)), 3)
+    return round(max(prior, work.scales.range_for(regime, software_key(work))), 3)
+
+
+def regime_factor(work: Workload, regime: str) -> float:
+    """Fitted factor on the regime's efficiency prior: the pooled regime factor times the
+    factor of the engine/stack running the work (1 when unknown or not fitted)."""
+    return work.scales.factor(regime) * work.scales.software_factor(software_key(work))
 
 
 # --- estimates ------------------------------------------------------------------------------
@@ -495,7 +547,7 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         regime=regime,
     )
     k = 6 if work.task in ("pretrain", "finetune") else 4  # LoRA: no weight gradients (~4ND)
-    efficiency = training_mfu(gpu, work.arch, work.precision) * work.scales.factor(regime)
+    efficiency = training_mfu(gpu, work.arch, work.precision) * regime_factor(work, regime)
     if work.stack == "megatron-2021":
         efficiency *= RECOMPUTE_USEFUL_SHARE
     if gpus > 1 and not has_fast_interconnect(gpu):
@@ -583,14 +635,14 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     arch = work.arch
     context = work.input_tokens + work.output_tokens / 2
     kv = batch * context * kv_per_token(work, tp)
-    mbu = decode_mbu(gpu, work.scales) * work.scales.factor("decode")
+    mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
     memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
     memory += layers * LAYER_OVERHEAD_S + (
         2 * layers * allreduce_latency(gpu, tp, work.scales) if tp > 1 else 0
     )
     memory += tp_allreduce_seconds(work, gpu, tp, batch)
-    mfu = serving_mfu(gpu, work.scales) * work.scales.factor("serve-throughput")
+    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
     compute = 2 * arch.active_params * batch / (tp * peak_flops(gpu, work.precision) * mfu)
     return memory, compute
 
@@ -599,7 +651,7 @@ def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) ->
     """Compute time of prefilling `requests` prompts (attention FLOPs included)."""
     arch, s = work.arch, work.input_tokens
     flops = requests * (2 * arch.active_params * s + 2 * arch.layers * s * s * arch.hidden)
-    mfu = prefill_mfu(gpu, work) * work.scales.factor("prefill")
+    mfu = prefill_mfu(gpu, work) * regime_factor(work, "prefill")
     compute = flops / (tp * peak_flops(gpu, work.precision) * mfu)
     return compute + requests * tp_allreduce_seconds(work, gpu, tp, s)
 
@@ -711,7 +763,7 @@ def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) ->
     than a roofline maximum)."""
     arch = work.arch
     prefill_flops = batch * 2 * arch.active_params * work.input_tokens / max(1, work.output_tokens)
-    mfu = serving_mfu(gpu, work.scales) * work.scales.factor("serve-throughput")
+    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
     prefill = prefill_flops / (tp * peak_flops(gpu, work.precision) * mfu)
     prefill_tokens = batch * work.input_tokens // max(1, work.output_tokens)
     return (
