@@ -17,7 +17,16 @@ from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.models import Precision, Task
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing.advisor import store_advice
-from priceadvisor.sizing.estimate import STACKS, SizingError, Workload, estimate
+from priceadvisor.sizing.estimate import (
+    ENGINES,
+    STACK_ALIASES,
+    STACKS,
+    SizingError,
+    Workload,
+    estimate,
+    pooled_key,
+    software_key,
+)
 from priceadvisor.sizing.tco import rent_vs_buy
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
@@ -137,10 +146,20 @@ def estimate_command(
     stack: Annotated[
         str,
         typer.Option(
-            help="Training software layout: modern (FSDP/Megatron-Core, 2023+) or "
-            "megatron-2021 (A100 TP+PP with full recomputation)."
+            help="Training software: unknown (default: pooled efficiency, wider range), "
+            "megatron-core (NeMo/Megatron-Bridge), nemo-automodel, torchtitan, torchtune, "
+            "llm-foundry, or megatron-2021 (A100 TP+PP with full recomputation). A stack "
+            "gets its own fitted factor only where two or more publications measure it."
         ),
-    ] = "modern",
+    ] = "unknown",
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="Serving engine: unknown (default: pooled efficiency, wider range), trt-llm, "
+            "vllm, sglang, lmdeploy or fastertransformer. An engine gets its own fitted "
+            "factor only where two or more publications measure it (docs/accuracy.md)."
+        ),
+    ] = "unknown",
     expert_parallel: Annotated[
         int | None, typer.Option(min=1, help="MoE training: expert-parallel degree.")
     ] = None,
@@ -158,7 +177,8 @@ def estimate_command(
     _check_choice("precision", precision, Precision.__args__)  # type: ignore[attr-defined]
     if kv_precision is not None:
         _check_choice("kv-precision", kv_precision, Precision.__args__)  # type: ignore[attr-defined]
-    _check_choice("stack", stack, STACKS)
+    _check_choice("stack", stack, STACKS + tuple(STACK_ALIASES))
+    _check_choice("engine", engine, ENGINES)
     numbers = {
         "params_b": params_b,
         "active_params_b": active_params_b,
@@ -184,7 +204,8 @@ def estimate_command(
             concurrency=concurrency or (256 if task == "batch" else 16),
             train_tokens=train_tokens,
             seq_len=seq_len,
-            stack=stack,
+            stack=STACK_ALIASES.get(stack, stack),
+            engine=engine,
             expert_parallel=expert_parallel,
             ttft_ms_max=ttft_ms_max,
             tpot_ms_max=tpot_ms_max,
@@ -198,6 +219,7 @@ def estimate_command(
         "model": arch.name,
         "task": task,
         "precision": precision,
+        "software": software_key(work) or "unknown",
         "params_b": round(arch.total_params / 1e9, 2),
         "active_params_b": round(arch.active_params / 1e9, 2),
     } | result
@@ -366,6 +388,7 @@ def _summary_table(rows: Sequence[calibration.Row]) -> reads.Table:
             "in_range_pct",
             "in_p90_pct",
             "stated_range_pct",
+            "stated_range_unknown_pct",
         ],
         [
             (
@@ -376,18 +399,26 @@ def _summary_table(rows: Sequence[calibration.Row]) -> reads.Table:
                 round(100 * s.p90, 1),
                 round(100 * s.in_range, 1),
                 round(100 * s.in_p90, 1),
-                round(100 * stated[s.regime]) if s.regime in stated else None,
+                _pct(stated.get(s.regime)),
+                _pct(stated.get(pooled_key(s.regime))),
             )
             for s in calibration.summary(rows)
         ],
     )
 
 
+def _pct(value: float | None) -> int | None:
+    return None if value is None else round(100 * value)
+
+
 def _case_table(rows: Sequence[calibration.Row]) -> reads.Table:
+    """Every case; `software` is the engine/stack its source states, `pooled_error_pct` the
+    error without an engine/stack factor (as for an unknown one)."""
     return reads.Table(
         [
             "case",
             "source",
+            "software",
             "regime",
             "metric",
             "gpu",
@@ -396,11 +427,13 @@ def _case_table(rows: Sequence[calibration.Row]) -> reads.Table:
             "prior",
             "predicted",
             "error_pct",
+            "pooled_error_pct",
         ],
         [
             (
                 r.case.case_id,
                 r.case.source_key,
+                software_key(r.case.workload) or "unknown",
                 r.case.regime,
                 r.case.metric,
                 r.case.gpu,
@@ -409,6 +442,7 @@ def _case_table(rows: Sequence[calibration.Row]) -> reads.Table:
                 round(r.prior, 2),
                 round(r.loo, 2),
                 round(100 * r.error, 1),
+                round(100 * r.pooled_error, 1),
             )
             for r in rows
         ],

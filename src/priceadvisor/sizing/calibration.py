@@ -278,9 +278,9 @@ def summary(rows: Sequence[Row] | None = None) -> list[Summary]:
 def held_out_uncertainty(row: Row, rows: Sequence[Row], floor: bool = True) -> float:
     """The range `estimate` would state for `row` had its publication been unknown: the p90
     error of the regime's rows from other publications (of their pooled predictions when the
-    fold had no factor for the row's engine/stack, as `Scales.range_for`), never below the published-accuracy
-    prior for the case's GPU and model (the same rule as `estimate`; the check never uses the
-    row itself). Without `floor`, the held-out p90 alone."""
+    fold had no factor for the row's engine/stack, as `Scales.range_for`), never below the
+    published-accuracy prior for the case's GPU and model (the same rule as `estimate`; the
+    check never uses the row itself). Without `floor`, the held-out p90 alone."""
     others = [
         abs(r.error if row.specific else r.pooled_error)
         for r in rows

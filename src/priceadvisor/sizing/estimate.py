@@ -448,12 +448,25 @@ def estimate(
     below one is a share of one GPU."""
     gpu = gpu_catalog().gpus[gpu_model]
     if 0 < gpu_count < 1:
-        return _on_a_share(work, gpu, gpu_count)
-    if work.task in TRAINING_TASKS:
-        return _train(work, gpu, int(gpu_count))
-    tp = tensor_parallel or default_tensor_parallel(work, gpu, int(gpu_count))
-    check_tensor_parallel(work, int(gpu_count), tp)
-    return _serve(work, gpu, int(gpu_count), tp)
+        result = _on_a_share(work, gpu, gpu_count)
+    elif work.task in TRAINING_TASKS:
+        result = _train(work, gpu, int(gpu_count))
+    else:
+        tp = tensor_parallel or default_tensor_parallel(work, gpu, int(gpu_count))
+        check_tensor_parallel(work, int(gpu_count), tp)
+        result = _serve(work, gpu, int(gpu_count), tp)
+    _note_software(result, work)
+    return result
+
+
+def _note_software(result: Estimate, work: Workload) -> None:
+    """Say when a named engine/stack has no fitted factor of its own (calibrated scales only)."""
+    key = software_key(work)
+    if key and work.scales.factors and key not in work.scales.factors:
+        result.notes.append(
+            f"no fitted factor for {key.replace(':', ' ')} (fewer than two publications "
+            "measure it): pooled efficiency and range"
+        )
 
 
 def _on_a_share(work: Workload, gpu: GpuSpec, share: float) -> Estimate:
