@@ -240,7 +240,9 @@ def fitted_scales() -> sizing.Scales:
     spread: dict[str, float] = {}
     for regime, rows in by_regime().items():
         spread[regime] = p90(abs(r.error) for r in rows)
-        spread[sizing.pooled_key(regime)] = p90(abs(r.pooled_error) for r in rows)
+        # Unknown software never states a narrower range than named software.
+        pooled = p90(abs(r.pooled_error) for r in rows)
+        spread[sizing.pooled_key(regime)] = max(pooled, spread[regime])
     uncertainty = {k: max(MIN_UNCERTAINTY, round(v, 2)) for k, v in spread.items()}
     return sizing.Scales(factors, uncertainty)
 
@@ -282,11 +284,14 @@ def held_out_uncertainty(row: Row, rows: Sequence[Row], floor: bool = True) -> f
     published-accuracy prior for the case's GPU and model (the same rule as `estimate`; the
     check never uses the row itself). Without `floor`, the held-out p90 alone."""
     others = [
-        abs(r.error if row.specific else r.pooled_error)
+        r
         for r in rows
         if r.case.regime == row.case.regime and r.case.source_key != row.case.source_key
     ]
-    spread = max(MIN_UNCERTAINTY, p90(others)) if len(others) >= 2 else 0.45
+    spread = p90(abs(r.error) for r in others)
+    if not row.specific:  # as `fitted_scales` states it for unknown software
+        spread = max(spread, p90(abs(r.pooled_error) for r in others))
+    spread = max(MIN_UNCERTAINTY, spread) if len(others) >= 2 else 0.45
     if not floor:
         return spread
     work = row.case.workload
