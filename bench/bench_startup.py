@@ -7,6 +7,7 @@ slows both alike; medians and ranges are reported.
 
 --src DIR: time the CLI of another checkout's src/ (e.g. `git archive REV src providers db
 templates | tar -x -C DIR` for a before/after), run as `python -m priceadvisor` either way.
+--before DIR: time that checkout's CLI as well, interleaved with this one ("CLI before").
 
 --gpuhunt-python PATH: also time gpuhunt (https://github.com/dstackai/gpuhunt, installed in its
 own venv, never a dependency of this project) answering the same question in a fresh process:
@@ -154,12 +155,17 @@ def bytecode_env(cache: Path, src: Path | None) -> dict[str, str]:
 Command = tuple[list[str], dict[str, str]]
 
 
-def commands(db: Path, env: dict[str, str], gpuhunt: Path | None) -> dict[str, Command]:
+def commands(
+    db: Path, env: dict[str, str], gpuhunt: Path | None, before: dict[str, str] | None
+) -> dict[str, Command]:
     sql, params = cli_sql(db)
+    cli = [sys.executable, "-m", "priceadvisor", "--db", str(db), *CLI_ARGS]
     chosen = {
-        "CLI": ([sys.executable, "-m", "priceadvisor", "--db", str(db), *CLI_ARGS], env),
+        "CLI": (cli, env),
         "raw DuckDB": ([sys.executable, "-c", RAW, str(db), sql, json.dumps(params)], env),
     }
+    if before is not None:
+        chosen["CLI before"] = (cli, before)
     if gpuhunt is not None:
         url = gpuhunt_mirror(db, db.with_suffix(".gpuhunt"))
         hunt_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -192,16 +198,19 @@ def main() -> None:
     parser.add_argument("--offers", type=int, nargs="+", default=[10_000, 1_000_000])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--src", type=Path, help="time the CLI from this src/ folder")
+    parser.add_argument("--before", type=Path, help="also time the CLI from this src/ folder")
     parser.add_argument("--gpuhunt-python", type=Path, help="python of a venv with gpuhunt")
     parser.add_argument("--quick", action="store_true", help="10k offers, 3 runs")
     args = parser.parse_args()
     sizes, runs = ([10_000], 3) if args.quick else (args.offers, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         env = bytecode_env(Path(tmp) / "pycache", args.src)
+        before = bytecode_env(Path(tmp) / "pycache-before", args.before) if args.before else None
         for offers in sizes:
             db = Path(tmp) / f"offers-{offers}.duckdb"
             build(db, offers)
-            report(offers, compare(commands(db, env, args.gpuhunt_python), runs))
+            chosen = commands(db, env, args.gpuhunt_python, before)
+            report(offers, compare(chosen, runs))
 
 
 if __name__ == "__main__":
