@@ -7,6 +7,16 @@ slows both alike; medians and ranges are reported.
 
 --src DIR: time the CLI of another checkout's src/ (e.g. `git archive REV src providers db
 templates | tar -x -C DIR` for a before/after), run as `python -m priceadvisor` either way.
+--before DIR: time that checkout's CLI as well, interleaved with this one ("CLI before").
+
+--gpuhunt-python PATH: also time gpuhunt (https://github.com/dstackai/gpuhunt, installed in its
+own venv, never a dependency of this project) answering the same question in a fresh process:
+`Catalog.load()` then `query(gpu_name="H100", spot=True)`, printing the 50 cheapest per GPU-hour.
+There is no network here, so gpuhunt loads the same offers from a local mirror of its published
+catalog (GPUHUNT_CATALOG_URL=file://...: `<provider>/version` and
+`<provider>/<version>/catalog.zip` holding `<provider>.csv` in gpuhunt's v2 columns), made from
+the benchmark database: every published on-demand and spot offer, GPU named by family (H100)
+with its memory, as gpuhunt names GPUs; all in `aws`, the other offline providers empty.
 
 --quick: 10k offers and 3 runs, a smoke test for CI. The databases are built once in a temp
 folder from one synthetic snapshot (bench/gen_snapshot.py), through the real ingest.
@@ -19,7 +29,9 @@ run), as an installed package runs: with PYTHONDONTWRITEBYTECODE=1 every start r
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime as dt
+import io
 import json
 import os
 import statistics
@@ -27,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +64,33 @@ import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
 rows = con.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()
 print(len(rows))
+"""
+
+
+# gpuhunt's side: the whole catalog is read and parsed, then filtered, on every start.
+GPUHUNT = """
+import gpuhunt
+catalog = gpuhunt.Catalog(balance_resources=False, auto_reload=False)
+catalog.load()
+items = sorted(catalog.query(gpu_name="H100", spot=True), key=lambda i: i.price / i.gpu_count)
+for i in items[:50]:
+    print(i.provider, i.location, i.instance_name, i.gpu_name, i.gpu_count, i.price)
+print(f"showing {min(50, len(items))} of {len(items)}")
+"""
+# gpuhunt's offline providers (gpuhunt._internal.catalog.OFFLINE_PROVIDERS in 0.1.34) and its
+# v2 catalog columns (gpuhunt._internal.storage.CATALOG_V2_FIELDS).
+GPUHUNT_PROVIDERS = ("aws", "azure", "verda", "gcp", "lambdalabs", "nebius", "oci", "runpod")
+GPUHUNT_PROVIDERS += ("cloudrift",)
+GPUHUNT_FIELDS = ["instance_name", "location", "price", "cpu", "memory", "gpu_count"]
+GPUHUNT_FIELDS += ["gpu_name", "gpu_memory", "spot", "disk_size", "gpu_vendor", "flags"]
+GPUHUNT_FIELDS += ["cpu_arch", "provider_data"]
+CATALOG_ROWS = """
+SELECT o.instance_type, coalesce(o.zone, o.region), o.price_hour_usd, o.vcpus::INT,
+       o.ram_gb, o.gpu_count::INT, g.family, o.gpu_memory_gb,
+       CASE WHEN o.pricing = 'spot' THEN 'True' ELSE 'False' END, '', lower(g.vendor), '',
+       'x86', '{}'
+FROM offers o JOIN gpus g USING (gpu_model)
+WHERE o.pricing IN ('on_demand', 'spot') AND o.price_origin = 'published'
 """
 
 
@@ -81,6 +121,23 @@ def cli_sql(db: Path) -> tuple[str, list[Any]]:
     return seen[0]
 
 
+def gpuhunt_mirror(db: Path, folder: Path) -> str:
+    """A local copy of gpuhunt's catalog bucket holding the database's offers; its file:// URL."""
+    with store.reader(db) as con:
+        rows = con.execute(CATALOG_ROWS).fetchall()
+    for provider in GPUHUNT_PROVIDERS:
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(GPUHUNT_FIELDS)
+        writer.writerows(rows if provider == "aws" else [])
+        release = folder / provider / "bench"
+        release.mkdir(parents=True, exist_ok=True)
+        (folder / provider / "version").write_text("bench\n")
+        with zipfile.ZipFile(release / "catalog.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(f"{provider}.csv", text.getvalue())
+    return folder.resolve().as_uri()
+
+
 def timed(command: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=env)
@@ -95,25 +152,45 @@ def bytecode_env(cache: Path, src: Path | None) -> dict[str, str]:
     return env
 
 
-def compare(db: Path, runs: int, env: dict[str, str]) -> dict[str, list[float]]:
+Command = tuple[list[str], dict[str, str]]
+
+
+def commands(
+    db: Path, env: dict[str, str], gpuhunt: Path | None, before: dict[str, str] | None
+) -> dict[str, Command]:
     sql, params = cli_sql(db)
     cli = [sys.executable, "-m", "priceadvisor", "--db", str(db), *CLI_ARGS]
-    raw = [sys.executable, "-c", RAW, str(db), sql, json.dumps(params)]
-    timed(cli, env), timed(raw, env)  # fill the bytecode and page caches for both
-    times: dict[str, list[float]] = {"cli": [], "raw": []}
+    chosen = {
+        "CLI": (cli, env),
+        "raw DuckDB": ([sys.executable, "-c", RAW, str(db), sql, json.dumps(params)], env),
+    }
+    if before is not None:
+        chosen["CLI before"] = (cli, before)
+    if gpuhunt is not None:
+        url = gpuhunt_mirror(db, db.with_suffix(".gpuhunt"))
+        hunt_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        chosen["gpuhunt"] = ([str(gpuhunt), "-c", GPUHUNT], hunt_env | {"GPUHUNT_CATALOG_URL": url})
+    return chosen
+
+
+def compare(chosen: dict[str, Command], runs: int) -> dict[str, list[float]]:
+    for command, env in chosen.values():  # fill the bytecode and page caches for each
+        timed(command, env)
+    times: dict[str, list[float]] = {name: [] for name in chosen}
     for _ in range(runs):
-        times["cli"].append(timed(cli, env))
-        times["raw"].append(timed(raw, env))
+        for name, (command, env) in chosen.items():
+            times[name].append(timed(command, env))
     return times
 
 
 def report(offers: int, times: dict[str, list[float]]) -> None:
-    cli, raw = statistics.median(times["cli"]), statistics.median(times["raw"])
-    print(
-        f"{offers:>9,} offers: CLI median {cli:.3f} s ({min(times['cli']):.3f}-"
-        f"{max(times['cli']):.3f}), raw DuckDB median {raw:.3f} s ({min(times['raw']):.3f}-"
-        f"{max(times['raw']):.3f}), CLI/raw {cli / raw:.2f}x"
-    )
+    cli = statistics.median(times["CLI"])
+    parts = [
+        f"{name} median {statistics.median(t):.3f} s ({min(t):.3f}-{max(t):.3f})"
+        for name, t in times.items()
+    ]
+    ratios = [f"CLI/{name} {cli / statistics.median(t):.2f}x" for name, t in times.items()]
+    print(f"{offers:>9,} offers: {', '.join(parts)}; {', '.join(ratios[1:])}")
 
 
 def main() -> None:
@@ -121,15 +198,19 @@ def main() -> None:
     parser.add_argument("--offers", type=int, nargs="+", default=[10_000, 1_000_000])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--src", type=Path, help="time the CLI from this src/ folder")
+    parser.add_argument("--before", type=Path, help="also time the CLI from this src/ folder")
+    parser.add_argument("--gpuhunt-python", type=Path, help="python of a venv with gpuhunt")
     parser.add_argument("--quick", action="store_true", help="10k offers, 3 runs")
     args = parser.parse_args()
     sizes, runs = ([10_000], 3) if args.quick else (args.offers, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         env = bytecode_env(Path(tmp) / "pycache", args.src)
+        before = bytecode_env(Path(tmp) / "pycache-before", args.before) if args.before else None
         for offers in sizes:
             db = Path(tmp) / f"offers-{offers}.duckdb"
             build(db, offers)
-            report(offers, compare(db, runs, env))
+            chosen = commands(db, env, args.gpuhunt_python, before)
+            report(offers, compare(chosen, runs))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import platformdirs
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -35,20 +34,23 @@ from pydantic_settings import (
 
 from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
+from priceadvisor.config_light import (
+    CONFIG_ENV,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_LOG_LEVEL,
+    ENV_PREFIX,
+    LOG_LEVELS,
+    ConfigError,
+    db_or_default,
+    find_config_file,
+)
 from priceadvisor.durations import parse_duration
 from priceadvisor.manifest import RedirectPolicy, manifest, manifest_ids
 from priceadvisor.models import Precision, Task
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
-CONFIG_ENV = "PRICEADVISOR_CONFIG"
-_ENV_PREFIX = "PRICEADVISOR_"
-_APP = "priceadvisor"
 _config_file: ContextVar[Path | None] = ContextVar("priceadvisor_config_file", default=None)
-
-
-class ConfigError(ValueError):
-    """Invalid configuration: the message is one line naming the key."""
 
 
 class ProviderSettings(BaseModel):
@@ -269,15 +271,15 @@ class WorkloadProfile(BaseModel):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="PRICEADVISOR_",
+        env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         extra="forbid",
         validate_default=True,
     )
 
     db: Path | None = None
-    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
-    lock_timeout: Seconds = 10.0
+    log_level: str = Field(DEFAULT_LOG_LEVEL, pattern=rf"^({'|'.join(LOG_LEVELS)})$")
+    lock_timeout: Seconds = DEFAULT_LOCK_TIMEOUT
     secrets_dir: Path | None = None
     http: HttpSettings = Field(default_factory=HttpSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
@@ -337,7 +339,7 @@ class Settings(BaseSettings):
         raise ConfigError(f"unknown workload {name!r} (configured: {known})")
 
     def db_path(self) -> Path:
-        return self.db if self.db is not None else default_db_path()
+        return db_or_default(self.db)
 
     def provider(self, provider_id: str) -> ProviderSettings:
         return self.providers.get(provider_id) or ProviderSettings()
@@ -364,9 +366,9 @@ def unknown_env_vars(settings: Settings) -> list[str]:
 
 def _unknown_setting(name: str, keys: set[str]) -> bool:
     """Settings read their variables whatever the case, so `name` comes upper-cased."""
-    if not name.startswith(_ENV_PREFIX) or name == CONFIG_ENV:
+    if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
         return False
-    return name[len(_ENV_PREFIX) :].split("__", maxsplit=1)[0] not in keys
+    return name[len(ENV_PREFIX) :].split("__", maxsplit=1)[0] not in keys
 
 
 def _secret_env_names(settings: Settings) -> set[str]:
@@ -378,34 +380,6 @@ def _secret_env_names(settings: Settings) -> set[str]:
     if settings.notify.slack is not None:
         names.add(settings.notify.slack.webhook_env)
     return {name for name in names if name}
-
-
-def default_db_path() -> Path:
-    return Path(platformdirs.user_data_dir(_APP)) / "priceadvisor.duckdb"
-
-
-def recorded_db_path() -> Path:
-    """Where `fetch --offline` replays the recorded responses by default: beside the live
-    database, never in it."""
-    return default_db_path().with_name("recorded.duckdb")
-
-
-def default_config_paths() -> list[Path]:
-    """Searched in order when neither --config nor PRICEADVISOR_CONFIG is given."""
-    return [
-        Path.cwd() / "priceadvisor.toml",
-        Path(platformdirs.user_config_dir(_APP)) / "config.toml",
-        Path("/etc/priceadvisor/config.toml"),
-    ]
-
-
-def find_config_file(explicit: Path | None) -> Path | None:
-    chosen = explicit or (Path(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else None)
-    if chosen is not None:
-        if not chosen.is_file():
-            raise ConfigError(f"config file not found: {chosen}")
-        return chosen
-    return next((p for p in default_config_paths() if p.is_file()), None)
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

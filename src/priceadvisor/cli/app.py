@@ -3,6 +3,7 @@ configuration errors, 1 for the rest (README "Using it")."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import sys
 from collections.abc import Iterator
@@ -26,13 +27,9 @@ from priceadvisor.cli.common import (
     out,
     state,
 )
-from priceadvisor.cli.notify import commands as notify_commands
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
-from priceadvisor.cli.serve import commands as serve_commands
-from priceadvisor.cli.sizing import commands as sizing_commands
 from priceadvisor.cli.sqlguard import check_read_only
-from priceadvisor.config import ConfigError, default_db_path, recorded_db_path
-from priceadvisor.manifest import ManifestError, manifest, manifest_ids
+from priceadvisor.config_light import ConfigError, default_db_path, recorded_db_path
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import ResourceError
 from priceadvisor.store import db as store
@@ -112,6 +109,7 @@ def fetch(
 ) -> None:
     """Fetch current prices from providers into the database (all enabled by default)."""
     from priceadvisor.collect.fetch import enabled_providers
+    from priceadvisor.manifest import manifest_ids
 
     current = state(ctx)
     settings = current.settings
@@ -260,7 +258,7 @@ def prices(
     # Machine formats get every column unless --columns: a stable shape for scripts.
     shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
-    settings = state(ctx).settings
+    settings = state(ctx).read_settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
@@ -298,7 +296,7 @@ def history(
 ) -> None:
     """Price intervals over time (newest first per offer), published and derived."""
     flt = _offer_filter(gpu, provider, None, None, False, pricing, include_derived=True)
-    settings = state(ctx).settings
+    settings = state(ctx).read_settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         table = reads.history(con, flt, region, instance_type, limit)
     render(table, fmt, out, title="Price history (USD)")
@@ -312,7 +310,7 @@ def sql(
 ) -> None:
     """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
     the first 1000 rows; csv and json stream every row."""
-    settings = state(ctx).settings
+    settings = state(ctx).read_settings
     with store.reader(settings.db_path(), settings.lock_timeout) as con:
         check_read_only(con, query)
         with _sql_errors():
@@ -423,6 +421,8 @@ def demo(
     ] = False,
 ) -> None:
     """The whole pipeline offline into a fresh database, ending with a table of offers."""
+    from priceadvisor.manifest import manifest_ids
+
     current = state(ctx)
     settings = current.settings
     path = _demo_path(current.db, replace)
@@ -454,6 +454,8 @@ def demo(
 
 def _offers_source(provider: str) -> bool:
     """Whether a provider's data are offers (FX sources, such as ecb, only convert prices)."""
+    from priceadvisor.manifest import manifest, manifest_ids
+
     return provider in manifest_ids() and manifest(provider).kind == "prices"
 
 
@@ -478,20 +480,30 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-_USER_ERRORS = (UserError, store.StoreError, ResourceError, ManifestError)
+_USER_ERRORS = (UserError, store.StoreError, ResourceError)
 
 
 def _is_unknown_provider(exc: Exception) -> bool:
     """Only a command that imported the adapters can raise their error (the read path never
     imports them, so neither does the error handling)."""
-    adapters = sys.modules.get("priceadvisor.collect.adapters")
-    return adapters is not None and isinstance(exc, adapters.UnknownProviderError)
+    return _raised_by("priceadvisor.collect.adapters", "UnknownProviderError", exc)
+
+
+def _is_manifest_error(exc: Exception) -> bool:
+    """Likewise the manifests: reading them imports pydantic, which the read path does not."""
+    return _raised_by("priceadvisor.manifest", "ManifestError", exc)
+
+
+def _raised_by(module: str, error: str, exc: Exception) -> bool:
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(exc, getattr(loaded, error))
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: turn every expected failure into one line and an exit code."""
+    args = sys.argv[1:] if argv is None else argv
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = _app_for(args)(args=args, standalone_mode=False)
     except (ConfigError, UsageError) as exc:
         _fail(str(exc), 2)
     except _USER_ERRORS as exc:
@@ -499,6 +511,8 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         _fail("aborted", 130)
     except Exception as exc:
+        if _is_manifest_error(exc):
+            _fail(str(exc), 1)
         if _is_unknown_provider(exc):
             _fail(str(exc), 2)
         if _is_usage_error(exc):
@@ -534,7 +548,43 @@ def _one_line_text(message: str) -> str:
     return " ".join(message.split())
 
 
-# The sizing and notification commands live in their own modules, merged in at the top level.
-app.add_typer(sizing_commands)
-app.add_typer(notify_commands)
-app.add_typer(serve_commands)
+def _app_for(args: list[str]) -> typer.Typer:
+    """Typer builds the parameters of every command before it runs one (~30-50 ms for all of
+    them, plus importing their modules): a command of this module runs in a copy of the app
+    that holds only it. Anything else (help, the other modules' commands, a typo) gets it all."""
+    name = _command_name(args)
+    own = [c for c in app.registered_commands if _registered_name(c) == name]
+    if not own:
+        return _whole_app()
+    single = copy.copy(app)
+    single.registered_commands, single.registered_groups = own, []
+    return single
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The command in `args`, if only the global options that take a value come before it."""
+    values = iter(args)
+    for arg in values:
+        if arg in ("--config", "--db"):
+            next(values, None)
+        elif not arg.startswith(("--config=", "--db=")):
+            return None if arg.startswith("-") else arg
+    return None
+
+
+def _registered_name(command: typer.models.CommandInfo) -> str:
+    return command.name or typer.main.get_command_name(command.callback.__name__)  # type: ignore[union-attr]
+
+
+def _whole_app() -> typer.Typer:
+    """The sizing, notification and serve commands live in their own modules, merged in at the
+    top level (once: main may run many times in one process)."""
+    if not app.registered_groups:
+        from priceadvisor.cli.notify import commands as notify_commands
+        from priceadvisor.cli.serve import commands as serve_commands
+        from priceadvisor.cli.sizing import commands as sizing_commands
+
+        app.add_typer(sizing_commands)
+        app.add_typer(notify_commands)
+        app.add_typer(serve_commands)
+    return app

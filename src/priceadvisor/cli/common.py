@@ -7,14 +7,17 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from typer.core import TyperOption
 
 from priceadvisor.cli.output import Format
-from priceadvisor.config import Settings, load_settings, unknown_env_vars
+from priceadvisor.config_light import DbSettings, ReadSettings, quick_settings
+
+if TYPE_CHECKING:
+    from priceadvisor.config import Settings
 
 # Piped output is not cut to 80 columns: scripts and CI logs get whole tables.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 250)
@@ -35,10 +38,13 @@ class AppState:
     config: Path | None
     db: Path | None
     _settings: Settings | None = None
+    _read: ReadSettings | None = None
 
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            from priceadvisor.config import load_settings, unknown_env_vars
+
             overrides: dict[str, Any] = {"db": self.db} if self.db else {}
             self._settings = load_settings(self.config, **overrides)
             for name in unknown_env_vars(self._settings):
@@ -47,14 +53,26 @@ class AppState:
                     markup=False,
                     highlight=False,
                 )
-            logging.basicConfig(
-                level=self._settings.log_level,
-                stream=sys.stderr,
-                format="%(levelname)s %(name)s: %(message)s",
-            )
-            # httpx logs every request at INFO; the fetch summary already counts them.
-            logging.getLogger("httpx").setLevel(logging.WARNING)
+            _configure_logging(self._settings.log_level)
         return self._settings
+
+    @property
+    def read_settings(self) -> DbSettings:
+        """For commands that only read the database: the same values as `settings`, without
+        loading pydantic when the configuration holds nothing else (config_light)."""
+        if self._settings is None and self._read is None:
+            self._read = quick_settings(self.config, self.db)
+            if self._read is not None:
+                _configure_logging(self._read.log_level)
+        return self._read or self.settings
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    # httpx logs every request at INFO; the fetch summary already counts them.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def state(ctx: typer.Context) -> AppState:

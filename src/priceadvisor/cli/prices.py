@@ -81,7 +81,7 @@ def to_rich(table: Table, title: str, notes: list[str]) -> RichTable:
     for field in fields:
         text = field.kind == "text"
         out.add_column(
-            field.header,
+            Text(field.header),  # not str: no markup or emoji parsing (nor Rich's emoji table)
             justify="left" if text or field.kind == "key" else "right",
             no_wrap=not text,
             overflow="ellipsis" if text else "fold",

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from priceadvisor.cli.common import UserError, err, state
-from priceadvisor.config import lookup_secret
 from priceadvisor.store import db as store
 
 if TYPE_CHECKING:
@@ -45,6 +44,7 @@ def serve(
 async def _serve(settings: Settings, host: str, port: int) -> None:
     import asyncio
 
+    from priceadvisor.config import lookup_secret
     from priceadvisor.service import web
     from priceadvisor.service.dashboard import Dashboard
 

@@ -16,7 +16,6 @@ from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, 
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.models import Precision, Task
 from priceadvisor.sizing import calibration
-from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.sizing.estimate import (
     ENGINES,
     STACK_ALIASES,
@@ -272,6 +271,8 @@ def advise(
             "no workloads configured: add [[workloads]] to the config (see docs/configuration.md)"
         )
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
+    from priceadvisor.sizing.advisor import store_advice  # imports the config model
+
     with store.writer(settings.db_path(), settings.lock_timeout) as con:
         store_advice(con, settings.workloads)
         table = reads.fetch_table(

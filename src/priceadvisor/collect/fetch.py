@@ -35,7 +35,8 @@ from priceadvisor.collect.http import (
     ValidatorCache,
     build_client,
 )
-from priceadvisor.config import ConfigError, Settings, lookup_secret
+from priceadvisor.config import Settings, lookup_secret
+from priceadvisor.config_light import ConfigError
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
 from priceadvisor.store import db as store

@@ -20,13 +20,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import columns
+
+if TYPE_CHECKING:
+    from priceadvisor.store import columns
 
 log = logging.getLogger(__name__)
 
@@ -361,6 +364,8 @@ def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
         for g in gpu_catalog().gpus.values()
     ]
     region_rows = [asdict(r) for r in region_catalog().values()]
+    from priceadvisor.store import columns  # noqa: PLC0415 - nanoarrow: only writers sync
+
     con.register("_catalog_gpus", columns.from_rows(gpu_rows, _GPU_COLUMNS))
     con.register("_catalog_regions", columns.from_rows(region_rows, _REGION_COLUMNS))
     con.execute("BEGIN TRANSACTION")
