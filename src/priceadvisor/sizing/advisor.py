@@ -1,26 +1,35 @@
-"""Rank every current offer for every workload, set-based in DuckDB.
+"""Rank every current offer for every workload, set-based.
 
-Sizing runs once per (workload, GPU model, GPU count) that exists among the offers — a few
-hundred estimates — and the join with the offers, the constraints, the cost arithmetic and the
-ranking happen in one SQL statement, never in a Python loop over offers.
+Sizing runs once per distinct (sizing inputs of a workload, GPU model, GPU count) that exists
+among the offers its constraints allow — workloads that differ only in constraints share their
+estimates. Constraints are evaluated in DuckDB once per (workload, offer class); the costs of a
+workload's offers are one column product (numpy) and its top k is chosen by a partition, not a
+sort of every candidate (sizing.topk). DuckDB then joins the chosen few back to the offers.
 
 Spot offers are eligible only for workloads with `spot_ok`, and cost more than their price:
 checkpointing (+5 %) plus the work lost to interruptions (half the interval between checkpoints
 on average, i.e. +50 % of the interruption rate; 15 % where the rate is unknown).
+
+Ties in cost are broken by hourly price, then by the offer's key (provider, region, zone,
+instance type, pricing), so a ranking is the same on every run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import numpy as np
 
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.models import TRAINING_TASKS, utcnow
-from priceadvisor.sizing.estimate import Estimate, estimate, replicas_for
+from priceadvisor.sizing import topk
+from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import columns
 from priceadvisor.store import db as store
@@ -33,8 +42,7 @@ KEEP_PER_WORKLOAD = 100
 _ESTIMATE_SCHEMA: columns.Schema = {
     "workload": "string",
     "task": "string",
-    "gpu_model": "string",
-    "gpu_count": "float",
+    "shape_id": "int",
     "tokens_per_s": "float",
     "hours": "float",
     "ttft_ms": "float",
@@ -42,10 +50,11 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "binding": "string",
     "uncertainty": "float",
     "replicas": "int",
-    "cost_factor": "float",
 }
+_RANKED_SCHEMA: columns.Schema = {"workload": "string", "oid": "int", "rank": "int", "cost": "float"}
 # List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
 _WORKLOAD_SCHEMA: columns.Schema = {
+    "widx": "int",
     "name": "string",
     "providers": "string",
     "countries": "string",
@@ -55,15 +64,33 @@ _WORKLOAD_SCHEMA: columns.Schema = {
     "spot_ok": "bool",
     "pricing": "string",
 }
+# What sizing reads of a profile: profiles equal on these share their estimates.
+_SIZING_FIELDS = {
+    "task",
+    "model",
+    "model_config_json",
+    "architecture",
+    "precision",
+    "input_tokens",
+    "output_tokens",
+    "concurrency",
+    "ttft_ms_max",
+    "tpot_ms_max",
+    "train_tokens",
+    "seq_len",
+    "tensor_parallel",
+}
 
 
-# Offers eligible for sizing, numbered, with their effective price (spot overhead included)
-# and a "class" of the attributes constraints look at: constraints are then evaluated once per
-# (workload, class) — a few thousand pairs — instead of once per (workload, offer).
+# Offers eligible for sizing, numbered in key order (the last tie-break), with their effective
+# price (spot overhead included), a "class" of the attributes constraints look at and a
+# "shape" of what sizing looks at: constraints are then evaluated once per (workload, class) —
+# a few thousand pairs — and sizing once per (workload, shape), never per (workload, offer).
 PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
 WITH o AS (
-    SELECT *,
+    SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
+        instance_type, gpu_model, gpu_count, pricing, price_hour_usd,
         CASE WHEN pricing = 'spot'
              THEN 1 + {CHECKPOINT_OVERHEAD}
                   + coalesce(interruption_rate, {DEFAULT_INTERRUPTION_RATE}) * {LOST_WORK_SHARE}
@@ -74,19 +101,21 @@ WITH o AS (
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
 )
-SELECT row_number() OVER () AS oid, *, price_hour_usd * spot_overhead AS effective_price,
-    dense_rank() OVER (ORDER BY provider, country, continent, is_eu, pricing, gpu_count)
-        AS class_id
-FROM o;
+SELECT row_number() OVER (ORDER BY provider, region, zone, instance_type, pricing) - 1 AS oid,
+    *, price_hour_usd * spot_overhead AS effective_price,
+    dense_rank() OVER (ORDER BY provider, country, continent, is_eu, pricing, gpu_count) - 1
+        AS class_id,
+    dense_rank() OVER (ORDER BY gpu_model, gpu_count) - 1 AS shape_id
+FROM o
+ORDER BY oid;
 CREATE OR REPLACE TEMP TABLE _advice_classes AS
-SELECT DISTINCT class_id, provider, country, continent, coalesce(is_eu, false) AS is_eu,
-    pricing, gpu_count
+SELECT DISTINCT class_id, provider, country, continent, is_eu, pricing, gpu_count
 FROM _advice_offers;
 """
 
 WORKLOADS_SQL = """
 CREATE OR REPLACE TEMP TABLE _workloads AS
-SELECT name, eu_only, max_gpus, spot_ok,
+SELECT widx, name, eu_only, max_gpus, spot_ok,
     from_json(providers, '["VARCHAR"]') AS providers,
     from_json(countries, '["VARCHAR"]') AS countries,
     from_json(continents, '["VARCHAR"]') AS continents,
@@ -94,31 +123,19 @@ SELECT name, eu_only, max_gpus, spot_ok,
 FROM _workloads_json
 """
 
+ELIGIBLE_SQL = """
+SELECT w.widx, c.class_id
+FROM _workloads AS w, _advice_classes AS c
+WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
+  AND (len(w.countries) = 0 OR list_contains(w.countries, c.country))
+  AND (len(w.continents) = 0 OR list_contains(w.continents, c.continent))
+  AND (NOT w.eu_only OR c.is_eu)
+  AND (w.max_gpus IS NULL OR c.gpu_count <= w.max_gpus)
+  AND (c.pricing = 'on_demand' OR w.spot_ok)
+  AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
+"""
+
 RANK_SQL = """
-WITH eligible AS (
-    SELECT w.name AS workload, c.class_id
-    FROM _workloads AS w, _advice_classes AS c
-    WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
-      AND (len(w.countries) = 0 OR list_contains(w.countries, c.country))
-      AND (len(w.continents) = 0 OR list_contains(w.continents, c.continent))
-      AND (NOT w.eu_only OR c.is_eu)
-      AND (w.max_gpus IS NULL OR c.gpu_count <= w.max_gpus)
-      AND (c.pricing = 'on_demand' OR w.spot_ok)
-      AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
-),
-candidates AS (
-    SELECT g.workload, o.oid, o.effective_price * e.cost_factor AS cost, o.price_hour_usd
-    FROM eligible AS g
-    JOIN _advice_offers AS o ON o.class_id = g.class_id
-    JOIN _estimates AS e
-        ON e.workload = g.workload AND e.gpu_model = o.gpu_model AND e.gpu_count = o.gpu_count
-),
-ranked AS (
-    SELECT workload, oid, cost,
-        row_number() OVER (PARTITION BY workload ORDER BY cost, price_hour_usd, oid) AS rank
-    FROM candidates
-    QUALIFY rank <= $keep
-)
 SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.instance_type,
     o.gpu_model, o.gpu_count, o.pricing, o.price_hour_usd,
     CASE WHEN e.hours IS NOT NULL THEN r.cost END AS cost_usd,
@@ -128,61 +145,157 @@ SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.in
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
     r.cost / (1 + e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at
-FROM ranked AS r
+FROM _ranked AS r
 JOIN _advice_offers AS o USING (oid)
-JOIN _estimates AS e ON e.workload = r.workload AND e.gpu_model = o.gpu_model
-    AND e.gpu_count = o.gpu_count
+JOIN _estimates AS e ON e.workload = r.workload AND e.shape_id = o.shape_id
 ORDER BY r.workload, r.rank
 """
 
 
-def gpu_shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
-    """Every (GPU model, GPU count) among current offers: whole GPUs, or a share of one GPU
-    (MIG slices, fractional vGPUs) below one."""
-    rows = con.execute(
-        "SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers ORDER BY ALL"
-    ).fetchall()
-    return [(str(model), float(count)) for model, count in rows]
+def size_offer(
+    work: Workload, tensor_parallel: int | None, gpu_model: str, gpu_count: float
+) -> Estimate | None:
+    """The estimate advice uses for an offer of `gpu_count` GPUs, or None when the workload
+    does not run there: it does not fit, or the given tensor-parallel degree does not divide
+    the GPUs (a share of one GPU holds TP 1 only)."""
+    tp = tensor_parallel or 1
+    if (gpu_count < 1 and tp > 1) or (gpu_count >= 1 and int(gpu_count) % tp):
+        return None
+    try:
+        result = estimate(work, gpu_model, gpu_count, tensor_parallel if gpu_count >= 1 else None)
+    except SizingError:
+        return None
+    return result if result.fits and result.tokens_per_s > 0 else None
 
 
-def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, float]]) -> Any:
-    rows: dict[str, list[Any]] = {name: [] for name in _ESTIMATE_SCHEMA}
-    for profile in profiles:
+def instances(profile: WorkloadProfile, work: Workload, result: Estimate) -> int:
+    """Serving: offers of this kind to run, for the profile's replicas (each offer holds
+    gpu_count / TP of them) or else for its monthly volume."""
+    if profile.replicas:
+        return math.ceil(profile.replicas / result.replicas)
+    return replicas_for(work, result.tokens_per_s)
+
+
+def cost_factor(profile: WorkloadProfile, result: Estimate) -> float:
+    """cost = effective $/h x this: run hours for training, 1e6 / (3600 x tokens/s) serving."""
+    if profile.task in TRAINING_TASKS:
+        return result.hours if result.hours is not None else math.nan
+    return 1e6 / (3600 * result.tokens_per_s)
+
+
+@dataclass
+class _Sizer:
+    """Estimates memoised per (sizing inputs, GPU model, GPU count)."""
+
+    shapes: list[tuple[str, float]]
+    memo: dict[tuple[str, int], Estimate | None] = field(default_factory=dict)
+
+    def size(self, profile: WorkloadProfile, work: Workload, shape_id: int) -> Estimate | None:
+        key = profile.model_dump_json(include=_SIZING_FIELDS)
+        if (key, shape_id) not in self.memo:
+            model, count = self.shapes[shape_id]
+            self.memo[key, shape_id] = size_offer(work, profile.tensor_parallel, model, count)
+        return self.memo[key, shape_id]
+
+
+@dataclass
+class _Plan:
+    """Per workload: which offer classes its constraints allow, the cost factor of every shape
+    (NaN: not sized or does not fit), and the estimate rows to join back."""
+
+    eligible: topk.Bools
+    factors: topk.Floats
+    estimates: dict[str, list[Any]]
+
+
+def _plan(
+    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns
+) -> _Plan:
+    shapes = [
+        (str(model), float(count))
+        for model, count in con.execute(
+            "SELECT DISTINCT ON (shape_id) gpu_model, gpu_count FROM _advice_offers "
+            "ORDER BY shape_id"
+        ).fetchall()
+    ]
+    n_classes = int(offers.class_id.max()) + 1 if len(offers.class_id) else 0
+    pairs = con.execute(ELIGIBLE_SQL).fetchnumpy()
+    eligible = np.zeros((len(profiles), n_classes), dtype=np.bool_)
+    eligible[pairs["widx"], pairs["class_id"]] = True
+    plan = _Plan(eligible, np.full((len(profiles), len(shapes)), np.nan), _empty_estimates())
+    shape_of_class = con.execute("SELECT DISTINCT class_id, shape_id FROM _advice_offers")
+    class_shapes = shape_of_class.fetchnumpy()
+    sizer = _Sizer(shapes)
+    for widx, profile in enumerate(profiles):
         work = to_workload(profile)
-        for gpu_model, count in shapes:
-            result = estimate(work, gpu_model, count)
-            if result.fits and result.tokens_per_s > 0:
-                _append(rows, profile, result, replicas_for(work, result.tokens_per_s))
-    return columns.table(rows, _ESTIMATE_SCHEMA)
+        allowed = eligible[widx][class_shapes["class_id"]]
+        for shape_id in np.unique(class_shapes["shape_id"][allowed]).tolist():
+            if result := sizer.size(profile, work, int(shape_id)):
+                _add_estimate(plan, widx, profile, work, int(shape_id), result)
+    return plan
 
 
-def _append(
-    rows: dict[str, list[Any]], profile: WorkloadProfile, result: Estimate, replicas: int
+def _empty_estimates() -> dict[str, list[Any]]:
+    return {name: [] for name in _ESTIMATE_SCHEMA}
+
+
+def _add_estimate(
+    plan: _Plan,
+    widx: int,
+    profile: WorkloadProfile,
+    work: Workload,
+    shape_id: int,
+    result: Estimate,
 ) -> None:
+    plan.factors[widx, shape_id] = cost_factor(profile, result)
+    training = profile.task in TRAINING_TASKS
     values = {
         "workload": profile.name,
         "task": profile.task,
-        "gpu_model": result.gpu_model,
-        "gpu_count": float(result.gpu_count),
+        "shape_id": shape_id,
         "tokens_per_s": result.tokens_per_s,
-        "hours": result.hours if profile.task in TRAINING_TASKS else None,
+        "hours": result.hours if training else None,
         "ttft_ms": result.ttft_ms,
         "tpot_ms": result.tpot_ms,
         "binding": result.binding,
         "uncertainty": result.uncertainty,
-        "replicas": replicas,
-        # cost = effective $/h x this: run hours for training, 1e6 / (3600 x tokens/s) serving
-        "cost_factor": result.hours
-        if profile.task in TRAINING_TASKS
-        else 1e6 / (3600 * result.tokens_per_s),
+        "replicas": None if training else instances(profile, work, result),
     }
     for name, value in values.items():
-        rows[name].append(value)
+        plan.estimates[name].append(value)
+
+
+def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
+    found = con.execute(
+        "SELECT class_id, shape_id, effective_price, price_hour_usd FROM _advice_offers "
+        "ORDER BY oid"
+    ).fetchnumpy()
+    return topk.OfferColumns(
+        class_id=found["class_id"].astype(np.int64),
+        shape_id=found["shape_id"].astype(np.int64),
+        effective_price=found["effective_price"].astype(np.float64),
+        price_hour_usd=found["price_hour_usd"].astype(np.float64),
+    )
+
+
+def _ranked(
+    profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns, plan: _Plan, keep: int
+) -> Any:
+    rows: dict[str, list[Any]] = {name: [] for name in _RANKED_SCHEMA}
+    for widx, profile in enumerate(profiles):
+        cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
+        chosen, chosen_cost = topk.cheapest(cost, offers.price_hour_usd, keep)
+        rows["workload"] += [profile.name] * len(chosen)
+        rows["oid"] += chosen.tolist()
+        rows["rank"] += range(1, len(chosen) + 1)
+        rows["cost"] += chosen_cost.tolist()
+    return columns.table(rows, _RANKED_SCHEMA)
 
 
 def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
     rows = [
         {
+            "widx": widx,
             "name": p.name,
             "providers": json.dumps(p.providers),
             "countries": json.dumps([c.upper() for c in p.countries]),
@@ -192,28 +305,33 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
             "spot_ok": p.spot_ok,
             "pricing": json.dumps(list(p.pricing)),
         }
-        for p in profiles
+        for widx, p in enumerate(profiles)
     ]
     return columns.from_rows(rows, _WORKLOAD_SCHEMA)
 
 
+_TEMP_TABLES = ("_advice_offers", "_advice_classes", "_workloads")
+_VIEWS = ("_workloads_json", "_estimates", "_ranked")
+
+
 @contextmanager
 def _prepared(
-    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile]
+    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], keep: int
 ) -> Iterator[None]:
-    con.execute(PREPARE_SQL)
-    con.register("_estimates", estimates_table(profiles, gpu_shapes(con)))
-    con.register("_workloads_json", workloads_table(profiles))
-    con.execute(WORKLOADS_SQL)
+    """The ranked rows as `_ranked` and their estimates as `_estimates`, for RANK_SQL."""
     try:
+        con.execute(PREPARE_SQL)
+        con.register("_workloads_json", workloads_table(profiles))
+        con.execute(WORKLOADS_SQL)
+        offers = _offer_columns(con)
+        plan = _plan(con, profiles, offers)
+        con.register("_estimates", columns.table(plan.estimates, _ESTIMATE_SCHEMA))
+        con.register("_ranked", _ranked(profiles, offers, plan, keep))
         yield
     finally:
-        con.unregister("_estimates")
-        con.unregister("_workloads_json")
-        con.execute(
-            "DROP TABLE IF EXISTS _advice_offers; DROP TABLE IF EXISTS _advice_classes; "
-            "DROP TABLE IF EXISTS _workloads"
-        )
+        for view in _VIEWS:
+            con.unregister(view)
+        con.execute("".join(f"DROP TABLE IF EXISTS {t};" for t in _TEMP_TABLES))
 
 
 def rank(
@@ -222,10 +340,10 @@ def rank(
     keep: int = KEEP_PER_WORKLOAD,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Rank offers for the workloads without storing: (columns, rows)."""
-    with _prepared(con, profiles):
-        cursor = con.execute(RANK_SQL, {"now": utcnow(), "keep": keep})
-        columns = [d[0] for d in cursor.description]
-        return columns, cursor.fetchall()
+    with _prepared(con, profiles, keep):
+        cursor = con.execute(RANK_SQL, {"now": utcnow()})
+        names = [d[0] for d in cursor.description]
+        return names, cursor.fetchall()
 
 
 def store_advice(
@@ -234,13 +352,11 @@ def store_advice(
     keep: int = KEEP_PER_WORKLOAD,
 ) -> int:
     """Replace core.advice with the latest ranking, in one transaction; returns rows stored."""
-    with _prepared(con, profiles):
+    with _prepared(con, profiles, keep):
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute("DELETE FROM core.advice")
-            con.execute(
-                f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow(), "keep": keep}
-            )
+            con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow()})
             row = con.execute("SELECT count(*) FROM core.advice").fetchone()
             con.execute("COMMIT")
         except BaseException:
