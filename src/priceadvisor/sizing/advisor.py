@@ -51,7 +51,12 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "uncertainty": "float",
     "replicas": "int",
 }
-_RANKED_SCHEMA: columns.Schema = {"workload": "string", "oid": "int", "rank": "int", "cost": "float"}
+_RANKED_SCHEMA: columns.Schema = {
+    "workload": "string",
+    "oid": "int",
+    "rank": "int",
+    "cost": "float",
+}
 # List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
 _WORKLOAD_SCHEMA: columns.Schema = {
     "widx": "int",
