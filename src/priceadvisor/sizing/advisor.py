@@ -51,12 +51,7 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "uncertainty": "float",
     "replicas": "int",
 }
-_RANKED_SCHEMA: columns.Schema = {
-    "workload": "string",
-    "oid": "int",
-    "rank": "int",
-    "cost": "float",
-}
+_CHEAPEST_SCHEMA: columns.Schema = {"workload": "string", "oid": "int", "cost": "float"}
 # List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
 _WORKLOAD_SCHEMA: columns.Schema = {
     "widx": "int",
@@ -69,7 +64,6 @@ _WORKLOAD_SCHEMA: columns.Schema = {
     "spot_ok": "bool",
     "pricing": "string",
 }
-# What sizing reads of a profile: profiles equal on these share their estimates.
 _SIZING_FIELDS = {
     "task",
     "model",
@@ -87,13 +81,14 @@ _SIZING_FIELDS = {
 }
 
 
-# Offers eligible for sizing, numbered in key order (the last tie-break), with their effective
-# price (spot overhead included), a "class" of the attributes constraints look at and a
-# "shape" of what sizing looks at: constraints are then evaluated once per (workload, class) —
-# a few thousand pairs — and sizing once per (workload, shape), never per (workload, offer).
+# Offers eligible for sizing, numbered, with their effective price (spot overhead included),
+# a "class" of the attributes constraints look at and a "shape" of what sizing looks at:
+# constraints are then evaluated once per (workload, class) — a few thousand pairs — and sizing
+# once per (workload, shape), never per (workload, offer). Classes and shapes are numbered by
+# hash joins with their distinct values: no sort of the offers.
 PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
-WITH o AS (
+WITH o AS MATERIALIZED (
     SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
         instance_type, gpu_model, gpu_count, pricing, price_hour_usd,
         CASE WHEN pricing = 'spot'
@@ -105,14 +100,22 @@ WITH o AS (
         AND (gpu_count < 1 OR gpu_count = floor(gpu_count))
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
+),
+classes AS (
+    SELECT *, row_number() OVER () - 1 AS class_id
+    FROM (SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count FROM o)
+),
+shapes AS (
+    SELECT *, row_number() OVER () - 1 AS shape_id
+    FROM (SELECT DISTINCT gpu_model, gpu_count FROM o)
 )
-SELECT row_number() OVER (ORDER BY provider, region, zone, instance_type, pricing) - 1 AS oid,
-    *, price_hour_usd * spot_overhead AS effective_price,
-    dense_rank() OVER (ORDER BY provider, country, continent, is_eu, pricing, gpu_count) - 1
-        AS class_id,
-    dense_rank() OVER (ORDER BY gpu_model, gpu_count) - 1 AS shape_id
+SELECT row_number() OVER () - 1 AS oid, o.*, o.price_hour_usd * o.spot_overhead AS effective_price,
+    c.class_id, s.shape_id
 FROM o
-ORDER BY oid;
+JOIN classes AS c ON o.provider = c.provider AND o.country IS NOT DISTINCT FROM c.country
+    AND o.continent IS NOT DISTINCT FROM c.continent AND o.is_eu = c.is_eu
+    AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
+JOIN shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count;
 CREATE OR REPLACE TEMP TABLE _advice_classes AS
 SELECT DISTINCT class_id, provider, country, continent, is_eu, pricing, gpu_count
 FROM _advice_offers;
@@ -140,7 +143,21 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
   AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
 """
 
+# The cheapest few per workload (sizing.topk: ties at the k-th cost included) ordered by cost,
+# hourly price and the offer's key, k kept.
 RANK_SQL = """
+WITH chosen AS (SELECT * FROM _advice_offers WHERE oid IN (SELECT oid FROM _cheapest)),
+ranked AS (
+    SELECT c.workload, c.oid, c.cost,
+        row_number() OVER (
+            PARTITION BY c.workload
+            ORDER BY c.cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
+                o.pricing
+        ) AS rank
+    FROM _cheapest AS c
+    JOIN chosen AS o USING (oid)
+    QUALIFY rank <= $keep
+)
 SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.instance_type,
     o.gpu_model, o.gpu_count, o.pricing, o.price_hour_usd,
     CASE WHEN e.hours IS NOT NULL THEN r.cost END AS cost_usd,
@@ -150,8 +167,8 @@ SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.in
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
     r.cost / (1 + e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at
-FROM _ranked AS r
-JOIN _advice_offers AS o USING (oid)
+FROM ranked AS r
+JOIN chosen AS o USING (oid)
 JOIN _estimates AS e ON e.workload = r.workload AND e.shape_id = o.shape_id
 ORDER BY r.workload, r.rank
 """
@@ -195,12 +212,16 @@ class _Sizer:
     shapes: list[tuple[str, float]]
     memo: dict[tuple[str, int], Estimate | None] = field(default_factory=dict)
 
-    def size(self, profile: WorkloadProfile, work: Workload, shape_id: int) -> Estimate | None:
-        key = profile.model_dump_json(include=_SIZING_FIELDS)
+    def size(self, key: str, profile: WorkloadProfile, work: Workload, shape_id: int) -> Any:
         if (key, shape_id) not in self.memo:
             model, count = self.shapes[shape_id]
             self.memo[key, shape_id] = size_offer(work, profile.tensor_parallel, model, count)
         return self.memo[key, shape_id]
+
+
+def sizing_key(profile: WorkloadProfile) -> str:
+    """What sizing reads of a profile: profiles equal on it share their estimates."""
+    return profile.model_dump_json(include=_SIZING_FIELDS)
 
 
 @dataclass
@@ -232,10 +253,10 @@ def _plan(
     class_shapes = shape_of_class.fetchnumpy()
     sizer = _Sizer(shapes)
     for widx, profile in enumerate(profiles):
-        work = to_workload(profile)
+        work, key = to_workload(profile), sizing_key(profile)
         allowed = eligible[widx][class_shapes["class_id"]]
         for shape_id in np.unique(class_shapes["shape_id"][allowed]).tolist():
-            if result := sizer.size(profile, work, int(shape_id)):
+            if result := sizer.size(key, profile, work, shape_id):
                 _add_estimate(plan, widx, profile, work, int(shape_id), result)
     return plan
 
@@ -283,18 +304,17 @@ def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
     )
 
 
-def _ranked(
+def _cheapest(
     profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns, plan: _Plan, keep: int
 ) -> Any:
-    rows: dict[str, list[Any]] = {name: [] for name in _RANKED_SCHEMA}
+    rows: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
     for widx, profile in enumerate(profiles):
         cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
-        chosen, chosen_cost = topk.cheapest(cost, offers.price_hour_usd, keep)
+        chosen = topk.cheapest(cost, keep)
         rows["workload"] += [profile.name] * len(chosen)
         rows["oid"] += chosen.tolist()
-        rows["rank"] += range(1, len(chosen) + 1)
-        rows["cost"] += chosen_cost.tolist()
-    return columns.table(rows, _RANKED_SCHEMA)
+        rows["cost"] += cost[chosen].tolist()
+    return columns.table(rows, _CHEAPEST_SCHEMA)
 
 
 def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
@@ -316,14 +336,14 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
 
 
 _TEMP_TABLES = ("_advice_offers", "_advice_classes", "_workloads")
-_VIEWS = ("_workloads_json", "_estimates", "_ranked")
+_VIEWS = ("_workloads_json", "_estimates", "_cheapest")
 
 
 @contextmanager
 def _prepared(
     con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], keep: int
 ) -> Iterator[None]:
-    """The ranked rows as `_ranked` and their estimates as `_estimates`, for RANK_SQL."""
+    """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`."""
     try:
         con.execute(PREPARE_SQL)
         con.register("_workloads_json", workloads_table(profiles))
@@ -331,7 +351,7 @@ def _prepared(
         offers = _offer_columns(con)
         plan = _plan(con, profiles, offers)
         con.register("_estimates", columns.table(plan.estimates, _ESTIMATE_SCHEMA))
-        con.register("_ranked", _ranked(profiles, offers, plan, keep))
+        con.register("_cheapest", _cheapest(profiles, offers, plan, keep))
         yield
     finally:
         for view in _VIEWS:
@@ -346,7 +366,7 @@ def rank(
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Rank offers for the workloads without storing: (columns, rows)."""
     with _prepared(con, profiles, keep):
-        cursor = con.execute(RANK_SQL, {"now": utcnow()})
+        cursor = con.execute(RANK_SQL, {"now": utcnow(), "keep": keep})
         names = [d[0] for d in cursor.description]
         return names, cursor.fetchall()
 
@@ -361,7 +381,9 @@ def store_advice(
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute("DELETE FROM core.advice")
-            con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow()})
+            con.execute(
+                f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow(), "keep": keep}
+            )
             row = con.execute("SELECT count(*) FROM core.advice").fetchone()
             con.execute("COMMIT")
         except BaseException:

@@ -1,8 +1,4 @@
-"""The k cheapest offers of one workload, chosen over columns (numpy) instead of sorting all.
-
-Offers are numbered in the order of their key (provider, region, zone, instance type, pricing),
-so an offer's number is the last tie-break: cost, then hourly price, then the key.
-"""
+"""The k cheapest offers of one workload, chosen over columns (numpy) instead of sorting all."""
 
 from __future__ import annotations
 
@@ -34,16 +30,14 @@ def costs(offers: OfferColumns, eligible_classes: Bools, cost_factors: Floats) -
     return cost
 
 
-def cheapest(cost: Floats, price: Floats, k: int) -> tuple[Ints, Floats]:
-    """Offer numbers and costs of the k cheapest offers with a cost, in rank order.
-
-    A partition finds the k-th smallest cost in linear time; only the offers at or below it
-    (ties at the boundary included) are sorted by (cost, price, offer number)."""
+def cheapest(cost: Floats, k: int) -> Ints:
+    """Offer numbers of the k cheapest offers with a cost, in no order, plus every offer that
+    ties with the k-th: a partition finds the k-th smallest cost in linear time, and the few
+    chosen are ranked afterwards (in SQL, with the full tie-break)."""
     candidates = np.flatnonzero(~np.isnan(cost))
+    if len(candidates) <= k:
+        return candidates
     chosen = cost[candidates]
-    if len(candidates) > k:
-        boundary = np.partition(chosen, k - 1)[k - 1]
-        within = chosen <= boundary
-        candidates, chosen = candidates[within], chosen[within]
-    order = np.lexsort((candidates, price[candidates], chosen))[:k]
-    return candidates[order], chosen[order]
+    boundary = np.partition(chosen, k - 1)[k - 1]
+    within: Ints = candidates[chosen <= boundary]
+    return within
