@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -42,7 +42,8 @@ KEEP_PER_WORKLOAD = 100
 _ESTIMATE_SCHEMA: columns.Schema = {
     "workload": "string",
     "task": "string",
-    "shape_id": "int",
+    "gpu_model": "string",
+    "gpu_count": "float",
     "tokens_per_s": "float",
     "hours": "float",
     "ttft_ms": "float",
@@ -81,16 +82,17 @@ _SIZING_FIELDS = {
 }
 
 
-# Offers eligible for sizing, numbered, with their effective price (spot overhead included),
-# a "class" of the attributes constraints look at and a "shape" of what sizing looks at:
-# constraints are then evaluated once per (workload, class) — a few thousand pairs — and sizing
-# once per (workload, shape), never per (workload, offer). Classes and shapes are numbered by
-# hash joins with their distinct values: no sort of the offers.
+# Offers eligible for sizing (an offer's number is its rowid here), with their effective price
+# (spot overhead included); a "class" of the attributes constraints look at and a "shape" of
+# what sizing looks at: constraints are then evaluated once per (workload, class) — a few
+# thousand pairs — and sizing once per (workload, shape), never per (workload, offer).
 PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
-WITH o AS MATERIALIZED (
-    SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
-        instance_type, gpu_model, gpu_count, pricing, price_hour_usd,
+SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
+    instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
+    price_hour_usd * spot_overhead AS effective_price
+FROM (
+    SELECT *,
         CASE WHEN pricing = 'spot'
              THEN 1 + {CHECKPOINT_OVERHEAD}
                   + coalesce(interruption_rate, {DEFAULT_INTERRUPTION_RATE}) * {LOST_WORK_SHARE}
@@ -100,25 +102,23 @@ WITH o AS MATERIALIZED (
         AND (gpu_count < 1 OR gpu_count = floor(gpu_count))
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
-),
-classes AS (
-    SELECT *, row_number() OVER () - 1 AS class_id
-    FROM (SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count FROM o)
-),
-shapes AS (
-    SELECT *, row_number() OVER () - 1 AS shape_id
-    FROM (SELECT DISTINCT gpu_model, gpu_count FROM o)
-)
-SELECT row_number() OVER () - 1 AS oid, o.*, o.price_hour_usd * o.spot_overhead AS effective_price,
-    c.class_id, s.shape_id
-FROM o
-JOIN classes AS c ON o.provider = c.provider AND o.country IS NOT DISTINCT FROM c.country
-    AND o.continent IS NOT DISTINCT FROM c.continent AND o.is_eu = c.is_eu
-    AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
-JOIN shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count;
+);
 CREATE OR REPLACE TEMP TABLE _advice_classes AS
-SELECT DISTINCT class_id, provider, country, continent, is_eu, pricing, gpu_count
-FROM _advice_offers;
+SELECT *, row_number() OVER () - 1 AS class_id
+FROM (SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count FROM _advice_offers);
+CREATE OR REPLACE TEMP TABLE _advice_shapes AS
+SELECT *, row_number() OVER () - 1 AS shape_id
+FROM (SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers);
+"""
+
+# Every offer's class and shape, by hash joins with their distinct values (no sort).
+OFFER_COLUMNS_SQL = """
+SELECT o.rowid AS oid, c.class_id, s.shape_id, o.effective_price, o.price_hour_usd
+FROM _advice_offers AS o
+JOIN _advice_classes AS c ON o.provider = c.provider
+    AND o.country IS NOT DISTINCT FROM c.country AND o.continent IS NOT DISTINCT FROM c.continent
+    AND o.is_eu = c.is_eu AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
+JOIN _advice_shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count
 """
 
 WORKLOADS_SQL = """
@@ -146,7 +146,9 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
 # The cheapest few per workload (sizing.topk: ties at the k-th cost included) ordered by cost,
 # hourly price and the offer's key, k kept.
 RANK_SQL = """
-WITH chosen AS (SELECT * FROM _advice_offers WHERE oid IN (SELECT oid FROM _cheapest)),
+WITH chosen AS (
+    SELECT rowid AS oid, * FROM _advice_offers WHERE rowid IN (SELECT oid FROM _cheapest)
+),
 ranked AS (
     SELECT c.workload, c.oid, c.cost,
         row_number() OVER (
@@ -169,7 +171,8 @@ SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.in
     o.spot_overhead, $now AS computed_at
 FROM ranked AS r
 JOIN chosen AS o USING (oid)
-JOIN _estimates AS e ON e.workload = r.workload AND e.shape_id = o.shape_id
+JOIN _estimates AS e ON e.workload = r.workload AND e.gpu_model = o.gpu_model
+    AND e.gpu_count = o.gpu_count
 ORDER BY r.workload, r.rank
 """
 
@@ -205,23 +208,29 @@ def cost_factor(profile: WorkloadProfile, result: Estimate) -> float:
     return 1e6 / (3600 * result.tokens_per_s)
 
 
-@dataclass
-class _Sizer:
-    """Estimates memoised per (sizing inputs, GPU model, GPU count)."""
-
-    shapes: list[tuple[str, float]]
-    memo: dict[tuple[str, int], Estimate | None] = field(default_factory=dict)
-
-    def size(self, key: str, profile: WorkloadProfile, work: Workload, shape_id: int) -> Any:
-        if (key, shape_id) not in self.memo:
-            model, count = self.shapes[shape_id]
-            self.memo[key, shape_id] = size_offer(work, profile.tensor_parallel, model, count)
-        return self.memo[key, shape_id]
+# Estimates outlive one ranking: the daemon ranks again after every fetch, mostly for the same
+# workloads and GPU shapes. An estimate is a pure function of the key below (the GPU catalog is
+# fixed for the life of the process, the calibration scales are part of the key); the memo is
+# emptied when it reaches MEMO_LIMIT entries (a few KB each).
+MEMO_LIMIT = 20_000
+_memo: dict[tuple[str, str, float], Estimate | None] = {}
 
 
-def sizing_key(profile: WorkloadProfile) -> str:
+def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
     """What sizing reads of a profile: profiles equal on it share their estimates."""
-    return profile.model_dump_json(include=_SIZING_FIELDS)
+    return profile.model_dump_json(include=_SIZING_FIELDS) + repr(work.scales)
+
+
+def sized(
+    key: str, work: Workload, tensor_parallel: int | None, gpu_model: str, gpu_count: float
+) -> Estimate | None:
+    """`size_offer`, memoised per (sizing key, GPU model, GPU count)."""
+    memo_key = (key, gpu_model, gpu_count)
+    if memo_key not in _memo:
+        if len(_memo) >= MEMO_LIMIT:
+            _memo.clear()
+        _memo[memo_key] = size_offer(work, tensor_parallel, gpu_model, gpu_count)
+    return _memo[memo_key]
 
 
 @dataclass
@@ -237,27 +246,24 @@ class _Plan:
 def _plan(
     con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns
 ) -> _Plan:
-    shapes = [
-        (str(model), float(count))
-        for model, count in con.execute(
-            "SELECT DISTINCT ON (shape_id) gpu_model, gpu_count FROM _advice_offers "
-            "ORDER BY shape_id"
-        ).fetchall()
-    ]
-    n_classes = int(offers.class_id.max()) + 1 if len(offers.class_id) else 0
+    shapes = con.execute(
+        "SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id"
+    ).fetchall()
+    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     pairs = con.execute(ELIGIBLE_SQL).fetchnumpy()
     eligible = np.zeros((len(profiles), n_classes), dtype=np.bool_)
     eligible[pairs["widx"], pairs["class_id"]] = True
     plan = _Plan(eligible, np.full((len(profiles), len(shapes)), np.nan), _empty_estimates())
-    shape_of_class = con.execute("SELECT DISTINCT class_id, shape_id FROM _advice_offers")
-    class_shapes = shape_of_class.fetchnumpy()
-    sizer = _Sizer(shapes)
+    # (class, shape) pairs present among the offers: the shapes each workload may rent.
+    pair_ids = np.unique(offers.class_id * len(shapes) + offers.shape_id)
+    pair_class, pair_shape = pair_ids // max(1, len(shapes)), pair_ids % max(1, len(shapes))
     for widx, profile in enumerate(profiles):
-        work, key = to_workload(profile), sizing_key(profile)
-        allowed = eligible[widx][class_shapes["class_id"]]
-        for shape_id in np.unique(class_shapes["shape_id"][allowed]).tolist():
-            if result := sizer.size(key, profile, work, shape_id):
-                _add_estimate(plan, widx, profile, work, int(shape_id), result)
+        work = to_workload(profile)
+        key = sizing_key(profile, work)
+        for shape_id in np.unique(pair_shape[eligible[widx][pair_class]]).tolist():
+            model, count = shapes[shape_id]
+            if result := sized(key, work, profile.tensor_parallel, str(model), float(count)):
+                _add_estimate(plan, widx, profile, work, shape_id, result)
     return plan
 
 
@@ -278,7 +284,8 @@ def _add_estimate(
     values = {
         "workload": profile.name,
         "task": profile.task,
-        "shape_id": shape_id,
+        "gpu_model": result.gpu_model,
+        "gpu_count": float(result.gpu_count),
         "tokens_per_s": result.tokens_per_s,
         "hours": result.hours if training else None,
         "ttft_ms": result.ttft_ms,
@@ -292,15 +299,20 @@ def _add_estimate(
 
 
 def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
-    found = con.execute(
-        "SELECT class_id, shape_id, effective_price, price_hour_usd FROM _advice_offers "
-        "ORDER BY oid"
-    ).fetchnumpy()
+    """The columns in offer-number order (a join returns its rows in any order)."""
+    found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
+    oid = found["oid"]
+
+    def placed(name: str, dtype: type[Any]) -> Any:
+        column = np.empty(len(oid), dtype=dtype)
+        column[oid] = found[name]
+        return column
+
     return topk.OfferColumns(
-        class_id=found["class_id"].astype(np.int64),
-        shape_id=found["shape_id"].astype(np.int64),
-        effective_price=found["effective_price"].astype(np.float64),
-        price_hour_usd=found["price_hour_usd"].astype(np.float64),
+        class_id=placed("class_id", np.int64),
+        shape_id=placed("shape_id", np.int64),
+        effective_price=placed("effective_price", np.float64),
+        price_hour_usd=placed("price_hour_usd", np.float64),
     )
 
 
@@ -335,7 +347,7 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
     return columns.from_rows(rows, _WORKLOAD_SCHEMA)
 
 
-_TEMP_TABLES = ("_advice_offers", "_advice_classes", "_workloads")
+_TEMP_TABLES = ("_advice_offers", "_advice_classes", "_advice_shapes", "_workloads")
 _VIEWS = ("_workloads_json", "_estimates", "_cheapest")
 
 
