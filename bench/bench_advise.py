@@ -191,7 +191,15 @@ def compare(got: list[list[Any]], expected: list[list[Any]], must_match: bool) -
     print(f"same rankings as the per-row loop: {'yes' if same else 'NO'}")
     if not same:
         differ = sum(a != b for a, b in zip(got, expected, strict=False))
-        print(f"  {differ} rows differ (of {len(expected)} expected, {len(got)} got)")
+        # Same workload, rank and cost: another offer of exactly the same cost (a tie).
+        ties = sum(
+            a != b and (a[0], a[1], a[-1]) == (b[0], b[1], b[-1])
+            for a, b in zip(got, expected, strict=False)
+        )
+        print(
+            f"  {differ} rows differ (of {len(expected)} expected, {len(got)} got), "
+            f"{ties} of them another offer of the same cost at that rank (ties ordered otherwise)"
+        )
     if must_match and not same:
         sys.exit("rankings differ from the per-row definition")
 

@@ -16,7 +16,6 @@ from priceadvisor.cli.common import FormatOpt, UsageError, UserError, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.models import Precision, Task
 from priceadvisor.sizing import calibration
-from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.sizing.estimate import STACKS, SizingError, Workload, estimate
 from priceadvisor.sizing.tco import rent_vs_buy
 from priceadvisor.store import db as store
@@ -250,6 +249,8 @@ def advise(
             "no workloads configured: add [[workloads]] to the config (see docs/configuration.md)"
         )
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
+    from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
+
     with store.writer(settings.db_path(), settings.lock_timeout) as con:
         store_advice(con, settings.workloads)
         table = reads.fetch_table(
