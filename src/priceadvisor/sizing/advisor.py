@@ -246,25 +246,41 @@ class _Plan:
 def _plan(
     con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns
 ) -> _Plan:
-    shapes = con.execute(
-        "SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id"
-    ).fetchall()
+    shapes = con.execute("SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id")
+    shape_list = [(str(model), float(count)) for model, count in shapes.fetchall()]
+    eligible = _eligible_classes(con, len(profiles))
+    plan = _Plan(eligible, np.full((len(profiles), len(shape_list)), np.nan), _empty_estimates())
+    pair_class, pair_shape = _class_shapes(offers, len(shape_list))
+    for widx, profile in enumerate(profiles):
+        allowed = np.unique(pair_shape[eligible[widx][pair_class]]).tolist()
+        _size_workload(plan, widx, profile, [(s, shape_list[s]) for s in allowed])
+    return plan
+
+
+def _eligible_classes(con: duckdb.DuckDBPyConnection, n_workloads: int) -> topk.Bools:
+    """[workload, class]: whether the workload's constraints allow the offer class."""
     [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     pairs = con.execute(ELIGIBLE_SQL).fetchnumpy()
-    eligible = np.zeros((len(profiles), n_classes), dtype=np.bool_)
+    eligible = np.zeros((n_workloads, n_classes), dtype=np.bool_)
     eligible[pairs["widx"], pairs["class_id"]] = True
-    plan = _Plan(eligible, np.full((len(profiles), len(shapes)), np.nan), _empty_estimates())
-    # (class, shape) pairs present among the offers: the shapes each workload may rent.
-    pair_ids = np.unique(offers.class_id * len(shapes) + offers.shape_id)
-    pair_class, pair_shape = pair_ids // max(1, len(shapes)), pair_ids % max(1, len(shapes))
-    for widx, profile in enumerate(profiles):
-        work = to_workload(profile)
-        key = sizing_key(profile, work)
-        for shape_id in np.unique(pair_shape[eligible[widx][pair_class]]).tolist():
-            model, count = shapes[shape_id]
-            if result := sized(key, work, profile.tensor_parallel, str(model), float(count)):
-                _add_estimate(plan, widx, profile, work, shape_id, result)
-    return plan
+    return eligible
+
+
+def _class_shapes(offers: topk.OfferColumns, n_shapes: int) -> tuple[topk.Ints, topk.Ints]:
+    """The (class, shape) pairs present among the offers, as two columns."""
+    width = max(1, n_shapes)
+    pairs = np.unique(offers.class_id * width + offers.shape_id)
+    return pairs // width, pairs % width
+
+
+def _size_workload(
+    plan: _Plan, widx: int, profile: WorkloadProfile, shapes: list[tuple[int, tuple[str, float]]]
+) -> None:
+    work = to_workload(profile)
+    key = sizing_key(profile, work)
+    for shape_id, (model, count) in shapes:
+        if result := sized(key, work, profile.tensor_parallel, model, count):
+            _add_estimate(plan, widx, profile, work, shape_id, result)
 
 
 def _empty_estimates() -> dict[str, list[Any]]:
