@@ -337,11 +337,11 @@ def _cheapest(
 ) -> Any:
     rows: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
     for widx, profile in enumerate(profiles):
-        cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
-        chosen = topk.cheapest(cost, keep)
+        candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
+        chosen, chosen_cost = topk.cheapest(candidates, cost, keep)
         rows["workload"] += [profile.name] * len(chosen)
         rows["oid"] += chosen.tolist()
-        rows["cost"] += cost[chosen].tolist()
+        rows["cost"] += chosen_cost.tolist()
     return columns.table(rows, _CHEAPEST_SCHEMA)
 
 

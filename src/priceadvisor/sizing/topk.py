@@ -22,22 +22,24 @@ class OfferColumns:
     price_hour_usd: Floats
 
 
-def costs(offers: OfferColumns, eligible_classes: Bools, cost_factors: Floats) -> Floats:
-    """Cost of every offer for one workload: effective price x the factor of its shape (NaN
-    where the shape was not sized or does not fit), NaN where a constraint excludes it."""
-    cost = offers.effective_price * cost_factors[offers.shape_id]
-    cost[~eligible_classes[offers.class_id]] = np.nan
-    return cost
+def costs(
+    offers: OfferColumns, eligible_classes: Bools, cost_factors: Floats
+) -> tuple[Ints, Floats]:
+    """(offer numbers, costs) of one workload's candidates: offers whose class its constraints
+    allow and whose shape fits (a cost factor that is not NaN); cost = effective price x the
+    factor of the offer's shape."""
+    allowed = np.flatnonzero(eligible_classes[offers.class_id])
+    cost = offers.effective_price[allowed] * cost_factors[offers.shape_id[allowed]]
+    sized = ~np.isnan(cost)
+    return allowed[sized], cost[sized]
 
 
-def cheapest(cost: Floats, k: int) -> Ints:
-    """Offer numbers of the k cheapest offers with a cost, in no order, plus every offer that
-    ties with the k-th: a partition finds the k-th smallest cost in linear time, and the few
-    chosen are ranked afterwards (in SQL, with the full tie-break)."""
-    candidates = np.flatnonzero(~np.isnan(cost))
-    if len(candidates) <= k:
-        return candidates
-    chosen = cost[candidates]
-    boundary = np.partition(chosen, k - 1)[k - 1]
-    within: Ints = candidates[chosen <= boundary]
-    return within
+def cheapest(offer_ids: Ints, cost: Floats, k: int) -> tuple[Ints, Floats]:
+    """The k cheapest candidates in no order, plus every one that ties with the k-th: a
+    partition finds the k-th smallest cost in linear time, and the few chosen are ranked
+    afterwards (in SQL, with the full tie-break)."""
+    if len(cost) <= k:
+        return offer_ids, cost
+    boundary = np.partition(cost, k - 1)[k - 1]
+    within = cost <= boundary
+    return offer_ids[within], cost[within]
