@@ -113,7 +113,7 @@ FROM (SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers);
 
 # Every offer's class and shape, by hash joins with their distinct values (no sort).
 OFFER_COLUMNS_SQL = """
-SELECT o.rowid AS oid, c.class_id, s.shape_id, o.effective_price, o.price_hour_usd
+SELECT o.rowid AS oid, c.class_id, s.shape_id, o.effective_price
 FROM _advice_offers AS o
 JOIN _advice_classes AS c ON o.provider = c.provider
     AND o.country IS NOT DISTINCT FROM c.country AND o.continent IS NOT DISTINCT FROM c.continent
@@ -261,7 +261,7 @@ def _eligible_classes(con: duckdb.DuckDBPyConnection, n_workloads: int) -> topk.
     """[workload, class]: whether the workload's constraints allow the offer class."""
     [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     pairs = con.execute(ELIGIBLE_SQL).fetchnumpy()
-    eligible = np.zeros((n_workloads, n_classes), dtype=np.bool_)
+    eligible = np.zeros((n_workloads, int(n_classes)), dtype=np.bool_)
     eligible[pairs["widx"], pairs["class_id"]] = True
     return eligible
 
@@ -315,20 +315,14 @@ def _add_estimate(
 
 
 def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
-    """The columns in offer-number order (a join returns its rows in any order)."""
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
-    oid = found["oid"]
-
-    def placed(name: str, dtype: type[Any]) -> Any:
-        column = np.empty(len(oid), dtype=dtype)
-        column[oid] = found[name]
-        return column
-
-    return topk.OfferColumns(
-        class_id=placed("class_id", np.int64),
-        shape_id=placed("shape_id", np.int64),
-        effective_price=placed("effective_price", np.float64),
-        price_hour_usd=placed("price_hour_usd", np.float64),
+    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
+    return topk.by_class(
+        found["oid"].astype(np.int64),
+        found["class_id"].astype(np.int64),
+        found["shape_id"].astype(np.int64),
+        found["effective_price"].astype(np.float64),
+        int(n_classes),
     )
 
 
