@@ -11,11 +11,12 @@ provider into a real DuckDB file. Workloads cycle through the bundled models, th
 constraints on real providers, countries, continents, EU membership, GPU count and pricing;
 the benchmark fails unless every workload gets candidates.
 
-Timed: `advisor.rank()` (sizing plus ranking, top 100 per workload), in a child process so
-that its peak RSS is its own (--daemon-settings: the daemon's DuckDB memory limit, one thread,
-two malloc arenas). `--code DIR` runs the timed part on another checkout's `src` (the
-"before" figures); the parent checks its rankings against the per-row loop
-(tests/sizing/per_row.py) and times that loop.
+Timed: `advisor.store_advice()`, what `advise` and the daemon run (sizing, ranking, top 100 per
+workload replacing the `advice` table), in a child process so that its peak RSS is its own
+(--daemon-settings: the daemon's DuckDB memory limit, one thread, two malloc arenas); wall and
+CPU time are both reported, the machine being shared. `--code DIR` times another checkout's
+`src` instead (the "before" figures). The parent checks the stored rankings against the
+per-row loop (tests/sizing/per_row.py) and times that loop.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from priceadvisor.catalog import region_catalog
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.manifest import manifest, manifest_ids
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
-from priceadvisor.sizing.advisor import rank
+from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
 
@@ -123,22 +124,23 @@ def workloads(n: int) -> list[WorkloadProfile]:
 
 
 def measure(db: Path, n_workloads: int, repeat: int, daemon: bool, rows_file: Path) -> None:
-    """The child: time rank() and report timings, peak RSS and the rankings."""
+    """The child: time store_advice() and report timings, peak RSS and the rankings."""
     if daemon:
         from priceadvisor.service import daemon as daemon_module  # noqa: PLC0415 - only here
 
         daemon_module._bound_memory()  # exactly what the daemon sets
     profiles = workloads(n_workloads)
-    timings, cpu, rows, names = [], [], [], []
+    timings, cpu = [], []
     with store.writer(db) as con:
         for _ in range(repeat):
             started, cpu_started = time.perf_counter(), time.process_time()
-            names, rows = rank(con, profiles, keep=KEEP)
+            store_advice(con, profiles, keep=KEEP)
             timings.append(time.perf_counter() - started)
             cpu.append(time.process_time() - cpu_started)
-    keys = ("workload", "rank", "provider", "region", "zone", "instance_type", "pricing")
-    records = [dict(zip(names, row, strict=True)) for row in rows]
-    ranked = [[*(r[k] for k in keys), r["cost_usd"] or r["usd_per_mtok"]] for r in records]
+        ranked = con.execute(
+            "SELECT workload, rank, provider, region, zone, instance_type, pricing, "
+            "coalesce(cost_usd, usd_per_mtok) FROM advice ORDER BY workload, rank"
+        ).fetchall()
     rows_file.write_text(json.dumps(ranked))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"timings": timings, "cpu": cpu, "peak_rss_mb": peak}))
