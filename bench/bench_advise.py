@@ -94,6 +94,9 @@ def build(db: Path, n_offers: int, seed: int) -> int:
             result = FetchResult(provider, RunStatus.OK, found, finished_at=utcnow())
             ingest(con, run_id, result, manifest(provider))
         [(stored,)] = con.execute("SELECT count(*) FROM offers").fetchall()
+        # This process keeps the database open: without a checkpoint the timed child would
+        # replay the whole ingest from the WAL when it opens the file (~40 MB more RSS).
+        con.execute("CHECKPOINT")
     return int(stored)
 
 

@@ -2,9 +2,10 @@
 
 Sizing runs once per distinct (sizing inputs of a workload, GPU model, GPU count) that exists
 among the offers its constraints allow — workloads that differ only in constraints share their
-estimates. Constraints are evaluated in DuckDB once per (workload, offer class); the costs of a
-workload's offers are one column product (numpy) and its top k is chosen by a partition, not a
-sort of every candidate (sizing.topk). DuckDB then joins the chosen few back to the offers.
+estimates, and later rankings in the same process reuse them. Constraints are evaluated in
+DuckDB once per (workload, offer class); the costs of a workload's offers are one column
+product (numpy) and its top k is chosen by a partition, not a sort of every candidate
+(sizing.topk). DuckDB then ranks the chosen few with the full tie-break.
 
 Spot offers are eligible only for workloads with `spot_ok`, and cost more than their price:
 checkpointing (+5 %) plus the work lost to interruptions (half the interval between checkpoints
@@ -315,6 +316,7 @@ def _add_estimate(
 
 
 def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
+    """Every offer's number, class, shape and effective price, as numpy columns."""
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
     [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     return topk.by_class(
