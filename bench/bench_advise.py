@@ -1,168 +1,260 @@
-"""Advisor benchmark: `advise` for 50 workloads over ≥ 50,000 current offers in
-≤ 0.5 s median, and ≥ 20× faster than a per-row Python loop.
+"""Advisor benchmark: `advise` for N workloads over M current offers of the real providers and
+regions, against the row-by-row definition of advise (memoised sizing) run in the same go.
 
-    ./uvw run python bench/bench_advise.py [--offers 60000] [--repeat 5]
+    ./uvw run python bench/bench_advise.py [--offers 50000] [--workloads 50] [--repeat 5]
+        [--daemon-settings] [--code DIR] [--quick]
 
-Offers: a synthetic snapshot (bench/gen_snapshot.py) ingested into a real DuckDB file.
-Workloads: 50 profiles cycling through the bundled models, serving and training tasks, and
-constraints (continents, EU only, spot allowed, max GPUs). Timed: `advisor.rank()` — sizing of
-every (workload, GPU model, GPU count) plus the set-based ranking in DuckDB. The baseline does
-the same work row by row in Python (constraints, sizing, cost, sort per workload); it is run
-twice: sizing every row (the plain per-row loop the target is stated against) and with sizing
-memoised per (workload, GPU, count), the best a loop can do.
+Offers: every (provider, region) of the region catalog in turn, each offer a random GPU (raw
+provider spellings, one that stays unmapped), count (1/2/4/8) and pricing (30 % spot, some
+with an interruption rate), prices rounded to the cent so that ties occur; ingested per
+provider into a real DuckDB file. Workloads cycle through the bundled models, the tasks and
+constraints on real providers, countries, continents, EU membership, GPU count and pricing;
+the benchmark fails unless every workload gets candidates.
+
+Timed: `advisor.store_advice()`, what `advise` and the daemon run (sizing, ranking, top 100 per
+workload replacing the `advice` table), in a child process so that its peak RSS is its own
+(--daemon-settings: the daemon's DuckDB memory limit, one thread, two malloc arenas); wall and
+CPU time are both reported, the machine being shared. `--code DIR` times another checkout's
+`src` instead (the "before" figures). The parent checks the stored rankings against the
+per-row loop (tests/sizing/per_row.py) and times that loop.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import json
+import os
+import random
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from functools import cache
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.sizing.per_row
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_ingest import MANIFEST
-from gen_snapshot import base_quotes
+from gen_snapshot import RAW_NAMES
 
 from priceadvisor import llm
+from priceadvisor.catalog import region_catalog
 from priceadvisor.config import WorkloadProfile
-from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.sizing.advisor import (
-    CHECKPOINT_OVERHEAD,
-    DEFAULT_INTERRUPTION_RATE,
-    LOST_WORK_SHARE,
-    rank,
-)
-from priceadvisor.sizing.estimate import estimate, replicas_for
-from priceadvisor.sizing.workloads import to_workload
+from priceadvisor.manifest import manifest, manifest_ids
+from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
 
+COUNTS = [1.0, 2.0, 4.0, 8.0]
 TASKS = ["serve", "batch", "lora", "finetune", "serve"]
+# (providers, countries, continents, eu_only, max_gpus, pricing), cycled over the workloads.
+CONSTRAINTS: list[dict[str, Any]] = [
+    {},
+    {"continents": ["EU"]},
+    {"providers": ["aws", "gcp", "azure"]},
+    {"eu_only": True},
+    {"countries": ["US", "CA"]},
+    {"providers": ["runpod", "vast", "lambda", "tensordock"], "spot_ok": True},
+    {"pricing": ["spot"], "spot_ok": True},
+    {"max_gpus": 4},
+    {"continents": ["AS", "OC"]},
+    {"countries": ["DE", "FR", "NL"], "spot_ok": True},
+]
+KEEP = 100
+
+
+def build(db: Path, n_offers: int, seed: int) -> int:
+    rng = random.Random(seed)
+    places = sorted(p for p in region_catalog() if p[0] in manifest_ids())
+    quotes: dict[str, list[RawQuote]] = {}
+    for i in range(n_offers):
+        provider, region = places[i % len(places)]
+        name, count = rng.choice(RAW_NAMES), rng.choice(COUNTS)
+        spot = rng.random() < 0.3
+        quotes.setdefault(provider, []).append(
+            RawQuote(
+                region=region,
+                zone="ab"[i % 2],
+                instance_type=f"{name.lower().replace(' ', '-')}.{count:g}x.f{i // len(places)}",
+                pricing="spot" if spot else "on_demand",
+                price=round(rng.uniform(0.3, 6.0) * (0.4 if spot else 1), 2),
+                price_basis="gpu",
+                gpu_name_raw=name,
+                gpu_count=count,
+                interruption_rate=rng.choice((None, 0.05, 0.2)) if spot else None,
+            )
+        )
+    with store.writer(db) as con:
+        for provider, found in quotes.items():
+            run_id = store.start_run(con, provider)
+            result = FetchResult(provider, RunStatus.OK, found, finished_at=utcnow())
+            ingest(con, run_id, result, manifest(provider))
+        [(stored,)] = con.execute("SELECT count(*) FROM offers").fetchall()
+        # This process keeps the database open: without a checkpoint the timed child would
+        # replay the whole ingest from the WAL when it opens the file (~40 MB more RSS).
+        con.execute("CHECKPOINT")
+    return int(stored)
 
 
 def workloads(n: int) -> list[WorkloadProfile]:
-    models = sorted(llm.catalog())
+    catalog = llm.catalog()
+    models = sorted(catalog)
+    # Training: models one 8-GPU offer can hold (LoRA up to ~70B, full fine-tuning ~35B).
+    lora = [m for m in models if catalog[m].total_params <= 75e9]
+    full = [m for m in models if catalog[m].total_params <= 35e9]
     out = []
     for i in range(n):
         task = TASKS[i % len(TASKS)]
+        training = task in ("lora", "finetune")
+        pool = {"lora": lora, "finetune": full}.get(task, models)
         out.append(
             WorkloadProfile(
-                name=f"w{i:02d}",
+                name=f"w{i:03d}",
                 task=task,
-                model=models[i % len(models)],
+                model=pool[i % len(pool)],
                 precision="fp8" if i % 3 == 0 else "bf16",
-                train_tokens=1e9 if task in ("lora", "finetune") else None,
-                tpot_ms_max=80 if i % 4 == 0 else None,
-                spot_ok=i % 2 == 0,
-                continents=["EU"] if i % 5 == 0 else [],
-                eu_only=i % 7 == 0,
-                max_gpus=4 if i % 6 == 0 else None,
+                train_tokens=1e9 if training else None,
+                tpot_ms_max=80 if i % 4 == 0 and not training else None,
                 monthly_output_tokens=1e9,
+                **CONSTRAINTS[i % len(CONSTRAINTS)],
             )
         )
     return out
 
 
-def python_baseline(con: Any, profiles: list[WorkloadProfile], memoise: bool) -> int:
-    """The per-row loop: every (workload, offer) checked, sized and costed in Python."""
-    offers = con.execute(
-        "SELECT provider, region, instance_type, pricing, gpu_model, gpu_count, price_hour_usd, "
-        "continent, is_eu, interruption_rate FROM offers WHERE gpu_model IS NOT NULL"
-    ).fetchall()
-    kept = 0
-    for profile in profiles:
-        work = to_workload(profile)
-        size = (
-            cache(lambda g, c, w=work: estimate(w, g, c))
-            if memoise
-            else (lambda g, c, w=work: estimate(w, g, c))
-        )
-        ranked = [c for offer in offers if (c := _row_cost(profile, work, size, offer))]
-        ranked.sort()
-        kept += len(ranked[:100])
-    return kept
+def measure(db: Path, n_workloads: int, repeat: int, daemon: bool, rows_file: Path) -> None:
+    """The child: time store_advice() and report timings, peak RSS and the rankings."""
+    if daemon:
+        from priceadvisor.service import daemon as daemon_module  # noqa: PLC0415 - only here
+
+        daemon_module._bound_memory()  # exactly what the daemon sets
+    profiles = workloads(n_workloads)
+    timings, cpu = [], []
+    with store.writer(db) as con:
+        for _ in range(repeat):
+            started, cpu_started = time.perf_counter(), time.process_time()
+            store_advice(con, profiles, keep=KEEP)
+            timings.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - cpu_started)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before reading back
+        ranked = con.execute(
+            "SELECT workload, rank, provider, region, zone, instance_type, pricing, "
+            "coalesce(cost_usd, usd_per_mtok) FROM advice ORDER BY workload, rank"
+        ).fetchall()
+    rows_file.write_text(json.dumps(ranked))
+    print(json.dumps({"timings": timings, "cpu": cpu, "peak_rss_mb": peak}))
 
 
-def _eligible(profile: WorkloadProfile, offer: tuple[Any, ...]) -> bool:
-    _, _, _, pricing, _, count, _, continent, eu, _ = offer
-    return (
-        count >= 1
-        and count == int(count)
-        and (not profile.continents or continent in profile.continents)
-        and (not profile.eu_only or bool(eu))
-        and (not profile.max_gpus or count <= profile.max_gpus)
-        and (pricing != "spot" or profile.spot_ok)
+def timed_child(args: argparse.Namespace, db: Path, rows_file: Path) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--measure", str(db), "--rows-file", str(rows_file)]
+    command += ["--workloads", str(args.workloads), "--repeat", str(args.repeat)]
+    command += ["--daemon-settings"] if args.daemon_settings else []
+    env = dict(os.environ)
+    if args.code:
+        env["PYTHONPATH"] = str(Path(args.code).resolve())
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        sys.exit(f"timed advise failed:\n{done.stderr}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def per_row(db: Path, n_workloads: int) -> tuple[float, float, list[list[Any]]]:
+    # Not at the top: the timed child may import another checkout's priceadvisor (--code).
+    from tests.sizing.per_row import ranking  # noqa: PLC0415
+
+    with store.writer(db) as con:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        expected = ranking(con, workloads(n_workloads), KEEP)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        return wall, cpu, [list(row) for row in expected]
+
+
+def report(
+    args: argparse.Namespace,
+    n_offers: int,
+    child: dict[str, Any],
+    loop: tuple[float, float] | None,
+) -> None:
+    timings = child["timings"]
+    median = statistics.median(timings)
+    code = f"code from {args.code}" if args.code else "this checkout"
+    settings = "daemon settings" if args.daemon_settings else "default settings"
+    print(
+        f"{args.workloads} workloads x {n_offers} offers ({code}, {settings}): advise median "
+        f"{median:.3f} s (min {min(timings):.3f}, max {max(timings):.3f}; first "
+        f"{timings[0]:.3f}), CPU median {statistics.median(child['cpu']):.3f} s "
+        f"(first {child['cpu'][0]:.3f}), "
+        f"peak RSS {child['peak_rss_mb']:.0f} MB"
+    )
+    cpu = statistics.median(child["cpu"])
+    if loop is None:
+        return
+    print(
+        f"per-row loop, sizing memoised: {loop[0]:.2f} s (CPU {loop[1]:.2f} s); speed-up "
+        f"{loop[0] / median:.1f}x wall, {loop[1] / cpu:.1f}x CPU"
     )
 
 
-def _row_cost(profile: WorkloadProfile, work: Any, size: Any, offer: tuple[Any, ...]) -> Any:
-    if not _eligible(profile, offer):
-        return None
-    provider, region, itype, pricing, gpu, count, price, _, _, rate = offer
-    result = size(gpu, int(count))
-    if not result.fits or result.tokens_per_s <= 0:
-        return None
-    overhead = 1.0
-    if pricing == "spot":
-        overhead += CHECKPOINT_OVERHEAD + (rate or DEFAULT_INTERRUPTION_RATE) * LOST_WORK_SHARE
-    if profile.task in ("lora", "finetune", "pretrain"):
-        cost = price * result.hours * overhead
-    else:
-        cost = price * overhead / (3600 * result.tokens_per_s) * 1e6
-        replicas_for(work, result.tokens_per_s)
-    return (cost, price, provider, region, itype, pricing)
+def compare(got: list[list[Any]], expected: list[list[Any]], must_match: bool) -> None:
+    per_workload = Counter(row[0] for row in got)
+    print(
+        f"ranked rows: {len(got)}; fewest per workload: {min(per_workload.values(), default=0)} "
+        f"of {KEEP}; workloads with candidates: {len(per_workload)}"
+    )
+    same = got == expected
+    print(f"same rankings as the per-row loop: {'yes' if same else 'NO'}")
+    if not same:
+        differ = sum(a != b for a, b in zip(got, expected, strict=False))
+        # Same workload, rank and cost: another offer of exactly the same cost (a tie).
+        ties = sum(
+            a != b and (a[0], a[1], a[-1]) == (b[0], b[1], b[-1])
+            for a, b in zip(got, expected, strict=False)
+        )
+        print(
+            f"  {differ} rows differ (of {len(expected)} expected, {len(got)} got), "
+            f"{ties} of them another offer of the same cost at that rank (ties ordered otherwise)"
+        )
+    if must_match and not same:
+        sys.exit("rankings differ from the per-row definition")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--offers", type=int, default=60_000)
+    parser.add_argument("--offers", type=int, default=50_000)
     parser.add_argument("--workloads", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--daemon-settings", action="store_true")
+    parser.add_argument("--code", help="a checkout's src folder to time instead of this one")
+    parser.add_argument("--quick", action="store_true", help="5,000 offers, 10 workloads")
+    parser.add_argument(
+        "--skip-loop", action="store_true", help="time advise only: no per-row loop, no check"
+    )
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rows-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure:
+        measure(args.measure, args.workloads, args.repeat, args.daemon_settings, args.rows_file)
+        return
+    if args.quick:
+        args.offers, args.workloads, args.repeat = 5_000, 10, 2
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "advise.duckdb"
-        with store.writer(db) as con:
-            run_id = store.start_run(con, "bench")
-            result = FetchResult(
-                "bench",
-                RunStatus.OK,
-                base_quotes(args.offers, 7),
-                finished_at=dt.datetime(2026, 11, 1),
-            )
-            ingest(con, run_id, result, MANIFEST)
-            profiles = workloads(args.workloads)
-            [(n_offers,)] = con.execute("SELECT count(*) FROM offers").fetchall()
-            timings, rows = [], 0
-            for _ in range(args.repeat):
-                started = time.perf_counter()
-                _, ranked = rank(con, profiles, keep=100)
-                timings.append(time.perf_counter() - started)
-                rows = len(ranked)
-            started = time.perf_counter()
-            memo_rows = python_baseline(con, profiles, memoise=True)
-            memoised = time.perf_counter() - started
-            started = time.perf_counter()
-            naive_rows = python_baseline(con, profiles, memoise=False)
-            naive = time.perf_counter() - started
-    median = statistics.median(timings)
-    print(
-        f"{args.workloads} workloads x {n_offers} offers: advise median {median:.3f} s "
-        f"(min {min(timings):.3f}, max {max(timings):.3f}, {rows} ranked rows kept)"
-    )
-    print(
-        f"per-row Python loop, sizing every row: {naive:.2f} s ({naive_rows} rows kept); "
-        f"speed-up {naive / median:.1f}x (target >= 20x)"
-    )
-    print(
-        f"per-row Python loop, sizing memoised per (GPU, count): {memoised:.2f} s "
-        f"({memo_rows} rows kept); speed-up {memoised / median:.1f}x"
-    )
+        db, rows_file = Path(tmp) / "advise.duckdb", Path(tmp) / "rows.json"
+        n_offers = build(db, args.offers, seed=7)
+        child = timed_child(args, db, rows_file)
+        got = json.loads(rows_file.read_text())
+        if args.skip_loop:
+            report(args, n_offers, child, None)
+        else:
+            loop_wall, loop_cpu, expected = per_row(db, args.workloads)
+            report(args, n_offers, child, (loop_wall, loop_cpu))
+            compare(got, expected, must_match=not args.code)
+    starved = {f"w{i:03d}" for i in range(args.workloads)} - {row[0] for row in got}
+    if starved:
+        sys.exit(f"workloads without candidates: {sorted(starved)}")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ from priceadvisor.models import Precision, Task
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
+# Largest tensor-parallel group engines run in practice: one NVL72 rack (sizing checks the same).
+MAX_TENSOR_PARALLEL = 72
 _config_file: ContextVar[Path | None] = ContextVar("priceadvisor_config_file", default=None)
 
 
@@ -248,6 +250,10 @@ class WorkloadProfile(BaseModel):
     eu_only: bool = False
     max_gpus: int | None = Field(None, gt=0)
     pricing: list[Literal["on_demand", "spot"]] = Field(default_factory=list)
+    # Serving layout: GPUs per replica (only offers whose GPU count it divides are considered)
+    # and replicas to run (else sized from monthly_output_tokens). Absent: as `estimate` does.
+    tensor_parallel: int | None = Field(None, gt=0, le=MAX_TENSOR_PARALLEL)
+    replicas: int | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _one_model(self) -> WorkloadProfile:
@@ -256,8 +262,17 @@ class WorkloadProfile(BaseModel):
             raise ValueError("give exactly one of model, model_config_json or architecture")
         if self.task in ("pretrain", "finetune", "lora", "qlora") and not self.train_tokens:
             raise ValueError(f"a {self.task} workload needs train_tokens")
-        self.arch()  # unknown model, unreadable config.json: an error now, not at advise time
+        self._check_layout(self.arch())  # unknown model, bad config.json: an error now
         return self
+
+    def _check_layout(self, arch: llm.Architecture) -> None:
+        if (self.tensor_parallel or self.replicas) and self.task not in ("serve", "batch"):
+            raise ValueError("tensor_parallel and replicas apply to serve and batch workloads")
+        tp = self.tensor_parallel
+        if tp and arch.heads > 1 and tp > arch.heads:
+            raise ValueError(
+                f"tensor_parallel {tp} exceeds the model's {arch.heads} attention heads"
+            )
 
     def arch(self) -> llm.Architecture:
         if self.model:

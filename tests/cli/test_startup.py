@@ -24,6 +24,7 @@ HEAVY = (
     "starlette",
     "jinja2",
     "apscheduler",
+    "numpy",  # the advisor's arithmetic: imported by advise only
     # The full configuration: config_light resolves what the read commands need.
     "priceadvisor.config",
     "pydantic_settings",

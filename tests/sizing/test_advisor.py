@@ -17,6 +17,7 @@ from priceadvisor.config import ConfigError, WorkloadProfile, load_settings
 from priceadvisor.models import RawQuote
 from priceadvisor.sizing.advisor import rank, store_advice
 from priceadvisor.sizing.estimate import Workload, estimate
+from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import db as store
 from tests.conftest import cli, ingest_quotes
 
@@ -355,3 +356,97 @@ def test_a_share_of_a_gpu_is_sized_with_its_share_of_memory_and_rates() -> None:
     assert slice_.tokens_per_s < whole.tokens_per_s / 3
     big = estimate(Workload("serve", llm.lookup("llama-3.1-70b")), "A100-SXM-80GB", 1 / 7)
     assert not big.fits and big.binding == "memory"
+
+
+# --- a serving layout (replicas x tensor parallel) given by the workload ----------------------
+
+
+def _h100_offers(db: Path, counts: tuple[float, ...]) -> None:
+    quotes = [
+        RawQuote(
+            region="eastus",
+            instance_type=f"h100-{count:g}x",
+            pricing="on_demand",
+            price=4.0 * count,
+            gpu_name_raw="H100 SXM",
+            gpu_count=count,
+        )
+        for count in counts
+    ]
+    ingest_quotes(db, "azure", quotes)
+
+
+def _ranked(db: Path, profile: WorkloadProfile) -> dict[float, dict[str, Any]]:
+    with store.writer(db) as con:
+        names, rows = rank(con, [profile], keep=10)
+    return {r["gpu_count"]: r for r in (dict(zip(names, row, strict=True)) for row in rows)}
+
+
+def test_a_given_layout_is_honoured(tmp_path: Path) -> None:
+    db = tmp_path / "l.duckdb"
+    _h100_offers(db, (0.5, 1.0, 2.0, 4.0, 8.0))
+    profile = WorkloadProfile(
+        name="chat", task="serve", model="llama-3.1-70b", tensor_parallel=4, replicas=2
+    )
+    ranked = _ranked(db, profile)
+    assert set(ranked) == {4.0, 8.0}  # TP 4 divides neither a share, 1 nor 2 GPUs
+    work = to_workload(profile)
+    for count, row in ranked.items():
+        sized = estimate(work, "H100-SXM-80GB", count, tensor_parallel=4)
+        assert row["tokens_per_s"] == pytest.approx(sized.tokens_per_s)
+    # Two replicas of 4 GPUs: two 4-GPU offers, or one 8-GPU offer holding both.
+    assert (ranked[4.0]["replicas"], ranked[8.0]["replicas"]) == (2, 1)
+    assert ranked[4.0]["monthly_usd"] == pytest.approx(2 * 730 * 16.0)
+
+
+def test_without_a_layout_advise_sizes_like_estimate(tmp_path: Path) -> None:
+    db = tmp_path / "d.duckdb"
+    _h100_offers(db, (1.0, 2.0, 4.0, 8.0))
+    profile = WorkloadProfile(name="chat", task="serve", model="llama-3.1-8b")
+    ranked = _ranked(db, profile)
+    work = to_workload(profile)
+    assert set(ranked) == {1.0, 2.0, 4.0, 8.0}
+    for count, row in ranked.items():
+        default = estimate(work, "H100-SXM-80GB", count)  # the default TP rule
+        assert row["tokens_per_s"] == pytest.approx(default.tokens_per_s)
+    assert all(r["replicas"] == 1 for r in ranked.values())  # no volume given: one offer
+
+
+def test_a_layout_in_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[[workloads]]\nname = "x"\ntask = "serve"\nmodel = "llama-3.1-70b"\n'
+        "tensor_parallel = 4\nreplicas = 2\n"
+    )
+    [profile] = load_settings(path).workloads
+    assert (profile.tensor_parallel, profile.replicas) == (4, 2)
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        ("tensor_parallel = 0", "tensor_parallel"),
+        ("tensor_parallel = 96", "tensor_parallel"),
+        ('tensor_parallel = "four"', "tensor_parallel"),
+        ("replicas = -1", "replicas"),
+        ("tensor_parallel = 64", "exceeds the model's 32 attention heads"),
+    ],
+)
+def test_a_nonsense_layout_is_a_config_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, layout: str, message: str
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(f'[[workloads]]\nname = "x"\ntask = "serve"\nmodel = "mistral-7b"\n{layout}\n')
+    code, _, err = cli(capsys, "--config", str(path), "--db", str(tmp_path / "x.db"), "advise")
+    assert code == 2 and message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_layout_on_a_training_workload_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[[workloads]]\nname = "x"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
+        "train_tokens = 1e8\ntensor_parallel = 2\n"
+    )
+    with pytest.raises(ConfigError, match="apply to serve and batch workloads"):
+        load_settings(path)

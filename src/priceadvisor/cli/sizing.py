@@ -271,7 +271,7 @@ def advise(
             "no workloads configured: add [[workloads]] to the config (see docs/configuration.md)"
         )
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
-    from priceadvisor.sizing.advisor import store_advice  # imports the config model
+    from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
 
     with store.writer(settings.db_path(), settings.lock_timeout) as con:
         store_advice(con, settings.workloads)

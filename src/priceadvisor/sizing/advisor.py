@@ -1,26 +1,36 @@
-"""Rank every current offer for every workload, set-based in DuckDB.
+"""Rank every current offer for every workload, set-based.
 
-Sizing runs once per (workload, GPU model, GPU count) that exists among the offers — a few
-hundred estimates — and the join with the offers, the constraints, the cost arithmetic and the
-ranking happen in one SQL statement, never in a Python loop over offers.
+Sizing runs once per distinct (sizing inputs of a workload, GPU model, GPU count) that exists
+among the offers its constraints allow — workloads that differ only in constraints share their
+estimates, and later rankings in the same process reuse them. Constraints are evaluated in
+DuckDB once per (workload, offer class); the costs of a workload's offers are one column
+product (numpy) and its top k is chosen by a partition, not a sort of every candidate
+(sizing.topk). DuckDB then ranks the chosen few with the full tie-break.
 
 Spot offers are eligible only for workloads with `spot_ok`, and cost more than their price:
 checkpointing (+5 %) plus the work lost to interruptions (half the interval between checkpoints
 on average, i.e. +50 % of the interruption rate; 15 % where the rate is unknown).
+
+Ties in cost are broken by hourly price, then by the offer's key (provider, region, zone,
+instance type, pricing), so a ranking is the same on every run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import numpy as np
 
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.models import TRAINING_TASKS, utcnow
-from priceadvisor.sizing.estimate import Estimate, estimate, replicas_for
+from priceadvisor.sizing import topk
+from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import columns
 from priceadvisor.store import db as store
@@ -42,10 +52,11 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "binding": "string",
     "uncertainty": "float",
     "replicas": "int",
-    "cost_factor": "float",
 }
+_CHEAPEST_SCHEMA: columns.Schema = {"workload": "string", "oid": "int", "cost": "float"}
 # List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
 _WORKLOAD_SCHEMA: columns.Schema = {
+    "widx": "int",
     "name": "string",
     "providers": "string",
     "countries": "string",
@@ -55,14 +66,33 @@ _WORKLOAD_SCHEMA: columns.Schema = {
     "spot_ok": "bool",
     "pricing": "string",
 }
+_SIZING_FIELDS = {
+    "task",
+    "model",
+    "model_config_json",
+    "architecture",
+    "precision",
+    "input_tokens",
+    "output_tokens",
+    "concurrency",
+    "ttft_ms_max",
+    "tpot_ms_max",
+    "train_tokens",
+    "seq_len",
+    "tensor_parallel",
+}
 
 
-# Offers eligible for sizing, numbered, with their effective price (spot overhead included)
-# and a "class" of the attributes constraints look at: constraints are then evaluated once per
-# (workload, class) — a few thousand pairs — instead of once per (workload, offer).
+# Offers eligible for sizing (an offer's number is its rowid here), with their effective price
+# (spot overhead included); a "class" of the attributes constraints look at and a "shape" of
+# what sizing looks at: constraints are then evaluated once per (workload, class) — a few
+# thousand pairs — and sizing once per (workload, shape), never per (workload, offer).
 PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
-WITH o AS (
+SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
+    instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
+    price_hour_usd * spot_overhead AS effective_price
+FROM (
     SELECT *,
         CASE WHEN pricing = 'spot'
              THEN 1 + {CHECKPOINT_OVERHEAD}
@@ -73,20 +103,28 @@ WITH o AS (
         AND (gpu_count < 1 OR gpu_count = floor(gpu_count))
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
-)
-SELECT row_number() OVER () AS oid, *, price_hour_usd * spot_overhead AS effective_price,
-    dense_rank() OVER (ORDER BY provider, country, continent, is_eu, pricing, gpu_count)
-        AS class_id
-FROM o;
+);
 CREATE OR REPLACE TEMP TABLE _advice_classes AS
-SELECT DISTINCT class_id, provider, country, continent, coalesce(is_eu, false) AS is_eu,
-    pricing, gpu_count
-FROM _advice_offers;
+SELECT *, row_number() OVER () - 1 AS class_id
+FROM (SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count FROM _advice_offers);
+CREATE OR REPLACE TEMP TABLE _advice_shapes AS
+SELECT *, row_number() OVER () - 1 AS shape_id
+FROM (SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers);
+"""
+
+# Every offer's class and shape, by hash joins with their distinct values (no sort).
+OFFER_COLUMNS_SQL = """
+SELECT o.rowid AS oid, c.class_id, s.shape_id, o.effective_price
+FROM _advice_offers AS o
+JOIN _advice_classes AS c ON o.provider = c.provider
+    AND o.country IS NOT DISTINCT FROM c.country AND o.continent IS NOT DISTINCT FROM c.continent
+    AND o.is_eu = c.is_eu AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
+JOIN _advice_shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count
 """
 
 WORKLOADS_SQL = """
 CREATE OR REPLACE TEMP TABLE _workloads AS
-SELECT name, eu_only, max_gpus, spot_ok,
+SELECT widx, name, eu_only, max_gpus, spot_ok,
     from_json(providers, '["VARCHAR"]') AS providers,
     from_json(countries, '["VARCHAR"]') AS countries,
     from_json(continents, '["VARCHAR"]') AS continents,
@@ -94,29 +132,33 @@ SELECT name, eu_only, max_gpus, spot_ok,
 FROM _workloads_json
 """
 
+ELIGIBLE_SQL = """
+SELECT w.widx, c.class_id
+FROM _workloads AS w, _advice_classes AS c
+WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
+  AND (len(w.countries) = 0 OR list_contains(w.countries, c.country))
+  AND (len(w.continents) = 0 OR list_contains(w.continents, c.continent))
+  AND (NOT w.eu_only OR c.is_eu)
+  AND (w.max_gpus IS NULL OR c.gpu_count <= w.max_gpus)
+  AND (c.pricing = 'on_demand' OR w.spot_ok)
+  AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
+"""
+
+# The cheapest few per workload (sizing.topk: ties at the k-th cost included) ordered by cost,
+# hourly price and the offer's key, k kept.
 RANK_SQL = """
-WITH eligible AS (
-    SELECT w.name AS workload, c.class_id
-    FROM _workloads AS w, _advice_classes AS c
-    WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
-      AND (len(w.countries) = 0 OR list_contains(w.countries, c.country))
-      AND (len(w.continents) = 0 OR list_contains(w.continents, c.continent))
-      AND (NOT w.eu_only OR c.is_eu)
-      AND (w.max_gpus IS NULL OR c.gpu_count <= w.max_gpus)
-      AND (c.pricing = 'on_demand' OR w.spot_ok)
-      AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
-),
-candidates AS (
-    SELECT g.workload, o.oid, o.effective_price * e.cost_factor AS cost, o.price_hour_usd
-    FROM eligible AS g
-    JOIN _advice_offers AS o ON o.class_id = g.class_id
-    JOIN _estimates AS e
-        ON e.workload = g.workload AND e.gpu_model = o.gpu_model AND e.gpu_count = o.gpu_count
+WITH chosen AS (
+    SELECT rowid AS oid, * FROM _advice_offers WHERE rowid IN (SELECT oid FROM _cheapest)
 ),
 ranked AS (
-    SELECT workload, oid, cost,
-        row_number() OVER (PARTITION BY workload ORDER BY cost, price_hour_usd, oid) AS rank
-    FROM candidates
+    SELECT c.workload, c.oid, c.cost,
+        row_number() OVER (
+            PARTITION BY c.workload
+            ORDER BY c.cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
+                o.pricing
+        ) AS rank
+    FROM _cheapest AS c
+    JOIN chosen AS o USING (oid)
     QUALIFY rank <= $keep
 )
 SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.instance_type,
@@ -129,60 +171,180 @@ SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.in
     r.cost / (1 + e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at
 FROM ranked AS r
-JOIN _advice_offers AS o USING (oid)
+JOIN chosen AS o USING (oid)
 JOIN _estimates AS e ON e.workload = r.workload AND e.gpu_model = o.gpu_model
     AND e.gpu_count = o.gpu_count
 ORDER BY r.workload, r.rank
 """
 
 
-def gpu_shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
-    """Every (GPU model, GPU count) among current offers: whole GPUs, or a share of one GPU
-    (MIG slices, fractional vGPUs) below one."""
-    rows = con.execute(
-        "SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers ORDER BY ALL"
-    ).fetchall()
-    return [(str(model), float(count)) for model, count in rows]
+def size_offer(
+    work: Workload, tensor_parallel: int | None, gpu_model: str, gpu_count: float
+) -> Estimate | None:
+    """The estimate advice uses for an offer of `gpu_count` GPUs, or None when the workload
+    does not run there: it does not fit, or the given tensor-parallel degree does not divide
+    the GPUs (a share of one GPU holds TP 1 only)."""
+    tp = tensor_parallel or 1
+    if (gpu_count < 1 and tp > 1) or (gpu_count >= 1 and int(gpu_count) % tp):
+        return None
+    try:
+        result = estimate(work, gpu_model, gpu_count, tensor_parallel if gpu_count >= 1 else None)
+    except SizingError:
+        return None
+    return result if result.fits and result.tokens_per_s > 0 else None
 
 
-def estimates_table(profiles: Sequence[WorkloadProfile], shapes: list[tuple[str, float]]) -> Any:
-    rows: dict[str, list[Any]] = {name: [] for name in _ESTIMATE_SCHEMA}
-    for profile in profiles:
-        work = to_workload(profile)
-        for gpu_model, count in shapes:
-            result = estimate(work, gpu_model, count)
-            if result.fits and result.tokens_per_s > 0:
-                _append(rows, profile, result, replicas_for(work, result.tokens_per_s))
-    return columns.table(rows, _ESTIMATE_SCHEMA)
+def instances(profile: WorkloadProfile, work: Workload, result: Estimate) -> int:
+    """Serving: offers of this kind to run, for the profile's replicas (each offer holds
+    gpu_count / TP of them) or else for its monthly volume."""
+    if profile.replicas:
+        return math.ceil(profile.replicas / result.replicas)
+    return replicas_for(work, result.tokens_per_s)
 
 
-def _append(
-    rows: dict[str, list[Any]], profile: WorkloadProfile, result: Estimate, replicas: int
+def cost_factor(profile: WorkloadProfile, result: Estimate) -> float:
+    """cost = effective $/h x this: run hours for training, 1e6 / (3600 x tokens/s) serving."""
+    if profile.task in TRAINING_TASKS:
+        return result.hours if result.hours is not None else math.nan
+    return 1e6 / (3600 * result.tokens_per_s)
+
+
+# Estimates outlive one ranking: the daemon ranks again after every fetch, mostly for the same
+# workloads and GPU shapes. An estimate is a pure function of the key below (the GPU catalog is
+# fixed for the life of the process, the calibration scales are part of the key); the memo is
+# emptied when it reaches MEMO_LIMIT entries (a few KB each).
+MEMO_LIMIT = 20_000
+_memo: dict[tuple[str, str, float], Estimate | None] = {}
+
+
+def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
+    """What sizing reads of a profile: profiles equal on it share their estimates."""
+    return profile.model_dump_json(include=_SIZING_FIELDS) + repr(work.scales)
+
+
+def sized(
+    key: str, work: Workload, tensor_parallel: int | None, gpu_model: str, gpu_count: float
+) -> Estimate | None:
+    """`size_offer`, memoised per (sizing key, GPU model, GPU count)."""
+    memo_key = (key, gpu_model, gpu_count)
+    if memo_key not in _memo:
+        if len(_memo) >= MEMO_LIMIT:
+            _memo.clear()
+        _memo[memo_key] = size_offer(work, tensor_parallel, gpu_model, gpu_count)
+    return _memo[memo_key]
+
+
+@dataclass
+class _Plan:
+    """Per workload: which offer classes its constraints allow, the cost factor of every shape
+    (NaN: not sized or does not fit), and the estimate rows to join back."""
+
+    eligible: topk.Bools
+    factors: topk.Floats
+    estimates: dict[str, list[Any]]
+
+
+def _plan(
+    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns
+) -> _Plan:
+    shapes = con.execute("SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id")
+    shape_list = [(str(model), float(count)) for model, count in shapes.fetchall()]
+    eligible = _eligible_classes(con, len(profiles))
+    plan = _Plan(eligible, np.full((len(profiles), len(shape_list)), np.nan), _empty_estimates())
+    pair_class, pair_shape = _class_shapes(offers, len(shape_list))
+    for widx, profile in enumerate(profiles):
+        allowed = np.unique(pair_shape[eligible[widx][pair_class]]).tolist()
+        _size_workload(plan, widx, profile, [(s, shape_list[s]) for s in allowed])
+    return plan
+
+
+def _eligible_classes(con: duckdb.DuckDBPyConnection, n_workloads: int) -> topk.Bools:
+    """[workload, class]: whether the workload's constraints allow the offer class."""
+    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
+    pairs = con.execute(ELIGIBLE_SQL).fetchnumpy()
+    eligible = np.zeros((n_workloads, int(n_classes)), dtype=np.bool_)
+    eligible[pairs["widx"], pairs["class_id"]] = True
+    return eligible
+
+
+def _class_shapes(offers: topk.OfferColumns, n_shapes: int) -> tuple[topk.Ints, topk.Ints]:
+    """The (class, shape) pairs present among the offers, as two columns."""
+    width = max(1, n_shapes)
+    pairs = np.unique(offers.class_id * width + offers.shape_id)
+    return pairs // width, pairs % width
+
+
+def _size_workload(
+    plan: _Plan, widx: int, profile: WorkloadProfile, shapes: list[tuple[int, tuple[str, float]]]
 ) -> None:
+    work = to_workload(profile)
+    key = sizing_key(profile, work)
+    for shape_id, (model, count) in shapes:
+        if result := sized(key, work, profile.tensor_parallel, model, count):
+            _add_estimate(plan, widx, profile, work, shape_id, result)
+
+
+def _empty_estimates() -> dict[str, list[Any]]:
+    return {name: [] for name in _ESTIMATE_SCHEMA}
+
+
+def _add_estimate(
+    plan: _Plan,
+    widx: int,
+    profile: WorkloadProfile,
+    work: Workload,
+    shape_id: int,
+    result: Estimate,
+) -> None:
+    plan.factors[widx, shape_id] = cost_factor(profile, result)
+    training = profile.task in TRAINING_TASKS
     values = {
         "workload": profile.name,
         "task": profile.task,
         "gpu_model": result.gpu_model,
         "gpu_count": float(result.gpu_count),
         "tokens_per_s": result.tokens_per_s,
-        "hours": result.hours if profile.task in TRAINING_TASKS else None,
+        "hours": result.hours if training else None,
         "ttft_ms": result.ttft_ms,
         "tpot_ms": result.tpot_ms,
         "binding": result.binding,
         "uncertainty": result.uncertainty,
-        "replicas": replicas,
-        # cost = effective $/h x this: run hours for training, 1e6 / (3600 x tokens/s) serving
-        "cost_factor": result.hours
-        if profile.task in TRAINING_TASKS
-        else 1e6 / (3600 * result.tokens_per_s),
+        "replicas": None if training else instances(profile, work, result),
     }
     for name, value in values.items():
-        rows[name].append(value)
+        plan.estimates[name].append(value)
+
+
+def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
+    """Every offer's number, class, shape and effective price, as numpy columns."""
+    found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
+    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
+    return topk.by_class(
+        found["oid"].astype(np.int64),
+        found["class_id"].astype(np.int64),
+        found["shape_id"].astype(np.int64),
+        found["effective_price"].astype(np.float64),
+        int(n_classes),
+    )
+
+
+def _cheapest(
+    profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns, plan: _Plan, keep: int
+) -> Any:
+    rows: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
+    for widx, profile in enumerate(profiles):
+        candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
+        chosen, chosen_cost = topk.cheapest(candidates, cost, keep)
+        rows["workload"] += [profile.name] * len(chosen)
+        rows["oid"] += chosen.tolist()
+        rows["cost"] += chosen_cost.tolist()
+    return columns.table(rows, _CHEAPEST_SCHEMA)
 
 
 def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
     rows = [
         {
+            "widx": widx,
             "name": p.name,
             "providers": json.dumps(p.providers),
             "countries": json.dumps([c.upper() for c in p.countries]),
@@ -192,28 +354,33 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
             "spot_ok": p.spot_ok,
             "pricing": json.dumps(list(p.pricing)),
         }
-        for p in profiles
+        for widx, p in enumerate(profiles)
     ]
     return columns.from_rows(rows, _WORKLOAD_SCHEMA)
 
 
+_TEMP_TABLES = ("_advice_offers", "_advice_classes", "_advice_shapes", "_workloads")
+_VIEWS = ("_workloads_json", "_estimates", "_cheapest")
+
+
 @contextmanager
 def _prepared(
-    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile]
+    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], keep: int
 ) -> Iterator[None]:
-    con.execute(PREPARE_SQL)
-    con.register("_estimates", estimates_table(profiles, gpu_shapes(con)))
-    con.register("_workloads_json", workloads_table(profiles))
-    con.execute(WORKLOADS_SQL)
+    """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`."""
     try:
+        con.execute(PREPARE_SQL)
+        con.register("_workloads_json", workloads_table(profiles))
+        con.execute(WORKLOADS_SQL)
+        offers = _offer_columns(con)
+        plan = _plan(con, profiles, offers)
+        con.register("_estimates", columns.table(plan.estimates, _ESTIMATE_SCHEMA))
+        con.register("_cheapest", _cheapest(profiles, offers, plan, keep))
         yield
     finally:
-        con.unregister("_estimates")
-        con.unregister("_workloads_json")
-        con.execute(
-            "DROP TABLE IF EXISTS _advice_offers; DROP TABLE IF EXISTS _advice_classes; "
-            "DROP TABLE IF EXISTS _workloads"
-        )
+        for view in _VIEWS:
+            con.unregister(view)
+        con.execute("".join(f"DROP TABLE IF EXISTS {t};" for t in _TEMP_TABLES))
 
 
 def rank(
@@ -222,10 +389,10 @@ def rank(
     keep: int = KEEP_PER_WORKLOAD,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Rank offers for the workloads without storing: (columns, rows)."""
-    with _prepared(con, profiles):
+    with _prepared(con, profiles, keep):
         cursor = con.execute(RANK_SQL, {"now": utcnow(), "keep": keep})
-        columns = [d[0] for d in cursor.description]
-        return columns, cursor.fetchall()
+        names = [d[0] for d in cursor.description]
+        return names, cursor.fetchall()
 
 
 def store_advice(
@@ -234,7 +401,7 @@ def store_advice(
     keep: int = KEEP_PER_WORKLOAD,
 ) -> int:
     """Replace core.advice with the latest ranking, in one transaction; returns rows stored."""
-    with _prepared(con, profiles):
+    with _prepared(con, profiles, keep):
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute("DELETE FROM core.advice")
