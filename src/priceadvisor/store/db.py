@@ -10,6 +10,7 @@ re-created on every writer open.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import re
@@ -28,7 +29,7 @@ from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.config import Settings
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import columns, lake, lakesql
+from priceadvisor.store import asof, columns, lake, lakesql
 from priceadvisor.store.errors import StoreError, first_line
 
 log = logging.getLogger(__name__)
@@ -240,14 +241,19 @@ def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
 
 @contextmanager
 def reader(
-    path: Target, lock_timeout: float = 10.0, writable_dir: Path | None = None
+    path: Target,
+    lock_timeout: float = 10.0,
+    writable_dir: Path | None = None,
+    as_of: dt.datetime | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Read-only connection sealed off from files, network, extensions and settings (only
     `writable_dir`, for an export, is reachable); refuses a file that is missing or from
     another schema version. A lake is attached READ_ONLY and sealed the same way once attached
-    (its local data directory stays readable)."""
+    (its local data directory stays readable). With `as_of`, `offers` lists the offers of
+    that moment (store.asof says how each store answers)."""
     if isinstance(path, lake.Lake):
-        with lake.connect(path, read_only=True, config=CONNECTION_CONFIG) as con:
+        snapshot = asof.naive_utc(as_of) if as_of else None
+        with lake.connect(path, True, CONNECTION_CONFIG, snapshot) as con:
             _seal_lake(con, path, writable_dir)
             _check_version(con, path.describe())
             yield con
@@ -256,6 +262,8 @@ def reader(
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
     with _connection(path, True, lock_timeout, allowed=writable_dir) as con:
         _check_version(con, path)
+        if as_of is not None:
+            asof.shadow_offers(con, as_of)
         yield con
 
 
