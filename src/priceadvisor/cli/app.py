@@ -27,6 +27,7 @@ from priceadvisor.cli.common import (
     out,
     state,
 )
+from priceadvisor.cli.lake import commands as lake_commands
 from priceadvisor.cli.notify import commands as notify_commands
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
 from priceadvisor.cli.serve import commands as serve_commands
@@ -559,3 +560,4 @@ def _one_line_text(message: str) -> str:
 app.add_typer(sizing_commands)
 app.add_typer(notify_commands)
 app.add_typer(serve_commands)
+app.add_typer(lake_commands)

@@ -166,9 +166,10 @@ def attach(
     lake: Lake,
     read_only: bool = False,
     snapshot_time: dt.datetime | None = None,
+    alias: str = ALIAS,
 ) -> None:
-    """Attach `lake` as `lake` on `con` (extensions loaded here) and make it the default;
-    with `snapshot_time` (naive UTC), as the lake was at that moment (time travel)."""
+    """Attach `lake` as `alias` on `con` (extensions loaded here), the default catalog when
+    that is `lake`; with `snapshot_time` (naive UTC), as the lake was then (time travel)."""
     load_extensions(con, needed_extensions(lake))
     if lake.s3 is not None:
         _create_s3_secret(con, lake.s3)
@@ -177,7 +178,7 @@ def attach(
         options.append("READ_ONLY")
     if snapshot_time is not None:
         options.append(f"SNAPSHOT_TIME '{snapshot_time.isoformat(sep=' ')}+00'")
-    sql = f"ATTACH {_quote(_attach_target(lake))} AS {ALIAS} ({', '.join(options)})"
+    sql = f"ATTACH {_quote(_attach_target(lake))} AS {alias} ({', '.join(options)})"
     try:
         con.execute(sql)
     except duckdb.Error as exc:
@@ -188,7 +189,8 @@ def attach(
             ) from None
         # DuckDB may echo the DSN (and so the password) in its message.
         raise StoreError(f"cannot attach {lake.describe()}: {redact(first_line(exc))}") from None
-    con.execute(f"USE {ALIAS}")
+    if alias == ALIAS:
+        con.execute(f"USE {ALIAS}")
 
 
 @contextmanager
