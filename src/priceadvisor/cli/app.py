@@ -426,7 +426,7 @@ def run(
     current = state(ctx)
     settings = current.settings
     if offline and current.db is None:  # recorded prices never land in the live database
-        settings = settings.model_copy(update={"db": recorded_db_path()})
+        settings = settings.model_copy(update={"db": recorded_db_path(), "storage": "duckdb"})
     configure(settings.log_level)
     daemon = Daemon(settings, offline=offline)
     if not daemon.providers:
