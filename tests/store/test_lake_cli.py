@@ -132,3 +132,74 @@ def test_as_of_must_be_a_time(
 ) -> None:
     code, _, err = cli(capsys, *backend[0], "prices", "--as-of", "yesterday")
     assert code == 2 and "--as-of takes an ISO 8601 time" in err
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('storage = "ducklake"\n', 'storage = "ducklake" needs a [lake] section'),
+        ('storage = "lake"\n', "storage"),
+        (
+            'storage = "ducklake"\n[lake]\ncatalog = "postgres:host=x password=hunter2"\n'
+            'data_path = "/d"\n',
+            "must not hold a password",
+        ),
+        (
+            'storage = "ducklake"\n[lake]\ncatalog = "c.ducklake"\ndata_path = "http://x/d"\n',
+            "use a directory or an s3://bucket/prefix/ URL",
+        ),
+        ('storage = "ducklake"\n[lake]\ncatalog = "postgres:"\ndata_path = "/d"\n', "names no"),
+    ],
+)
+def test_bad_lake_settings_are_one_line_usage_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, toml: str, message: str
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(toml)
+    code, _, err = cli(capsys, "--config", str(config), "prices")
+    assert code == 2, err
+    assert message in err and "hunter2" not in err
+    assert err.strip().count("\n") == 0
+
+
+def test_secrets_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from priceadvisor.config import load_settings
+    from priceadvisor.store import db as store
+
+    monkeypatch.setenv("PRICEADVISOR_CATALOG_PASSWORD", "s3cret")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "shh")
+    config = tmp_path / "s3.toml"
+    config.write_text(
+        'storage = "ducklake"\n[lake]\ncatalog = "postgres:host=db dbname=p"\n'
+        'data_path = "s3://bucket/prices"\n[lake.s3]\nendpoint = "127.0.0.1:9000"\n'
+    )
+    target = store.target(load_settings(config))
+    assert isinstance(target, lake.Lake)
+    assert target.password == "s3cret" and target.s3 is not None
+    assert (target.s3.key_id, target.s3.secret, target.data_path) == (
+        "key",
+        "shh",
+        "s3://bucket/prices/",
+    )
+    assert "s3cret" not in repr(target) and "shh" not in repr(target)
+    assert "s3cret" not in target.describe()
+
+
+def test_doctor_and_advise_on_a_lake(
+    capsys: pytest.CaptureFixture[str], lake_setup: tuple[Path, lake.Lake]
+) -> None:
+    from tests.sizing.test_advisor import EXAMPLES
+
+    config = lake_setup[0]
+    config.write_text(config.read_text() + EXAMPLES)
+    args = ["--config", str(config)]
+    code, _, err = cli(capsys, *args, "fetch", "--offline", "--into-live", "-p", "azure")
+    assert code == 0, err
+    code, out, err = cli(capsys, *args, "doctor", "--format", "json")
+    report = json.loads(out)
+    assert report["db_path"].startswith("ducklake:") and report["schema_version"] is not None
+    assert "azure: never fetched" not in report["problems"]
+    code, out, err = cli(capsys, *args, "advise", "--format", "json", "--workload", "chat-70b")
+    assert code == 0, err
+    assert {row["provider"] for row in json.loads(out)} == {"azure"}
