@@ -82,6 +82,17 @@ class _CounterMoved(RuntimeError):
     """Another writer took the id we read: read the counter again."""
 
 
+def is_conflict(exc: Exception) -> bool:
+    """A lake commit that lost to a concurrent writer's (DuckLake's snapshot conflict check):
+    nothing of it was written, and running the transaction again is the way on. A DuckDB file
+    never raises it (one writer at a time)."""
+    return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
+
+
+# Runs a self-contained transaction (it begins, commits or rolls back) again after a conflict.
+retry_conflicts = stamina.retry(on=is_conflict, attempts=10)
+
+
 # Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
 Target = Path | lake.Lake
 
@@ -528,7 +539,7 @@ def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     return _take_counter(con, sequence)
 
 
-@stamina.retry(on=_CounterMoved, attempts=20)
+@stamina.retry(on=lambda exc: isinstance(exc, _CounterMoved) or is_conflict(exc), attempts=20)
 def _take_counter(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     """Compare and set, so it needs no transaction of its own (and works inside the caller's):
     the id is ours only if the counter still holds it when we move it on. A writer that moved
