@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from priceadvisor.models import RawQuote
@@ -203,3 +204,12 @@ def test_doctor_and_advise_on_a_lake(
     code, out, err = cli(capsys, *args, "advise", "--format", "json", "--workload", "chat-70b")
     assert code == 0, err
     assert {row["provider"] for row in json.loads(out)} == {"azure"}
+
+
+def test_parquet_export_from_a_lake(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config, target = lake_config(tmp_path, str(tmp_path / "catalog.ducklake"))
+    ingest_quotes(target, "azure", h100(98.32))
+    code, _, err = cli(capsys, "--config", str(config), "export", "--out", str(tmp_path / "x"))
+    assert code == 0, err
+    offers = duckdb.sql(f"SELECT price_hour_usd FROM '{tmp_path / 'x' / 'offers.parquet'}'")
+    assert offers.fetchall() == [(98.32,)]
