@@ -235,7 +235,7 @@ def _prepare_once(con: duckdb.DuckDBPyConnection, key: Path | str) -> None:
     _prepared.add(key)
 
 
-@stamina.retry(on=duckdb.TransactionException, attempts=5)
+@stamina.retry(on=is_conflict, attempts=5)
 def _prepare_lake_once(con: duckdb.DuckDBPyConnection, key: str) -> None:
     """As _prepare_once; daemons starting together on one lake conflict here (both migrate or
     reload the catalog), and the loser simply runs again on the winner's result."""
@@ -439,11 +439,10 @@ def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path, on_lake: bo
             "INSERT INTO core.schema_migrations VALUES (?, ?, ?)", [version, path.stem, utcnow()]
         )
         con.execute("COMMIT")
-    except duckdb.TransactionException:
-        rollback(con)
-        raise  # another writer migrated the lake at the same time: _prepare_lake_once retries
     except duckdb.Error as exc:
         rollback(con)
+        if is_conflict(exc):
+            raise  # another writer migrated the lake at the same time: _prepare_lake_once retries
         raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
 
 
