@@ -83,9 +83,9 @@ def test_round_trip_is_lossless(
 
 
 def test_import_refuses_a_lake_with_history(
-    capsys: pytest.CaptureFixture[str], history_file: Path, lake_setup: tuple[Path, lake.Lake]
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path
 ) -> None:
-    config = str(lake_setup[0])
+    config = str(lake_config(tmp_path, str(tmp_path / "catalog.ducklake"))[0])
     assert cli(capsys, "--config", config, "lake", "import", "--from", str(history_file))[0] == 0
     code, _, err = cli(capsys, "--config", config, "lake", "import", "--from", str(history_file))
     assert code == 1 and "already holds history" in err
