@@ -38,7 +38,8 @@ _EXTENSIONS = {
     "sqlite_scanner": "duckdb_extension_sqlite_scanner",
     "httpfs": "duckdb_extension_httpfs",
 }
-_PG_SECRET = "priceadvisor_catalog"
+# The name of the temporary DuckDB secret that holds the catalog password (not a password).
+_CATALOG_CREDENTIAL = "priceadvisor_catalog"
 _PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
@@ -153,10 +154,10 @@ def _password_options(con: duckdb.DuckDBPyConnection, lake: Lake) -> list[str]:
     if lake.kind != "postgres" or not lake.password:
         return []
     con.execute(
-        f"CREATE OR REPLACE TEMPORARY SECRET {_PG_SECRET} "
+        f"CREATE OR REPLACE TEMPORARY SECRET {_CATALOG_CREDENTIAL} "
         f"(TYPE postgres, PASSWORD {_quote(lake.password)})"
     )
-    return [f"METADATA_PARAMETERS MAP {{'TYPE': 'postgres', 'SECRET': '{_PG_SECRET}'}}"]
+    return [f"METADATA_PARAMETERS MAP {{'TYPE': 'postgres', 'SECRET': '{_CATALOG_CREDENTIAL}'}}"]
 
 
 def _create_s3_secret(con: duckdb.DuckDBPyConnection, s3: S3) -> None:
