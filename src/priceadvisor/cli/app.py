@@ -4,6 +4,7 @@ configuration errors, 1 for the rest (README "Using it")."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import logging
 import sys
 from collections.abc import Iterator
@@ -248,10 +249,19 @@ def prices(
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
     include_derived: DerivedOpt = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="The offers as of this time (ISO 8601, UTC unless it has an offset): a lake's "
+            "snapshot then, or a DuckDB file's price intervals open then.",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Current offers, cheapest per GPU-hour first: published prices of mapped GPUs (derived
     prices with --include-derived; offers with an unmapped GPU: `doctor`)."""
+    moment = _moment(as_of) if as_of is not None else None
     if sort not in reads.PRICE_SORTS:
         raise UsageError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
     flt = _offer_filter(gpu, provider, country, continent, eu, pricing, include_derived)
@@ -259,14 +269,25 @@ def prices(
     shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
     settings = state(ctx).read_settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout, as_of=moment) as con:
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources)
-        out.print(layout.to_rich(table, "Current GPU offers (USD)", notes))
+        title = f"GPU offers as of {as_of} (USD)" if as_of else "Current GPU offers (USD)"
+        out.print(layout.to_rich(table, title, notes))
     else:
         render(table, fmt, out)
+
+
+def _moment(text: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(
+            f"--as-of takes an ISO 8601 time such as 2026-11-20T08:00 (UTC) or "
+            f"2026-11-20T09:00+01:00, got {text!r}"
+        ) from None
 
 
 def _price_notes(table: reads.Table, sources: dict[str, str | None]) -> list[str]:
@@ -297,7 +318,7 @@ def history(
     """Price intervals over time (newest first per offer), published and derived."""
     flt = _offer_filter(gpu, provider, None, None, False, pricing, include_derived=True)
     settings = state(ctx).read_settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         table = reads.history(con, flt, region, instance_type, limit)
     render(table, fmt, out, title="Price history (USD)")
 
@@ -311,7 +332,7 @@ def sql(
     """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
     the first 1000 rows; csv and json stream every row."""
     settings = state(ctx).read_settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         check_read_only(con, query)
         with _sql_errors():
             if fmt is not Format.TABLE:
@@ -354,7 +375,7 @@ def export(
 
     settings = state(ctx).settings
     target = out_dir or settings.db_path().parent / "export"
-    counts = export_database(settings.db_path(), target, settings.lock_timeout)
+    counts = export_database(store.target(settings), target, settings.lock_timeout)
     rows = [(name, n) for name, n in counts.items()]
     render(reads.Table(["table", "rows"], rows), Format.TABLE, out, title=f"Exported to {target}")
 
@@ -402,7 +423,7 @@ def run(
     current = state(ctx)
     settings = current.settings
     if offline and current.db is None:  # recorded prices never land in the live database
-        settings = settings.model_copy(update={"db": recorded_db_path()})
+        settings = settings.model_copy(update={"db": recorded_db_path(), "storage": "duckdb"})
     configure(settings.log_level)
     daemon = Daemon(settings, offline=offline)
     if not daemon.providers:
@@ -580,6 +601,7 @@ def _whole_app() -> typer.Typer:
     """The sizing, notification and serve commands live in their own modules, merged in at the
     top level (once: main may run many times in one process)."""
     if not app.registered_groups:
+        from priceadvisor.cli.lake import commands as lake_commands
         from priceadvisor.cli.notify import commands as notify_commands
         from priceadvisor.cli.serve import commands as serve_commands
         from priceadvisor.cli.sizing import commands as sizing_commands
@@ -587,4 +609,5 @@ def _whole_app() -> typer.Typer:
         app.add_typer(sizing_commands)
         app.add_typer(notify_commands)
         app.add_typer(serve_commands)
+        app.add_typer(lake_commands)
     return app
