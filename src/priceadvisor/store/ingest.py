@@ -208,64 +208,121 @@ SELECT *,
 FROM checked
 """  # noqa: E501
 
-_CLASSIFY_SQL = """
+# Columns of an open interval that follow the latest snapshot without opening a new interval.
+_ATTRIBUTES = (
+    "gpu_model",
+    "gpu_name_raw",
+    "gpu_count",
+    "gpu_memory_gb",
+    "vcpus",
+    "ram_gb",
+    "price_hour_usd",
+    "price_gpu_hour_usd",
+    "available",
+    "interruption_rate",
+    "source_url",
+    "offer_count",
+    "price_hour_median_usd",
+    "price_date",
+    "price_origin",
+    "price_rule",
+)
+_KEY_COLUMNS = ("region", "zone", "instance_type", "pricing")
+# Whether this run covers a key: an `ok` run covers all of them, a partial run its complete
+# scopes (a region, or 'region|pricing').
+_COVERED = """($complete OR list_contains($scopes, {t}.region)
+    OR list_contains($scopes, {t}.region || '|' || {t}.pricing))"""
+
+
+def _key_match(left: str, right: str) -> str:
+    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in _KEY_COLUMNS)
+
+
+def _row(table: str) -> str:
+    return "row(" + ", ".join(f"{table}.{c}" for c in _ATTRIBUTES) + ")"
+
+
+# Each valid quote against its key's open interval: new, same price, or changed. A same-price
+# row is rewritten (`stale`) only when an attribute moved or when this run does not cover it
+# (then its own last_seen must move); otherwise core.provider_coverage records the sighting.
+_CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _changes AS
 WITH good AS (
     SELECT * FROM _snap WHERE reject_reason IS NULL
     QUALIFY row_number() OVER (
         PARTITION BY region, zone, instance_type, pricing
         ORDER BY price_hour_usd, gpu_name_raw) = 1
+),
+classified AS (
+    SELECT g.*, h.first_seen AS previous_first_seen,
+        CASE
+            WHEN h.provider IS NULL THEN 'new'
+            WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
+            ELSE 'changed'
+        END AS change,
+        NOT {_COVERED.format(t="g")}
+            OR {_row("h")} IS DISTINCT FROM {_row("g")} AS outdated
+    FROM good AS g
+    LEFT JOIN (SELECT * FROM core.current_offers WHERE provider = $provider) AS h
+        ON {_key_match("h", "g")}
 )
-SELECT g.*, h.first_seen AS previous_first_seen,
-    CASE
-        WHEN h.provider IS NULL THEN 'new'
-        WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
-        ELSE 'changed'
-    END AS change
-FROM good AS g
-LEFT JOIN (SELECT * FROM core.price_intervals WHERE provider = $provider AND valid_to IS NULL) AS h
-    ON h.region = g.region AND h.zone = g.zone AND h.instance_type = g.instance_type
-    AND h.pricing = g.pricing
+SELECT * EXCLUDE (outdated), change = 'same' AND outdated AS stale FROM classified
 """
 
-_KEY_MATCH = """h.provider = $provider AND h.valid_to IS NULL AND h.region = c.region
-    AND h.zone = c.zone AND h.instance_type = c.instance_type AND h.pricing = c.pricing"""
+# Intervals this run closes: changed prices, and open intervals it did not see inside what it
+# covers (vanished from the source; a partial run closes only inside its complete scopes).
+_CLOSING_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _closing AS
+SELECT region, zone, instance_type, pricing, false AS vanished FROM _changes
+WHERE change = 'changed'
+UNION ALL
+SELECT h.region, h.zone, h.instance_type, h.pricing, true AS vanished
+FROM core.current_offers AS h
+WHERE h.provider = $provider AND {_COVERED.format(t="h")}
+  AND NOT EXISTS (SELECT 1 FROM _changes AS c WHERE {_key_match("c", "h")})
+"""
+
+# Closed intervals keep the last_seen they had before this run (core.current_intervals).
+_CLOSE_SQL = f"""
+INSERT INTO core.price_closed BY NAME
+SELECT h.* REPLACE ($now AS valid_to) FROM core.current_intervals AS h
+WHERE h.provider = $provider
+  AND EXISTS (SELECT 1 FROM _closing AS k WHERE {_key_match("k", "h")})
+"""
+
+_DROP_CLOSED_SQL = f"""
+DELETE FROM core.current_offers AS h USING _closing AS k
+WHERE h.provider = $provider AND {_key_match("h", "k")}
+"""
 
 _TOUCH_SQL = f"""
-UPDATE core.price_intervals AS h SET
-    last_seen = $now, last_run = $run, gpu_model = c.gpu_model, gpu_name_raw = c.gpu_name_raw,
-    gpu_count = c.gpu_count, gpu_memory_gb = c.gpu_memory_gb, vcpus = c.vcpus, ram_gb = c.ram_gb,
-    price_hour_usd = c.price_hour_usd, price_gpu_hour_usd = c.price_gpu_hour_usd,
-    available = c.available, interruption_rate = c.interruption_rate, source_url = c.source_url,
-    offer_count = c.offer_count, price_hour_median_usd = c.price_hour_median_usd,
-    price_date = c.price_date, price_origin = c.price_origin, price_rule = c.price_rule
+UPDATE core.current_offers AS h SET
+    last_seen = $now, last_run = $run,
+    {", ".join(f"{c} = c.{c}" for c in _ATTRIBUTES)}
 FROM _changes AS c
-WHERE c.change = 'same' AND {_KEY_MATCH}
-"""
-
-_CLOSE_CHANGED_SQL = f"""
-UPDATE core.price_intervals AS h SET valid_to = $now
-FROM _changes AS c WHERE c.change = 'changed' AND {_KEY_MATCH}
+WHERE c.stale AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
 _OPEN_SQL = """
-INSERT INTO core.price_intervals BY NAME
+INSERT INTO core.current_offers BY NAME
 SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model, gpu_name_raw,
     gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd, currency,
     node_original AS price_hour_original, price_basis, available, interruption_rate, source_url,
-    coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from, NULL AS valid_to,
+    coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
 FROM _changes WHERE change IN ('new', 'changed')
 """
 
-# Open intervals this run did not touch vanished from the source; partial runs close only
-# inside the regions that completed.
-_CLOSE_VANISHED_SQL = """
-UPDATE core.price_intervals SET valid_to = $now
-WHERE provider = $provider AND valid_to IS NULL AND last_run <> $run
-  AND ($complete OR list_contains($scopes, region)
-       OR list_contains($scopes, region || '|' || pricing))
+# This run is the latest sighting of every open interval it covers: one row per scope instead
+# of a write per offer. An `ok` run (scope '') supersedes every scope of its provider.
+_UNCOVER_SQL = """
+DELETE FROM core.provider_coverage
+WHERE provider = $provider AND ($complete OR list_contains($scopes, scope))
+"""
+_COVER_SQL = """
+INSERT INTO core.provider_coverage
+SELECT $provider, unnest(CASE WHEN $complete THEN [''] ELSE $scopes END), $now, $run
 """
 
 _REJECTED_SQL = f"""
@@ -435,20 +492,26 @@ def _guard_drift(
 def _apply_changes(
     con: duckdb.DuckDBPyConnection, result: FetchResult, status: RunStatus, params: dict[str, Any]
 ) -> dict[str, int]:
-    _run(con, _CLASSIFY_SQL, params)
+    params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
+    for sql in (_CLASSIFY_SQL, _CLOSING_SQL):
+        _run(con, sql, params)
     row = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE change = 'changed'), "
-        "count(*) FILTER (WHERE change = 'new') FROM _changes"
+        "SELECT (SELECT count(*) FROM _changes), "
+        "(SELECT count(*) FILTER (WHERE change = 'changed') FROM _changes), "
+        "(SELECT count(*) FILTER (WHERE change = 'new') FROM _changes), "
+        "(SELECT count(*) FILTER (WHERE vanished) FROM _closing)"
     ).fetchone()
     assert row is not None
-    for sql in (_TOUCH_SQL, _CLOSE_CHANGED_SQL, _OPEN_SQL):
+    for sql in (
+        _CLOSE_SQL,
+        _DROP_CLOSED_SQL,
+        _TOUCH_SQL,
+        _OPEN_SQL,
+        _UNCOVER_SQL,
+        _COVER_SQL,
+    ):
         _run(con, sql, params)
-    closed = _run(
-        con,
-        _CLOSE_VANISHED_SQL,
-        params | {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)},
-    ).fetchone()
-    return {"seen": row[0], "changed": row[1], "new": row[2], "closed": closed[0] if closed else 0}
+    return {"seen": row[0], "changed": row[1], "new": row[2], "closed": row[3]}
 
 
 def _finish_run(
