@@ -1,12 +1,12 @@
 -- The change log splits in two so an hourly ingest touches only what changed, not the history:
 --   core.current_offers — the open interval of each key (one row per live offer);
 --   core.price_closed   — closed intervals, append-only (valid_to always set);
---   core.provider_coverage — per provider and scope, the latest merged run that covered it.
+--   core.provider_coverage — per provider, region and pricing, the latest merged run that
+--                            covered it.
 -- An unchanged offer is not rewritten every run: its last_seen is the later of its row's
--- last_seen and the latest run covering it (an `ok` run covers the whole provider, scope '';
--- a `partial` run covers its complete scopes, each a region or 'region|pricing'). An open
--- offer that a covering run did not see would have been closed, so every covering run after
--- valid_from saw it. The views core.current_intervals and core.price_intervals (below)
+-- last_seen and the latest run covering its region and pricing (an `ok` run covers all of the
+-- provider's, a `partial` run its complete scopes). An open offer that a covering run did not
+-- see would have been closed, so every covering run after valid_from saw it. The views core.current_intervals and core.price_intervals (below)
 -- give the same rows and columns as the single table they replace.
 
 CREATE TABLE core.current_offers (
@@ -74,11 +74,12 @@ CREATE TABLE core.price_closed (
     price_date            DATE
 );
 
--- One row per (provider, scope): scope '' is the whole provider (an `ok` run), otherwise a
--- complete scope of a `partial` run. Failed and superseded runs cover nothing.
+-- One row per (provider, region, pricing) with open offers: the latest `ok` run, or `partial`
+-- run with that region (or region|pricing) complete. Failed and superseded runs cover nothing.
 CREATE TABLE core.provider_coverage (
     provider  VARCHAR NOT NULL,
-    scope     VARCHAR NOT NULL,
+    region    VARCHAR NOT NULL,
+    pricing   VARCHAR NOT NULL,
     last_seen TIMESTAMP NOT NULL,  -- the covering run's observation time
     last_run  BIGINT NOT NULL
 );
@@ -95,26 +96,16 @@ DROP TABLE core.price_intervals;
 
 -- Internal views (not the public contract; main.offers and main.price_history read them).
 -- core.current_intervals: the open intervals, last_seen/last_run being the later of the row's
--- own and the latest run covering its provider (scope ''), region or region|pricing.
--- core.price_intervals: every interval, current and closed, in the old single-table shape.
+-- own and the latest run covering it. core.price_intervals: every interval, current and
+-- closed, in the old single-table shape.
 CREATE VIEW core.current_intervals AS
-WITH seen AS (
-    SELECT p.*,
-        greatest(
-            {'at': p.last_seen, 'run': p.last_run},
-            CASE WHEN a.provider IS NOT NULL THEN {'at': a.last_seen, 'run': a.last_run} END,
-            CASE WHEN r.provider IS NOT NULL THEN {'at': r.last_seen, 'run': r.last_run} END,
-            CASE WHEN k.provider IS NOT NULL THEN {'at': k.last_seen, 'run': k.last_run} END
-        ) AS latest
-    FROM core.current_offers AS p
-    LEFT JOIN core.provider_coverage AS a ON a.provider = p.provider AND a.scope = ''
-    LEFT JOIN core.provider_coverage AS r ON r.provider = p.provider AND r.scope = p.region
-    LEFT JOIN core.provider_coverage AS k
-        ON k.provider = p.provider AND k.scope = p.region || '|' || p.pricing
-)
-SELECT * EXCLUDE (latest) REPLACE (latest.at AS last_seen, latest.run AS last_run),
+SELECT p.* REPLACE (
+        greatest(p.last_seen, c.last_seen) AS last_seen,
+        CASE WHEN c.last_seen > p.last_seen THEN c.last_run ELSE p.last_run END AS last_run),
     NULL::TIMESTAMP AS valid_to
-FROM seen;
+FROM core.current_offers AS p
+LEFT JOIN core.provider_coverage AS c
+    ON c.provider = p.provider AND c.region = p.region AND c.pricing = p.pricing;
 
 CREATE VIEW core.price_intervals AS
 SELECT * FROM core.current_intervals

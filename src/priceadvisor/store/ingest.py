@@ -29,7 +29,7 @@ from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import columns
 from priceadvisor.store import db as store
-from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason, snapshot_offers
+from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 
 MAX_REJECTED_SAMPLES = 1000
 # More than this share of quotes rejected means the source changed shape: fail, change nothing.
@@ -242,87 +242,95 @@ def _row(table: str) -> str:
     return "row(" + ", ".join(f"{table}.{c}" for c in _ATTRIBUTES) + ")"
 
 
-# Each valid quote against its key's open interval: new, same price, or changed. A same-price
-# row is rewritten (`stale`) only when an attribute moved or when this run does not cover it
-# (then its own last_seen must move); otherwise core.provider_coverage records the sighting.
+# The snapshot's valid quotes, one per key: duplicate keys collapse into the cheapest quote
+# (the window only when the snapshot has duplicates: it costs a sort of the whole snapshot).
+_GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
+_DEDUPE = """QUALIFY row_number() OVER (
+    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) = 1"""
+
+# Each key of the snapshot against its open interval: new, same price, or changed; and each
+# open interval this run covers but did not see: vanished (a partial run closes only inside
+# its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
+# the run does not cover it (then its own last_seen must move); core.provider_coverage records
+# the sighting of the others. Only keys and verdicts are kept: the few rows that are written
+# take their columns from _good.
 _CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _changes AS
-WITH good AS (
-    SELECT * FROM _snap WHERE reject_reason IS NULL
-    QUALIFY row_number() OVER (
-        PARTITION BY region, zone, instance_type, pricing
-        ORDER BY price_hour_usd, gpu_name_raw) = 1
-),
-classified AS (
-    SELECT g.*, h.first_seen AS previous_first_seen,
+WITH classified AS (
+    SELECT {", ".join(f"coalesce(g.{c}, h.{c}) AS {c}" for c in _KEY_COLUMNS)},
+        h.first_seen AS previous_first_seen,
         CASE
+            WHEN g.region IS NULL THEN 'vanished'
             WHEN h.provider IS NULL THEN 'new'
             WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
             ELSE 'changed'
         END AS change,
         NOT {_COVERED.format(t="g")}
-            OR {_row("h")} IS DISTINCT FROM {_row("g")} AS outdated
-    FROM good AS g
-    LEFT JOIN (SELECT * FROM core.current_offers WHERE provider = $provider) AS h
+            OR {_row("h")} IS DISTINCT FROM {_row("g")} AS outdated,
+        {_COVERED.format(t="h")} AS covered
+    FROM _good AS g
+    FULL JOIN (SELECT * FROM core.current_offers WHERE provider = $provider) AS h
         ON {_key_match("h", "g")}
 )
-SELECT * EXCLUDE (outdated), change = 'same' AND outdated AS stale FROM classified
+SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
+WHERE change <> 'vanished' OR covered
 """
+_CLOSING = "c.change IN ('changed', 'vanished')"
 
-# Intervals this run closes: changed prices, and open intervals it did not see inside what it
-# covers (vanished from the source; a partial run closes only inside its complete scopes).
-_CLOSING_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _closing AS
-SELECT region, zone, instance_type, pricing, false AS vanished FROM _changes
-WHERE change = 'changed'
-UNION ALL
-SELECT h.region, h.zone, h.instance_type, h.pricing, true AS vanished
-FROM core.current_offers AS h
-WHERE h.provider = $provider AND {_COVERED.format(t="h")}
-  AND NOT EXISTS (SELECT 1 FROM _changes AS c WHERE {_key_match("c", "h")})
-"""
-
-# Closed intervals keep the last_seen they had before this run (core.current_intervals).
+# Closed intervals keep the last_seen they had before this run: the later of the row's own
+# and its coverage's, as core.current_intervals reads it (written out here so that only the
+# closing rows are looked up).
 _CLOSE_SQL = f"""
 INSERT INTO core.price_closed BY NAME
-SELECT h.* REPLACE ($now AS valid_to) FROM core.current_intervals AS h
+SELECT h.* REPLACE (
+        greatest(h.last_seen, v.last_seen) AS last_seen,
+        CASE WHEN v.last_seen > h.last_seen THEN v.last_run ELSE h.last_run END AS last_run),
+    $now AS valid_to
+FROM core.current_offers AS h
+SEMI JOIN (SELECT * FROM _changes AS c WHERE {_CLOSING}) AS c ON {_key_match("c", "h")}
+LEFT JOIN core.provider_coverage AS v
+    ON v.provider = h.provider AND v.region = h.region AND v.pricing = h.pricing
 WHERE h.provider = $provider
-  AND EXISTS (SELECT 1 FROM _closing AS k WHERE {_key_match("k", "h")})
 """
 
 _DROP_CLOSED_SQL = f"""
-DELETE FROM core.current_offers AS h USING _closing AS k
-WHERE h.provider = $provider AND {_key_match("h", "k")}
+DELETE FROM core.current_offers AS h USING _changes AS c
+WHERE {_CLOSING} AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
 _TOUCH_SQL = f"""
 UPDATE core.current_offers AS h SET
     last_seen = $now, last_run = $run,
-    {", ".join(f"{c} = c.{c}" for c in _ATTRIBUTES)}
-FROM _changes AS c
+    {", ".join(f"{c} = g.{c}" for c in _ATTRIBUTES)}
+FROM _changes AS c JOIN _good AS g ON {_key_match("g", "c")}
 WHERE c.stale AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
-_OPEN_SQL = """
+_OPEN_SQL = f"""
 INSERT INTO core.current_offers BY NAME
-SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model, gpu_name_raw,
-    gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd, currency,
-    node_original AS price_hour_original, price_basis, available, interruption_rate, source_url,
-    coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
+SELECT $provider AS provider, g.region, g.zone, g.instance_type, g.pricing, gpu_model,
+    gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd,
+    currency, node_original AS price_hour_original, price_basis, available, interruption_rate,
+    source_url, coalesce(c.previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
-FROM _changes WHERE change IN ('new', 'changed')
+FROM _changes AS c JOIN _good AS g ON {_key_match("g", "c")}
+WHERE c.change IN ('new', 'changed')
 """
 
-# This run is the latest sighting of every open interval it covers: one row per scope instead
-# of a write per offer. An `ok` run (scope '') supersedes every scope of its provider.
-_UNCOVER_SQL = """
-DELETE FROM core.provider_coverage
-WHERE provider = $provider AND ($complete OR list_contains($scopes, scope))
+# This run is the latest sighting of every open interval it covers: one row per region and
+# pricing instead of a write per offer (every open offer there was seen, or it was closed).
+_UNCOVER_SQL = f"""
+DELETE FROM core.provider_coverage AS v
+WHERE v.provider = $provider AND ($complete OR EXISTS (
+    SELECT 1 FROM _changes AS c
+    WHERE c.region = v.region AND c.pricing = v.pricing AND c.change <> 'vanished'
+      AND {_COVERED.format(t="c")}))
 """
-_COVER_SQL = """
+_COVER_SQL = f"""
 INSERT INTO core.provider_coverage
-SELECT $provider, unnest(CASE WHEN $complete THEN [''] ELSE $scopes END), $now, $run
+SELECT DISTINCT $provider, region, pricing, $now, $run FROM _changes AS c
+WHERE c.change <> 'vanished' AND {_COVERED.format(t="c")}
 """
 
 _REJECTED_SQL = f"""
@@ -416,9 +424,12 @@ def _merge(
         _run(con, _DUPLICATE_SAMPLES_SQL, params)
     status, error = _effective_status(result, counts)
     if status is RunStatus.OK:
-        result, status, error = _guard_drift(con, result, min_offer_share, status, error)
+        offers = counts["total"] - counts["rejected"] - counts["duplicates"]
+        result, status, error = _guard_drift(con, result, offers, min_offer_share, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
-        counts |= _apply_changes(con, result, status, params | {"now": now})
+        counts |= _apply_changes(
+            con, result, status, params | {"now": now}, counts["duplicates"] > 0
+        )
     return counts, status, error
 
 
@@ -476,40 +487,37 @@ def _effective_status(result: FetchResult, counts: dict[str, Any]) -> tuple[RunS
 def _guard_drift(
     con: duckdb.DuckDBPyConnection,
     result: FetchResult,
+    offers: int,
     min_share: float,
-    status: RunStatus,
     error: str | None,
 ) -> tuple[FetchResult, RunStatus, str | None]:
-    """A suspiciously small snapshot becomes partial with nothing complete (store.drift); the
-    result itself is changed so the run's recorded scopes say the same."""
-    reason = drift_reason(con, result.provider, snapshot_offers(con), min_share)
+    """A suspiciously small snapshot of `offers` distinct valid keys becomes partial with
+    nothing complete (store.drift); the result itself is changed so the run's recorded scopes
+    say the same."""
+    reason = drift_reason(con, result.provider, offers, min_share)
     if reason is None:
-        return result, status, error
+        return result, RunStatus.OK, error
     result.complete_scopes = frozenset()
     return result, RunStatus.PARTIAL, reason
 
 
 def _apply_changes(
-    con: duckdb.DuckDBPyConnection, result: FetchResult, status: RunStatus, params: dict[str, Any]
+    con: duckdb.DuckDBPyConnection,
+    result: FetchResult,
+    status: RunStatus,
+    params: dict[str, Any],
+    duplicates: bool,
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
-    for sql in (_CLASSIFY_SQL, _CLOSING_SQL):
-        _run(con, sql, params)
+    con.execute(f"{_GOOD_SQL} {_DEDUPE if duplicates else ''}")
+    _run(con, _CLASSIFY_SQL, params)
     row = con.execute(
-        "SELECT (SELECT count(*) FROM _changes), "
-        "(SELECT count(*) FILTER (WHERE change = 'changed') FROM _changes), "
-        "(SELECT count(*) FILTER (WHERE change = 'new') FROM _changes), "
-        "(SELECT count(*) FILTER (WHERE vanished) FROM _closing)"
+        "SELECT count(*) FILTER (WHERE change <> 'vanished'), "
+        "count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'), "
+        "count(*) FILTER (WHERE change = 'vanished') FROM _changes"
     ).fetchone()
     assert row is not None
-    for sql in (
-        _CLOSE_SQL,
-        _DROP_CLOSED_SQL,
-        _TOUCH_SQL,
-        _OPEN_SQL,
-        _UNCOVER_SQL,
-        _COVER_SQL,
-    ):
+    for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, _OPEN_SQL, _UNCOVER_SQL, _COVER_SQL):
         _run(con, sql, params)
     return {"seen": row[0], "changed": row[1], "new": row[2], "closed": row[3]}
 
