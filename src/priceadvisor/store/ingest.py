@@ -377,9 +377,13 @@ def ingest(
         store.rollback(con)
         raise
     finally:
-        for name in ("_raw", "_resolved"):
-            con.unregister(name)
+        _release_inputs(con)
     return summary
+
+
+def _release_inputs(con: duckdb.DuckDBPyConnection) -> None:
+    for name in ("_raw", "_resolved"):
+        con.unregister(name)
 
 
 def _merge_fx(
@@ -417,6 +421,7 @@ def _merge(
     con.register("_resolved", resolution_table(con, manifest))
     fx_table(con, now)
     con.execute(_NORMALISE_SQL)
+    _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
@@ -514,11 +519,12 @@ def _apply_changes(
     row = con.execute(
         "SELECT count(*) FILTER (WHERE change <> 'vanished'), "
         "count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'), "
-        "count(*) FILTER (WHERE change = 'vanished') FROM _changes"
+        "count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
     ).fetchone()
     assert row is not None
     for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, _OPEN_SQL, _UNCOVER_SQL, _COVER_SQL):
-        _run(con, sql, params)
+        if sql is not _TOUCH_SQL or row[4]:  # an UPDATE with no stale row would still scan
+            _run(con, sql, params)
     return {"seen": row[0], "changed": row[1], "new": row[2], "closed": row[3]}
 
 
