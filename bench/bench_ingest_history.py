@@ -18,8 +18,10 @@ Then a child process with the daemon's settings (service.daemon._bound_memory: D
 memory_limit 128 MB, 1 thread, 2 malloc arenas) builds the next snapshots (`--change` moved)
 and ingests `--ingests` of them, each in its own writer session as the daemon does (ingest,
 COMMIT, CHECKPOINT, close); it prints the median CPU time (process) and wall time per session,
-and its peak RSS (ru_maxrss, quotes included). Then `--growth` more hourly ingests show how the
-file grows per ingest. `--quick`: 20,000 offers, days 1 and 30, 12 growth ingests.
+its RSS holding the quotes before the first ingest, and its peak RSS during the timed ingests
+(VmHWM, reset once the quotes are built; ru_maxrss would include the parent's size at fork).
+Then `--growth` more hourly ingests show how the file grows per ingest. `--quick`: 20,000
+offers, days 1 and 30, 12 growth ingests.
 
 Works on both schemas (single core.price_intervals table, or current/closed tables since
 migration 0040), so the same script measures the code before and after.
@@ -31,7 +33,6 @@ import argparse
 import datetime as dt
 import json
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,7 @@ from gen_snapshot import base_quotes, next_snapshot
 
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.service.daemon import _bound_memory
 from priceadvisor.store import db as store
 from priceadvisor.store.ingest import ingest
 
@@ -181,8 +183,6 @@ def proc_status_mb(field: str) -> float:
 
 def measure(db: str, offers: int, hours: int, change: float, ingests: int, growth: int) -> None:
     """In the child: the daemon's bounds, then timed hourly ingests, then growth ingests."""
-    from priceadvisor.service.daemon import _bound_memory
-
     _bound_memory()
     path = Path(db)
     with store.writer(path):
@@ -217,7 +217,6 @@ def measure(db: str, offers: int, hours: int, change: float, ingests: int, growt
                 "wall_s": statistics.median(wall),
                 "peak_rss_mb": peak,
                 "ready_rss_mb": ready,
-                "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 "runs": summaries,
                 "size_after_timed_mb": size_after,
             }
@@ -243,8 +242,8 @@ def point(tmp: Path, offers: int, days: float, args: argparse.Namespace, growth:
         f"({before['closed']:,} closed), built in {built['build_s']:.0f} s, file "
         f"{before['file_mb']:.1f} MB ({before['free_share']:.0%} free) | hourly ingest: CPU "
         f"{measured['cpu_s']:.3f} s, wall {measured['wall_s']:.3f} s, peak RSS "
-        f"{measured['peak_rss_mb']:.0f} MB ({measured['ready_rss_mb']:.0f} MB with the quotes before "
-        f"it, {measured['max_rss_mb']:.0f} MB while generating them) | after {args.ingests}+{growth} more ingests: "
+        f"{measured['peak_rss_mb']:.0f} MB ({measured['ready_rss_mb']:.0f} MB holding the quotes "
+        f"before) | after {args.ingests}+{growth} more ingests: "
         f"{after['file_mb']:.1f} MB ({after['free_share']:.0%} free), "
         f"{per_ingest:+.2f} MB per ingest"
     )
