@@ -19,7 +19,6 @@ it starts and two intervals of a key never overlap, however late an ingest gets 
 from __future__ import annotations
 
 import time
-from operator import attrgetter
 from typing import Any
 
 import duckdb
@@ -69,8 +68,7 @@ DUPLICATE_KEY = "duplicate key in the snapshot (collapsed into the cheapest)"
 
 
 def quotes_table(quotes: list[RawQuote]) -> Any:
-    values = {name: list(map(attrgetter(name), quotes)) for name in _QUOTE_SCHEMA}
-    return columns.table(values, _QUOTE_SCHEMA)
+    return columns.from_objects(quotes, _QUOTE_SCHEMA)
 
 
 def resolution_table(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> Any:
