@@ -42,6 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import duckdb
 from gen_snapshot import base_quotes, next_snapshot
 
 from priceadvisor.manifest import Manifest
@@ -167,10 +168,25 @@ def sizes(db: Path) -> dict[str, float]:
         rows = con.execute("SELECT count(*), count(valid_to) FROM core.price_intervals").fetchone()
     return {
         "file_mb": db.stat().st_size / 2**20,
+        "compact_mb": compact_size(db),
         "free_share": free / total if total else 0.0,
         "intervals": rows[0],
         "closed": rows[1],
     }
+
+
+def compact_size(db: Path) -> float:
+    """The size of the same data rewritten into a fresh file (COPY FROM DATABASE), in MB."""
+    copy = db.with_suffix(".compact.duckdb")
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{db}' AS src (READ_ONLY); ATTACH '{copy}' AS dst")
+        con.execute("COPY FROM DATABASE src TO dst")
+        con.execute("DETACH dst")
+        return copy.stat().st_size / 2**20
+    finally:
+        con.close()
+        copy.unlink(missing_ok=True)
 
 
 def proc_status_mb(field: str) -> float:
@@ -244,7 +260,8 @@ def point(tmp: Path, offers: int, days: float, args: argparse.Namespace, growth:
         f"{measured['cpu_s']:.3f} s, wall {measured['wall_s']:.3f} s, peak RSS "
         f"{measured['peak_rss_mb']:.0f} MB ({measured['ready_rss_mb']:.0f} MB holding the quotes "
         f"before) | after {args.ingests}+{growth} more ingests: "
-        f"{after['file_mb']:.1f} MB ({after['free_share']:.0%} free), "
+        f"{after['file_mb']:.1f} MB ({after['free_share']:.0%} free; "
+        f"{after['compact_mb']:.1f} MB rewritten into a fresh file), "
         f"{per_ingest:+.2f} MB per ingest"
     )
     db.unlink()
