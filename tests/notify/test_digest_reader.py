@@ -27,9 +27,7 @@ def fresh_market(db: Path) -> Path:
     dashboard_data.build(db)
     with store.writer(db) as con:
         con.execute("DELETE FROM core.price_closed")
-        con.execute(
-            "UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - INTERVAL 1 DAY"
-        )
+        con.execute("UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - INTERVAL 1 DAY")
     return db
 
 
