@@ -30,6 +30,5 @@ SELECT
     p.first_seen,
     p.last_seen,
     p.source_url
-FROM core.price_intervals AS p
-LEFT JOIN core.regions AS r ON r.provider = p.provider AND r.region = p.region
-WHERE p.valid_to IS NULL;
+FROM core.current_intervals AS p
+LEFT JOIN core.regions AS r ON r.provider = p.provider AND r.region = p.region;

@@ -26,10 +26,8 @@ def fresh_market(db: Path) -> Path:
     """One week-old market: every interval began yesterday."""
     dashboard_data.build(db)
     with store.writer(db) as con:
-        con.execute("DELETE FROM core.price_intervals WHERE valid_to IS NOT NULL")
-        con.execute(
-            "UPDATE core.price_intervals SET valid_from = now()::TIMESTAMP - INTERVAL 1 DAY"
-        )
+        con.execute("DELETE FROM core.price_closed")
+        con.execute("UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - INTERVAL 1 DAY")
     return db
 
 

@@ -49,10 +49,10 @@ def database(db_path: Path) -> Path:
     with store.writer(db_path) as con:
         # a week ago the hostile offer cost twice as much: it becomes a mover
         con.execute(
-            "UPDATE core.price_intervals SET valid_from = now()::TIMESTAMP - "
+            "UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - "
             "INTERVAL 3 DAY WHERE provider = 'lambda'"
         )
-        con.execute("""INSERT INTO core.price_intervals BY NAME
+        con.execute("""INSERT INTO core.price_closed BY NAME
             SELECT * REPLACE (price_hour_usd * 2 AS price_hour_usd,
                               price_hour_original * 2 AS price_hour_original,
                               now()::TIMESTAMP - INTERVAL 30 DAY AS valid_from,

@@ -63,11 +63,11 @@ def build(db: Path) -> Path:
 def _backdate_h100_history(con: object) -> None:
     """Each H100 interval began 10 days ago; before it, 20 days at a 20% higher price."""
     con.execute(  # type: ignore[attr-defined]
-        "UPDATE core.price_intervals SET valid_from = now()::TIMESTAMP - INTERVAL 10 DAY "
+        "UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - INTERVAL 10 DAY "
         "WHERE gpu_model = 'H100-SXM-80GB'"
     )
     con.execute(  # type: ignore[attr-defined]
-        """INSERT INTO core.price_intervals BY NAME
+        """INSERT INTO core.price_closed BY NAME
         SELECT * REPLACE (price_hour_usd * 1.2 AS price_hour_usd,
                           price_gpu_hour_usd * 1.2 AS price_gpu_hour_usd,
                           price_hour_original * 1.2 AS price_hour_original,

@@ -37,12 +37,3 @@ def drift_reason(
         f"only {offers} offers against {before} in the last good run (below "
         f"{min_share:.0%}): the source's layout may have changed, no offers closed"
     )
-
-
-def snapshot_offers(con: duckdb.DuckDBPyConnection) -> int:
-    """Distinct valid offer keys in the normalised snapshot (`_snap`): what offers_seen counts."""
-    row = con.execute(
-        """SELECT count(DISTINCT (region, zone, instance_type, pricing))
-           FROM _snap WHERE reject_reason IS NULL"""
-    ).fetchone()
-    return int(row[0]) if row else 0

@@ -14,12 +14,17 @@ fetch finished), not the time it reaches the database, and one observed no later
 provider's latest merged snapshot is `superseded`: recorded, nothing changed. Every close and
 open therefore happens after everything already in the history, so an interval never ends before
 it starts and two intervals of a key never overlap, however late an ingest gets its turn.
+
+The change log is two tables: the open intervals (core.current_offers) and the closed ones
+(core.price_closed, append-only). A merge writes only what changed: intervals closed and opened,
+open rows whose attributes moved, and one core.provider_coverage row per region and pricing the
+run covered. An unchanged offer's last_seen is read from there (core.current_intervals), so a
+fetch costs the same after a year of history as after a day.
 """
 
 from __future__ import annotations
 
 import time
-from operator import attrgetter
 from typing import Any
 
 import duckdb
@@ -29,7 +34,7 @@ from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import columns
 from priceadvisor.store import db as store
-from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason, snapshot_offers
+from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 
 MAX_REJECTED_SAMPLES = 1000
 # More than this share of quotes rejected means the source changed shape: fail, change nothing.
@@ -69,8 +74,7 @@ DUPLICATE_KEY = "duplicate key in the snapshot (collapsed into the cheapest)"
 
 
 def quotes_table(quotes: list[RawQuote]) -> Any:
-    values = {name: list(map(attrgetter(name), quotes)) for name in _QUOTE_SCHEMA}
-    return columns.table(values, _QUOTE_SCHEMA)
+    return columns.from_objects(quotes, _QUOTE_SCHEMA)
 
 
 def resolution_table(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> Any:
@@ -208,64 +212,129 @@ SELECT *,
 FROM checked
 """  # noqa: E501
 
-_CLASSIFY_SQL = """
-CREATE OR REPLACE TEMP TABLE _changes AS
-WITH good AS (
-    SELECT * FROM _snap WHERE reject_reason IS NULL
-    QUALIFY row_number() OVER (
-        PARTITION BY region, zone, instance_type, pricing
-        ORDER BY price_hour_usd, gpu_name_raw) = 1
+# Columns of an open interval that follow the latest snapshot without opening a new interval.
+_ATTRIBUTES = (
+    "gpu_model",
+    "gpu_name_raw",
+    "gpu_count",
+    "gpu_memory_gb",
+    "vcpus",
+    "ram_gb",
+    "price_hour_usd",
+    "price_gpu_hour_usd",
+    "available",
+    "interruption_rate",
+    "source_url",
+    "offer_count",
+    "price_hour_median_usd",
+    "price_date",
+    "price_origin",
+    "price_rule",
 )
-SELECT g.*, h.first_seen AS previous_first_seen,
-    CASE
-        WHEN h.provider IS NULL THEN 'new'
-        WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
-        ELSE 'changed'
-    END AS change
-FROM good AS g
-LEFT JOIN (SELECT * FROM core.price_intervals WHERE provider = $provider AND valid_to IS NULL) AS h
-    ON h.region = g.region AND h.zone = g.zone AND h.instance_type = g.instance_type
-    AND h.pricing = g.pricing
+_KEY_COLUMNS = ("region", "zone", "instance_type", "pricing")
+# Whether this run covers a key: an `ok` run covers all of them, a partial run its complete
+# scopes (a region, or 'region|pricing').
+_COVERED = """($complete OR list_contains($scopes, {t}.region)
+    OR list_contains($scopes, {t}.region || '|' || {t}.pricing))"""
+
+
+def _key_match(left: str, right: str) -> str:
+    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in _KEY_COLUMNS)
+
+
+def _row(table: str) -> str:
+    return "row(" + ", ".join(f"{table}.{c}" for c in _ATTRIBUTES) + ")"
+
+
+# The snapshot's valid quotes, one per key: duplicate keys collapse into the cheapest quote
+# (the window only when the snapshot has duplicates: it costs a sort of the whole snapshot).
+_GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
+_DEDUPE = """QUALIFY row_number() OVER (
+    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) = 1"""
+
+# Each key of the snapshot against its open interval: new, same price, or changed; and each
+# open interval this run covers but did not see: vanished (a partial run closes only inside
+# its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
+# the run does not cover it (then its own last_seen must move); core.provider_coverage records
+# the sighting of the others. Only keys and verdicts are kept: the few rows that are written
+# take their columns from _good.
+_CLASSIFY_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _changes AS
+WITH classified AS (
+    SELECT {", ".join(f"coalesce(g.{c}, h.{c}) AS {c}" for c in _KEY_COLUMNS)},
+        h.first_seen AS previous_first_seen,
+        CASE
+            WHEN g.region IS NULL THEN 'vanished'
+            WHEN h.provider IS NULL THEN 'new'
+            WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
+            ELSE 'changed'
+        END AS change,
+        NOT {_COVERED.format(t="g")}
+            OR {_row("h")} IS DISTINCT FROM {_row("g")} AS outdated,
+        {_COVERED.format(t="h")} AS covered
+    FROM _good AS g
+    FULL JOIN (SELECT * FROM core.current_offers WHERE provider = $provider) AS h
+        ON {_key_match("h", "g")}
+)
+SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
+WHERE change <> 'vanished' OR covered
+"""
+_CLOSING = "c.change IN ('changed', 'vanished')"
+
+# Closed intervals keep the last_seen they had before this run: the later of the row's own
+# and its coverage's, as core.current_intervals reads it (written out here so that only the
+# closing rows are looked up).
+_CLOSE_SQL = f"""
+INSERT INTO core.price_closed BY NAME
+SELECT h.* REPLACE (
+        greatest(h.last_seen, v.last_seen) AS last_seen,
+        CASE WHEN v.last_seen > h.last_seen THEN v.last_run ELSE h.last_run END AS last_run),
+    $now AS valid_to
+FROM core.current_offers AS h
+SEMI JOIN (SELECT * FROM _changes AS c WHERE {_CLOSING}) AS c ON {_key_match("c", "h")}
+LEFT JOIN core.provider_coverage AS v
+    ON v.provider = h.provider AND v.region = h.region AND v.pricing = h.pricing
+WHERE h.provider = $provider
 """
 
-_KEY_MATCH = """h.provider = $provider AND h.valid_to IS NULL AND h.region = c.region
-    AND h.zone = c.zone AND h.instance_type = c.instance_type AND h.pricing = c.pricing"""
+_DROP_CLOSED_SQL = f"""
+DELETE FROM core.current_offers AS h USING _changes AS c
+WHERE {_CLOSING} AND h.provider = $provider AND {_key_match("h", "c")}
+"""
 
 _TOUCH_SQL = f"""
-UPDATE core.price_intervals AS h SET
-    last_seen = $now, last_run = $run, gpu_model = c.gpu_model, gpu_name_raw = c.gpu_name_raw,
-    gpu_count = c.gpu_count, gpu_memory_gb = c.gpu_memory_gb, vcpus = c.vcpus, ram_gb = c.ram_gb,
-    price_hour_usd = c.price_hour_usd, price_gpu_hour_usd = c.price_gpu_hour_usd,
-    available = c.available, interruption_rate = c.interruption_rate, source_url = c.source_url,
-    offer_count = c.offer_count, price_hour_median_usd = c.price_hour_median_usd,
-    price_date = c.price_date, price_origin = c.price_origin, price_rule = c.price_rule
-FROM _changes AS c
-WHERE c.change = 'same' AND {_KEY_MATCH}
+UPDATE core.current_offers AS h SET
+    last_seen = $now, last_run = $run,
+    {", ".join(f"{c} = g.{c}" for c in _ATTRIBUTES)}
+FROM _changes AS c JOIN _good AS g ON {_key_match("g", "c")}
+WHERE c.stale AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
-_CLOSE_CHANGED_SQL = f"""
-UPDATE core.price_intervals AS h SET valid_to = $now
-FROM _changes AS c WHERE c.change = 'changed' AND {_KEY_MATCH}
-"""
-
-_OPEN_SQL = """
-INSERT INTO core.price_intervals BY NAME
-SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model, gpu_name_raw,
-    gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd, currency,
-    node_original AS price_hour_original, price_basis, available, interruption_rate, source_url,
-    coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from, NULL AS valid_to,
+_OPEN_SQL = f"""
+INSERT INTO core.current_offers BY NAME
+SELECT $provider AS provider, g.region, g.zone, g.instance_type, g.pricing, gpu_model,
+    gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd,
+    currency, node_original AS price_hour_original, price_basis, available, interruption_rate,
+    source_url, coalesce(c.previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
-FROM _changes WHERE change IN ('new', 'changed')
+FROM _changes AS c JOIN _good AS g ON {_key_match("g", "c")}
+WHERE c.change IN ('new', 'changed')
 """
 
-# Open intervals this run did not touch vanished from the source; partial runs close only
-# inside the regions that completed.
-_CLOSE_VANISHED_SQL = """
-UPDATE core.price_intervals SET valid_to = $now
-WHERE provider = $provider AND valid_to IS NULL AND last_run <> $run
-  AND ($complete OR list_contains($scopes, region)
-       OR list_contains($scopes, region || '|' || pricing))
+# This run is the latest sighting of every open interval it covers: one row per region and
+# pricing instead of a write per offer (every open offer there was seen, or it was closed).
+_UNCOVER_SQL = f"""
+DELETE FROM core.provider_coverage AS v
+WHERE v.provider = $provider AND ($complete OR EXISTS (
+    SELECT 1 FROM _changes AS c
+    WHERE c.region = v.region AND c.pricing = v.pricing AND c.change <> 'vanished'
+      AND {_COVERED.format(t="c")}))
+"""
+_COVER_SQL = f"""
+INSERT INTO core.provider_coverage
+SELECT DISTINCT $provider, region, pricing, $now, $run FROM _changes AS c
+WHERE c.change <> 'vanished' AND {_COVERED.format(t="c")}
 """
 
 _REJECTED_SQL = f"""
@@ -312,9 +381,13 @@ def ingest(
         store.rollback(con)
         raise
     finally:
-        for name in ("_raw", "_resolved"):
-            con.unregister(name)
+        _release_inputs(con)
     return summary
+
+
+def _release_inputs(con: duckdb.DuckDBPyConnection) -> None:
+    for name in ("_raw", "_resolved"):
+        con.unregister(name)
 
 
 def _merge_fx(
@@ -354,6 +427,7 @@ def _merge(
     con.register("_resolved", resolution_table(con, manifest))
     fx_table(con, now)
     con.execute(_NORMALISE_SQL)
+    _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
@@ -361,9 +435,12 @@ def _merge(
         _run(con, _DUPLICATE_SAMPLES_SQL, params)
     status, error = _effective_status(result, counts)
     if status is RunStatus.OK:
-        result, status, error = _guard_drift(con, result, min_offer_share, status, error)
+        offers = counts["total"] - counts["rejected"] - counts["duplicates"]
+        result, status, error = _guard_drift(con, result, offers, min_offer_share, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
-        counts |= _apply_changes(con, result, status, params | {"now": now})
+        counts |= _apply_changes(
+            con, result, status, params | {"now": now}, counts["duplicates"] > 0
+        )
     return counts, status, error
 
 
@@ -421,36 +498,40 @@ def _effective_status(result: FetchResult, counts: dict[str, Any]) -> tuple[RunS
 def _guard_drift(
     con: duckdb.DuckDBPyConnection,
     result: FetchResult,
+    offers: int,
     min_share: float,
-    status: RunStatus,
     error: str | None,
 ) -> tuple[FetchResult, RunStatus, str | None]:
-    """A suspiciously small snapshot becomes partial with nothing complete (store.drift); the
-    result itself is changed so the run's recorded scopes say the same."""
-    reason = drift_reason(con, result.provider, snapshot_offers(con), min_share)
+    """A suspiciously small snapshot of `offers` distinct valid keys becomes partial with
+    nothing complete (store.drift); the result itself is changed so the run's recorded scopes
+    say the same."""
+    reason = drift_reason(con, result.provider, offers, min_share)
     if reason is None:
-        return result, status, error
+        return result, RunStatus.OK, error
     result.complete_scopes = frozenset()
     return result, RunStatus.PARTIAL, reason
 
 
 def _apply_changes(
-    con: duckdb.DuckDBPyConnection, result: FetchResult, status: RunStatus, params: dict[str, Any]
+    con: duckdb.DuckDBPyConnection,
+    result: FetchResult,
+    status: RunStatus,
+    params: dict[str, Any],
+    duplicates: bool,
 ) -> dict[str, int]:
+    params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
+    con.execute(f"{_GOOD_SQL} {_DEDUPE if duplicates else ''}")
     _run(con, _CLASSIFY_SQL, params)
     row = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE change = 'changed'), "
-        "count(*) FILTER (WHERE change = 'new') FROM _changes"
+        "SELECT count(*) FILTER (WHERE change <> 'vanished'), "
+        "count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'), "
+        "count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
     ).fetchone()
     assert row is not None
-    for sql in (_TOUCH_SQL, _CLOSE_CHANGED_SQL, _OPEN_SQL):
-        _run(con, sql, params)
-    closed = _run(
-        con,
-        _CLOSE_VANISHED_SQL,
-        params | {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)},
-    ).fetchone()
-    return {"seen": row[0], "changed": row[1], "new": row[2], "closed": closed[0] if closed else 0}
+    for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, _OPEN_SQL, _UNCOVER_SQL, _COVER_SQL):
+        if sql is not _TOUCH_SQL or row[4]:  # an UPDATE with no stale row would still scan
+            _run(con, sql, params)
+    return {"seen": row[0], "changed": row[1], "new": row[2], "closed": row[3]}
 
 
 def _finish_run(
