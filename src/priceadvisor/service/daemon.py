@@ -53,6 +53,7 @@ from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
+from priceadvisor.store import leases
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
 from priceadvisor.store.validators import StoredValidatorCache
@@ -106,16 +107,28 @@ class Daemon:
         self.health_port: int | None = None
         self.channels: dict[str, Any] = {}
         self.delivering = asyncio.Lock()
+        self.holder = leases.holder_id()
 
     def _runnable_providers(self) -> list[str]:
         runnable = []
-        for provider in enabled_providers(self.settings, sorted(REGISTRY)):
+        for provider in self._owned_providers():
             reason = plan(self.settings, provider, self.offline).skip_reason
             if reason:
                 log.warning("not scheduled: %s", reason, extra={"provider": provider})
             else:
                 runnable.append(provider)
         return runnable
+
+    def _owned_providers(self) -> list[str]:
+        """The enabled providers this daemon fetches: `[daemon] providers` when given (other
+        daemons on the same lake fetch the rest), else all of them."""
+        enabled = enabled_providers(self.settings, sorted(REGISTRY))
+        owned = self.settings.daemon.providers
+        if not owned:
+            return enabled
+        for provider in sorted(set(owned) - set(enabled)):
+            log.warning("not scheduled: disabled in [providers]", extra={"provider": provider})
+        return [p for p in enabled if p in owned]
 
     async def run(self) -> None:
         self.lock.acquire()  # refuses a second daemon on this database
@@ -233,6 +246,9 @@ class Daemon:
         await self.deliver_job()
 
     def _queue_digest(self) -> None:
+        if not self._take_lease("digest"):
+            self._log_lease_held("digest")  # that daemon queues this digest
+            return
         with store.reader(self.path, self.settings.lock_timeout) as con:
             built = digests.build(con, self.settings, utcnow())
         message = digests.render_for(digests.with_health(built, self.settings), self.settings)
@@ -334,13 +350,36 @@ class Daemon:
                 store_advice(con, settings.workloads)
 
     def _alert(self, settings: Settings, summary: IngestSummary) -> None:
-        if settings.alerts.rules and self.channels:
+        """Evaluate after each fetch, one daemon at a time: the lease is taken for the
+        evaluation and given back, so every fetch on the store is evaluated once, as with one
+        daemon fetching every provider."""
+        if not (settings.alerts.rules and self.channels):
+            return
+        deadline = time.monotonic() + settings.lock_timeout
+        while not self._take_lease("alerts"):  # another daemon is evaluating: wait for it
+            if time.monotonic() >= deadline or self.give_up.wait(0.5):
+                self._log_lease_held("alerts")
+                return
+        try:
             with store.writer(self.path, settings.lock_timeout) as con:
                 queued = alerts.evaluate_and_queue(
                     con, settings.alerts, sorted(self.channels), utcnow()
                 )
-            if queued:
-                log.info("%d alert notifications queued", queued, extra={"job": "alerts"})
+        finally:
+            with store.writer(self.path, settings.lock_timeout) as con:
+                leases.release(con, "alerts", self.holder, utcnow())
+        if queued:
+            log.info("%d alert notifications queued", queued, extra={"job": "alerts"})
+
+    def _take_lease(self, job: str) -> bool:
+        """Take (or renew) the store-wide lease on `job`; False when another daemon holds it."""
+        with store.writer(self.path, self.settings.lock_timeout) as con:
+            return leases.acquire(con, job, self.holder, self.settings.daemon.lease, utcnow())
+
+    def _log_lease_held(self, job: str) -> None:
+        with store.reader(self.path, self.settings.lock_timeout) as con:
+            holder, until = leases.current(con, job)
+        log.info("skipped: %s holds the lease until %s", holder, until, extra={"job": job})
 
     def _export(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.daemon.export_dir is not None:
