@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import stamina
 
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.resources import recordings_dir
+from tests.pg import PostgresUnavailable, create_database, pg_bin, start_postgres
 
 AZURE_URL = "https://prices.azure.com/api/retail/prices"
 
@@ -148,3 +150,23 @@ def ingest_quotes(
             provider, status or RunStatus.OK, quotes, error=error, finished_at=utcnow()
         )
         return ingest(con, run_id, result, manifest(provider))
+
+
+_database_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """One PostgreSQL server for the session (Debian's binaries); yields its admin DSN."""
+    try:
+        pg_bin()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL not installed: {exc}")
+    with start_postgres() as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def pg_dsn(pg_server: str) -> str:
+    """A fresh, empty database on the session's PostgreSQL server, for one test."""
+    return create_database(pg_server, f"test_{next(_database_numbers)}")

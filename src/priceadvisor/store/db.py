@@ -27,15 +27,14 @@ from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
 from priceadvisor.store import columns
+from priceadvisor.store.errors import StoreError, first_line
 
 log = logging.getLogger(__name__)
+# Callers catch store.StoreError and use store.first_line, which live in store.errors.
+__all__ = ["StoreError", "first_line"]
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK_MARKERS = ("lock", "Conflicting")
-
-
-class StoreError(RuntimeError):
-    """A database problem a user can act on; the message is one line."""
 
 
 def migrations() -> list[tuple[int, Path]]:
@@ -467,6 +466,3 @@ def _alive(pid: int | None) -> bool:
         return True
     return True
 
-
-def first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
