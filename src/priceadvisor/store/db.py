@@ -465,4 +465,3 @@ def _alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
-

@@ -3,8 +3,9 @@ only in the daemon holding its row of `core.job_leases`, however many daemons sh
 
 A lease is taken or renewed in one transaction by an UPDATE that matches only a free, expired
 or own row. On one DuckDB file the writers take turns, so the UPDATE decides alone. On a lake,
-two daemons may both see the row free in their snapshots; both UPDATE the same row, and the
-lake refuses the second commit as a conflict: that daemon did not get the lease. A holder that
+two daemons may both see the row free in their snapshots; both UPDATE the table, and the lake
+refuses the second commit as a conflict. That daemon tries again on a fresh snapshot, where
+the row is now the winner's: it did not get the lease. A holder that
 dies stops renewing; its lease ends at `expires_at` and the next daemon takes it.
 """
 
@@ -17,24 +18,15 @@ import uuid
 
 import duckdb
 
-from priceadvisor.store.db import rollback
+from priceadvisor.store.conflicts import WriteConflict, retried
 
 JOBS = ("alerts", "digest")
-# How a lake (DuckLake) says a commit lost against a concurrent one.
-_CONFLICT_MARKERS = ("conflict", "Conflict")
 
 
 def holder_id() -> str:
     """This process's name in the lease table: host and PID (for people reading the row) and
     a random part (a PID can be reused after a restart)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def is_conflict(exc: duckdb.Error) -> bool:
-    """A commit refused because a concurrent transaction changed the same rows first."""
-    return isinstance(exc, duckdb.TransactionException) and any(
-        marker in str(exc) for marker in _CONFLICT_MARKERS
-    )
 
 
 def acquire(
@@ -44,29 +36,32 @@ def acquire(
     False when another holder's lease still runs, or another daemon took it at this moment."""
     if job not in JOBS:
         raise ValueError(f"no lease for job {job!r} (known: {', '.join(JOBS)})")
-    try:
-        con.execute("BEGIN TRANSACTION")
-        row = con.execute(
+
+    def take(con: duckdb.DuckDBPyConnection) -> tuple[int, ...] | None:
+        return con.execute(
             "UPDATE core.job_leases SET holder = $holder, expires_at = $until "
             "WHERE job = $job AND (holder = $holder OR holder IS NULL OR expires_at <= $now)",
             {"holder": holder, "until": now + dt.timedelta(seconds=ttl), "job": job, "now": now},
         ).fetchone()
-        con.execute("COMMIT")
-    except duckdb.TransactionException as exc:
-        rollback(con)
-        if is_conflict(exc):
-            return False
-        raise
+
+    try:  # a conflict may come from the other job's row: decide again on a fresh snapshot
+        row = retried(con, take, attempts=5)
+    except WriteConflict:
+        return False  # the lease table keeps changing under us: try at the next run
     return bool(row and row[0])
 
 
 def release(con: duckdb.DuckDBPyConnection, job: str, holder: str, now: dt.datetime) -> bool:
     """Give the lease up (when `holder` has it), so the next daemon need not wait for expiry."""
-    row = con.execute(
-        "UPDATE core.job_leases SET holder = NULL, expires_at = $now "
-        "WHERE job = $job AND holder = $holder",
-        {"job": job, "holder": holder, "now": now},
-    ).fetchone()
+
+    def give_up(con: duckdb.DuckDBPyConnection) -> tuple[int, ...] | None:
+        return con.execute(
+            "UPDATE core.job_leases SET holder = NULL, expires_at = $now "
+            "WHERE job = $job AND holder = $holder",
+            {"job": job, "holder": holder, "now": now},
+        ).fetchone()
+
+    row = retried(con, give_up)
     return bool(row and row[0])
 
 
