@@ -22,11 +22,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import duckdb
+import stamina
 
 from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import columns
+from priceadvisor.store import columns, lake, lakesql
 from priceadvisor.store.errors import StoreError, first_line
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,9 @@ _SEALED: Config = {
     "lock_configuration": True,
 }
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_prepared: set[Path] = set()
+_prepared: set[Path | str] = set()
+# Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
+Target = Path | lake.Lake
 
 
 class _Turn(threading.local):
@@ -127,13 +130,20 @@ def _take_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
 
 @contextmanager
 def writer(
-    path: Path, lock_timeout: float = 10.0, give_up: threading.Event | None = None
+    path: Target, lock_timeout: float = 10.0, give_up: threading.Event | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Read-write connection for one write job: migrated, views fresh; checkpointed on close.
 
     Without `give_up` it waits at most `lock_timeout` for other processes (readers, a CLI
     fetch, the daemon) to release the file. With it, the write waits its turn however long that
-    takes, warning every `lock_timeout`, until `give_up` is set (the daemon's shutdown)."""
+    takes, warning every `lock_timeout`, until `give_up` is set (the daemon's shutdown).
+    On a lake there is no file lock to wait for: writers run at once and DuckLake orders their
+    transactions (a conflicting commit fails with duckdb.TransactionException, see
+    `retry_conflicts`)."""
+    if isinstance(path, lake.Lake):
+        with _lake_writer(path) as con:
+            yield con
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -142,13 +152,23 @@ def writer(
         _connection(path, False, lock_timeout, give_up) as con,
         _write_failures(path),
     ):
-        _prepare_once(con, path)
+        _prepare_once(con, path.resolve())
         yield con
         con.execute("CHECKPOINT")
 
 
 @contextmanager
-def _write_failures(path: Path) -> Iterator[None]:
+def _lake_writer(target: lake.Lake) -> Iterator[duckdb.DuckDBPyConnection]:
+    """No CHECKPOINT at the end: on a lake it compacts files and expires snapshots, which is
+    maintenance for the operator (it would also cut the time travel short)."""
+    described = target.describe()
+    with lake.connect(target, config=CONNECTION_CONFIG) as con, _write_failures(described):
+        _prepare_lake_once(con, described)
+        yield con
+
+
+@contextmanager
+def _write_failures(path: Path | str) -> Iterator[None]:
     """A write the file system refused (disk full, read-only, I/O error) ends as one line
     with DuckDB's cause: a failed checkpoint is fatal, a failed WAL write fails the commit."""
     try:
@@ -165,31 +185,44 @@ def rollback(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("ROLLBACK")
 
 
-def _prepare_once(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _prepare_once(con: duckdb.DuckDBPyConnection, key: Path | str) -> None:
     """Migrations, catalogs, views and stale runs: once per process per file (and again if the
     file was replaced, which its missing bookkeeping table shows)."""
-    key = path.resolve()
     if key in _prepared and _has_schema(con):
         return
     prepare(con)
     _prepared.add(key)
 
 
+@stamina.retry(on=duckdb.TransactionException, attempts=5)
+def _prepare_lake_once(con: duckdb.DuckDBPyConnection, key: str) -> None:
+    """As _prepare_once; daemons starting together on one lake conflict here (both migrate or
+    reload the catalog), and the loser simply runs again on the winner's result."""
+    _prepare_once(con, key)
+
+
 def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'core' "
-        "AND table_name = 'schema_migrations'"
+        "AND table_name = 'schema_migrations' AND database_name = current_database()"
     ).fetchone()
     return bool(row and row[0])
 
 
 @contextmanager
 def reader(
-    path: Path, lock_timeout: float = 10.0, writable_dir: Path | None = None
+    path: Target, lock_timeout: float = 10.0, writable_dir: Path | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Read-only connection sealed off from files, network, extensions and settings (only
     `writable_dir`, for an export, is reachable); refuses a file that is missing or from
-    another schema version."""
+    another schema version. A lake is attached READ_ONLY and sealed the same way once attached
+    (its local data directory stays readable)."""
+    if isinstance(path, lake.Lake):
+        with lake.connect(path, read_only=True, config=CONNECTION_CONFIG) as con:
+            _seal_lake(con, path, writable_dir)
+            _check_version(con, path.describe())
+            yield con
+        return
     if not path.is_file():
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
     with _connection(path, True, lock_timeout, allowed=writable_dir) as con:
@@ -244,6 +277,21 @@ def _config(read_only: bool, allowed: Path | None) -> Config:
     return {**CONNECTION_CONFIG, **_NO_EXTENSIONS, "allow_community_extensions": False}
 
 
+def _seal_lake(con: duckdb.DuckDBPyConnection, target: lake.Lake, writable: Path | None) -> None:
+    """_SEALED after the attach (the attach itself reads the catalog and the extensions). Data
+    on S3 needs external access, so such a lake reader is read-only but not sealed."""
+    data = lake.local_data_dir(target)
+    if data is None:
+        return
+    folders = [f"{data.resolve()}/", *([f"{writable.resolve()}/"] if writable else [])]
+    if target.kind != "postgres":
+        folders.append(str(Path(target.catalog.removeprefix("sqlite:")).resolve()))
+    literals = ", ".join("'" + f.replace("'", "''") + "'" for f in folders)
+    con.execute(f"SET allowed_directories = [{literals}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
 def _seal_except(con: duckdb.DuckDBPyConnection, allowed: Path) -> None:
     """_SEALED with one writable folder: DuckDB takes allowed_directories only on a started
     database and before external access is switched off, so these run before any other
@@ -280,7 +328,7 @@ def _refuse_sqlite(path: Path) -> None:
         raise StoreError(f"{path} is a SQLite file, not a priceadvisor DuckDB database")
 
 
-def _check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _check_version(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
     try:
         row = con.execute("SELECT max(version) FROM core.schema_migrations").fetchone()
     except duckdb.CatalogException:
@@ -304,11 +352,18 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Apply the missing migrations; on a lake in DuckLake's dialect (store.lakesql)."""
+    on_lake = lake.is_lake(con)
     con.execute("CREATE SCHEMA IF NOT EXISTS core")
     con.execute(
-        "CREATE TABLE IF NOT EXISTS core.schema_migrations "
-        "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+        _dialect(
+            "CREATE TABLE IF NOT EXISTS core.schema_migrations "
+            "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)",
+            on_lake,
+        )
     )
+    if on_lake:
+        con.execute(lakesql.COUNTERS_DDL)
     applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
     if applied and max(applied) > latest_version():
         # Writing with an older schema's idea of the tables would corrupt a newer database.
@@ -319,19 +374,26 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     done = []
     for version, path in migrations():
         if version not in applied:
-            _apply(con, version, path)
+            _apply(con, version, path, on_lake)
             done.append(version)
     return done
 
 
-def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> None:
+def _dialect(sql: str, on_lake: bool) -> str:
+    return lakesql.translate(sql) if on_lake else sql
+
+
+def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path, on_lake: bool) -> None:
     con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(path.read_text(encoding="utf-8"))
+        con.execute(_dialect(path.read_text(encoding="utf-8"), on_lake))
         con.execute(
             "INSERT INTO core.schema_migrations VALUES (?, ?, ?)", [version, path.stem, utcnow()]
         )
         con.execute("COMMIT")
+    except duckdb.TransactionException:
+        rollback(con)
+        raise  # another writer migrated the lake at the same time: _prepare_lake_once retries
     except duckdb.Error as exc:
         rollback(con)
         raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
@@ -410,13 +472,57 @@ _REGION_COLUMNS: columns.Schema = {
 def start_run(con: duckdb.DuckDBPyConnection, provider: str, source: str = "live") -> int:
     """Record a run as `running` before its network work, so a crash leaves a trace.
     `source` is 'live' or 'recorded' (the shipped responses): recorded never passes for live."""
-    row = con.execute(
-        "INSERT INTO core.fetch_runs (provider, started_at, status, source, pid, host) "
-        "VALUES (?, ?, 'running', ?, ?, ?) RETURNING run_id",
-        [provider, utcnow(), source, os.getpid(), socket.gethostname()],
-    ).fetchone()
-    assert row is not None
+    run_id = next_id(con, "core.fetch_run_ids")
+    con.execute(
+        "INSERT INTO core.fetch_runs (run_id, provider, started_at, status, source, pid, host) "
+        "VALUES (?, ?, ?, 'running', ?, ?, ?)",
+        [run_id, provider, utcnow(), source, os.getpid(), socket.gethostname()],
+    )
+    return run_id
+
+
+def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
+    """The next value of `sequence` (a name from the migrations' CREATE SEQUENCE): the sequence
+    itself in a DuckDB file, its row in core.id_counters on a lake. Two lake writers taking the
+    same id both update that row, so DuckLake fails one commit (a conflict to retry), never
+    hands out one id twice."""
+    if not lake.is_lake(con):
+        row = con.execute(f"SELECT nextval('{sequence}')").fetchone()
+        assert row is not None
+        return int(row[0])
+    with transaction(con):
+        con.execute("UPDATE core.id_counters SET next_id = next_id + 1 WHERE name = ?", [sequence])
+        row = con.execute(
+            "SELECT next_id - 1 FROM core.id_counters WHERE name = ?", [sequence]
+        ).fetchone()
+    if row is None:
+        raise StoreError(f"the lake has no id counter {sequence!r} (an incomplete migration?)")
     return int(row[0])
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """A transaction around the block, or the caller's own when one is already open."""
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        yield  # already inside the caller's transaction, which commits or rolls back
+        return
+    try:
+        yield
+    except BaseException:
+        rollback(con)
+        raise
+    con.execute("COMMIT")
+
+
+def replace_rows(con: duckdb.DuckDBPyConnection, table: str, keys: list[str], source: str) -> None:
+    """INSERT OR REPLACE for both backends (a lake has no key to conflict on): the rows of
+    `source` (a table or view with `table`'s columns) replace those with the same `keys`."""
+    match = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+    with transaction(con):
+        con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM {source} s WHERE {match})")
+        con.execute(f"INSERT INTO {table} SELECT * FROM {source}")
 
 
 def abandon_own_runs(con: duckdb.DuckDBPyConnection) -> int:

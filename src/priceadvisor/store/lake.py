@@ -24,7 +24,8 @@ import duckdb
 from priceadvisor.store.errors import StoreError, first_line
 
 ALIAS = "lake"
-_NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+Config = dict[str, str | bool | int | float | list[str]]
+_NO_EXTENSIONS: Config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 # Extension name -> the PyPI package (import name) that ships <name>.duckdb_extension. DuckDB
 # finds an extension's entry point from its file name, so the packages named after the
 # extension are used (duckdb-extension-postgres ships the same library as postgres.duckdb_extension,
@@ -153,7 +154,7 @@ def attach(con: duckdb.DuckDBPyConnection, lake: Lake, read_only: bool = False) 
 
 @contextmanager
 def connect(
-    lake: Lake, read_only: bool = False, config: dict[str, str | bool | int | float] | None = None
+    lake: Lake, read_only: bool = False, config: Config | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB with the lake attached and current; closed at the end."""
     if lake.kind == "duckdb" and read_only and not Path(lake.catalog).is_file():
