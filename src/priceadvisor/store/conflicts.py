@@ -19,7 +19,7 @@ from typing import TypeVar
 import duckdb
 import stamina
 
-from priceadvisor.store.db import rollback
+from priceadvisor.store import db
 from priceadvisor.store.errors import StoreError, first_line
 
 T = TypeVar("T")
@@ -43,20 +43,15 @@ def transaction(
     con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPyConnection], T]
 ) -> T:
     """`work(con)` in one transaction: committed whole, or rolled back and re-raised (a commit
-    conflict as WriteConflict)."""
-    con.execute("BEGIN TRANSACTION")
+    conflict as WriteConflict). A failed COMMIT has already ended the transaction."""
     try:
-        result = work(con)
-        con.execute("COMMIT")
+        with db.transaction(con):
+            return work(con)
     except duckdb.TransactionException as exc:
-        rollback(con)
         if is_conflict(exc):
+            db.rollback(con)
             raise WriteConflict(f"a concurrent write won: {first_line(exc)}") from None
         raise
-    except BaseException:
-        rollback(con)
-        raise
-    return result
 
 
 def retried(
