@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
-from dataclasses import asdict
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import TypeVar
 
@@ -65,14 +65,9 @@ def race(target: lake.Lake, work: Callable[[int, duckdb.DuckDBPyConnection], T])
 
 
 def test_a_lease_has_one_holder_however_many_race_for_it(target: lake.Lake) -> None:
-    now = utcnow()
-    for round_ in range(3):
-        won = race(
-            target,
-            lambda i, con: leases.acquire(
-                con, "alerts", f"d{i}", 60, now + dt.timedelta(hours=round_)
-            ),
-        )
+    for round_ in range(3):  # each round an hour later: the last round's lease has expired
+        now = utcnow() + dt.timedelta(hours=round_)
+        won = race(target, lambda i, con, now=now: leases.acquire(con, "alerts", f"d{i}", 60, now))
         assert sum(won) == 1
         with db.writer(target) as con:
             holder, _ = leases.current(con, "alerts")
