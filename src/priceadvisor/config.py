@@ -286,6 +286,52 @@ class WorkloadProfile(BaseModel):
         return llm.from_numbers(self.name, **numbers)
 
 
+class S3Settings(BaseModel):
+    """Object storage for a lake's data files (AWS S3 or any S3-compatible server)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str | None = Field(None, description="host[:port] of an S3-compatible server")
+    region: str | None = None
+    url_style: Literal["vhost", "path"] = "vhost"
+    use_ssl: bool = True
+    key_id_env: str = Field("AWS_ACCESS_KEY_ID", description="secret's env/file name")
+    secret_env: str = Field("AWS_SECRET_ACCESS_KEY", description="secret's env/file name")
+
+
+class LakeSettings(BaseModel):
+    """A DuckLake (storage = "ducklake"): where its catalog and its data files are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    catalog: str = Field(
+        min_length=1,
+        description="postgres:<libpq DSN> | sqlite:<file> | <DuckDB catalog file>",
+    )
+    data_path: str = Field(min_length=1, description="directory or s3://bucket/prefix/")
+    password_env: str = Field("PRICEADVISOR_CATALOG_PASSWORD", description="secret's env/file name")
+    s3: S3Settings = Field(default_factory=S3Settings)
+
+    @field_validator("catalog")
+    @classmethod
+    def _catalog(cls, value: str) -> str:
+        value = value.strip().removeprefix("ducklake:")
+        if "password" in value.lower():
+            raise ValueError(
+                "must not hold a password: put it in the secret named by lake.password_env"
+            )
+        if value.startswith(("postgres:", "sqlite:")) and not value.split(":", 1)[1].strip():
+            raise ValueError(f"{value!r} names no database")
+        return value
+
+    @field_validator("data_path")
+    @classmethod
+    def _data_path(cls, value: str) -> str:
+        if "://" in value and not value.startswith("s3://"):
+            raise ValueError(f"{value!r}: use a directory or an s3://bucket/prefix/ URL")
+        return value if value.endswith("/") else value + "/"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="PRICEADVISOR_",
@@ -295,6 +341,8 @@ class Settings(BaseSettings):
     )
 
     db: Path | None = None
+    storage: Literal["duckdb", "ducklake"] = "duckdb"
+    lake: LakeSettings | None = None
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     lock_timeout: Seconds = 10.0
     secrets_dir: Path | None = None
@@ -327,6 +375,14 @@ class Settings(BaseSettings):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"workload names must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+    @model_validator(mode="after")
+    def _lake_configured(self) -> Settings:
+        if self.storage == "ducklake" and self.lake is None:
+            raise ValueError(
+                'storage = "ducklake" needs a [lake] section with catalog and data_path'
+            )
         return self
 
     @field_validator("providers")
@@ -396,6 +452,7 @@ def _secret_env_names(settings: Settings) -> set[str]:
         names.add(settings.notify.email.password_env)
     if settings.notify.slack is not None:
         names.add(settings.notify.slack.webhook_env)
+    names.add(settings.lake.password_env if settings.lake else "PRICEADVISOR_CATALOG_PASSWORD")
     return {name for name in names if name}
 
 

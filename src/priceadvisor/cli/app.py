@@ -261,7 +261,7 @@ def prices(
     shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
     settings = state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
     if fmt is Format.TABLE:
@@ -299,7 +299,7 @@ def history(
     """Price intervals over time (newest first per offer), published and derived."""
     flt = _offer_filter(gpu, provider, None, None, False, pricing, include_derived=True)
     settings = state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         table = reads.history(con, flt, region, instance_type, limit)
     render(table, fmt, out, title="Price history (USD)")
 
@@ -313,7 +313,7 @@ def sql(
     """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
     the first 1000 rows; csv and json stream every row."""
     settings = state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         check_read_only(con, query)
         with _sql_errors():
             if fmt is not Format.TABLE:
@@ -356,7 +356,7 @@ def export(
 
     settings = state(ctx).settings
     target = out_dir or settings.db_path().parent / "export"
-    counts = export_database(settings.db_path(), target, settings.lock_timeout)
+    counts = export_database(store.target(settings), target, settings.lock_timeout)
     rows = [(name, n) for name, n in counts.items()]
     render(reads.Table(["table", "rows"], rows), Format.TABLE, out, title=f"Exported to {target}")
 

@@ -45,7 +45,7 @@ def digest(
     if preview is None and not send:
         raise UsageError("give --preview DIR and/or --send")
     settings = state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         built = digests.build(con, settings, utcnow())
     message = digests.render_for(digests.with_health(built, settings), settings)
     if preview is not None:
@@ -99,7 +99,7 @@ def _deliver(settings: Settings, available: dict[str, Channel], queued: str) -> 
 
     from priceadvisor.notify import outbox
 
-    outcomes = asyncio.run(outbox.deliver(settings, settings.db_path(), available))
+    outcomes = asyncio.run(outbox.deliver(settings, store.target(settings), available))
     done = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due"
     out.print(f"{queued}; delivery: {done}")
     if outcomes.get("retry") or outcomes.get("failed"):
@@ -108,7 +108,7 @@ def _deliver(settings: Settings, available: dict[str, Channel], queued: str) -> 
 
 def _show(ctx: typer.Context, sql: str, fmt: Format, title: str) -> None:
     settings = state(ctx).settings
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         table = reads.fetch_table(con, sql)
     render(table, fmt, out, title=title)
 
@@ -118,7 +118,7 @@ def _send(ctx: typer.Context, kind: str, message: Message) -> None:
 
     settings = state(ctx).settings
     available = _channels(settings)
-    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+    with store.writer(store.target(settings), settings.lock_timeout) as con:
         queued = outbox.enqueue(con, kind, message, sorted(available))
     _deliver(settings, available, f"queued {queued} new")
 
@@ -158,7 +158,7 @@ def alerts_evaluate(ctx: typer.Context) -> None:
     if not settings.alerts.rules:
         raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
     available = _channels(settings)
-    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+    with store.writer(store.target(settings), settings.lock_timeout) as con:
         queued = alerts.evaluate_and_queue(con, settings.alerts, sorted(available), utcnow())
     _deliver(settings, available, f"{queued} alert notification(s) queued")
 
@@ -195,7 +195,7 @@ def silence_add(
         raise UsageError(f"--duration: {exc}") from None
     settings = state(ctx).settings
     now = utcnow()
-    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+    with store.writer(store.target(settings), settings.lock_timeout) as con:
         silence_id = alerts.silence(
             con, matchers, now + dt.timedelta(seconds=seconds), comment, now
         )
@@ -214,10 +214,8 @@ def silence_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 def silence_rm(ctx: typer.Context, silence_id: Annotated[int, typer.Argument()]) -> None:
     """Remove a silence."""
     settings = state(ctx).settings
-    with store.writer(settings.db_path(), settings.lock_timeout) as con:
-        row = con.execute(
-            "DELETE FROM core.silences WHERE id = ? RETURNING id", [silence_id]
-        ).fetchone()
-    if row is None:
+    with store.writer(store.target(settings), settings.lock_timeout) as con:
+        row = con.execute("DELETE FROM core.silences WHERE id = ?", [silence_id]).fetchone()
+    if not row or not row[0]:  # the count of rows deleted
         raise UserError(f"no silence {silence_id}")
     out.print(f"silence {silence_id} removed")

@@ -36,7 +36,7 @@ def serve(
 
     settings = state(ctx).settings
     configure(settings.log_level)
-    with store.reader(settings.db_path(), settings.lock_timeout):
+    with store.reader(store.target(settings), settings.lock_timeout):
         pass  # a missing or outdated database is a one-line error now, not a 503 per page
     bind = host or settings.daemon.health_host
     asyncio.run(_serve(settings, bind, settings.daemon.health_port if port is None else port))
@@ -48,7 +48,7 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     from priceadvisor.service import web
     from priceadvisor.service.dashboard import Dashboard
 
-    dashboard = Dashboard(settings.db_path(), "read-only view (priceadvisor serve)")
+    dashboard = Dashboard(store.target(settings), "read-only view (priceadvisor serve)")
     token = lookup_secret(settings, settings.daemon.web_token_env)
     try:
         server = await web.serve(host, port, web.build_app(dashboard.routes(), token))

@@ -250,7 +250,7 @@ def advise(
             "no workloads configured: add [[workloads]] to the config (see docs/configuration.md)"
         )
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
-    with store.writer(settings.db_path(), settings.lock_timeout) as con:
+    with store.writer(store.target(settings), settings.lock_timeout) as con:
         store_advice(con, settings.workloads)
         table = reads.fetch_table(
             con,
@@ -297,7 +297,7 @@ def tco(
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
-    with store.reader(settings.db_path(), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout) as con:
         model, rent = _rental(con, gpu, workload, settings)
     spec = gpu_catalog().gpus[model]
     price = purchase_price or spec.specs.get("approx_list_price_usd")

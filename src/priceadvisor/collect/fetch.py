@@ -15,7 +15,6 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import duckdb
 from pydantic import SecretStr
@@ -201,7 +200,7 @@ async def fetch_all(
 
 def start_runs(
     settings: Settings,
-    path: Path,
+    path: store.Target,
     providers: list[str],
     give_up: threading.Event,
     offline_mode: bool = False,
@@ -215,7 +214,7 @@ def start_runs(
 
 def prepare_runs(
     settings: Settings,
-    path: Path,
+    path: store.Target,
     providers: list[str],
     give_up: threading.Event,
     offline_mode: bool = False,
@@ -235,7 +234,7 @@ def _start(con: duckdb.DuckDBPyConnection, providers: list[str], offline_mode: b
 
 def ingest_results(
     settings: Settings,
-    path: Path,
+    path: store.Target,
     run_ids: list[int],
     results: list[FetchResult],
     give_up: threading.Event,
@@ -278,7 +277,7 @@ def _whole_run(summary: IngestSummary, result: FetchResult) -> IngestSummary:
 
 
 def _finish_unfinished(
-    settings: Settings, path: Path, run_ids: list[int], exc: Exception, gave_up: bool
+    settings: Settings, path: store.Target, run_ids: list[int], exc: Exception, gave_up: bool
 ) -> None:
     status = "abandoned" if gave_up else "failed"
     reason = f"the snapshot could not be stored: {store.first_line(exc)}"
@@ -295,11 +294,11 @@ def run_cycle(
     provider_ids: list[str],
     offline_mode: bool,
     progress: ProgressSink,
-    db_path: Path | None = None,
+    db_path: store.Target | None = None,
 ) -> list[IngestSummary]:
     """Record the runs as started, fetch concurrently, then ingest each result."""
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
-    path = db_path or settings.db_path()
+    path = db_path or store.target(settings)
     patient = threading.Event()  # never set: a CLI fetch waits its turn until interrupted
     providers = [p.provider for p in plans]
     run_ids, caches = prepare_runs(settings, path, providers, patient, offline_mode)

@@ -276,9 +276,12 @@ def _step(
             "send_resolved": settings.send_resolved,
         },
     )
-    con.execute(
-        "INSERT OR REPLACE INTO core.alert_state SELECT fingerprint, rule, labels, reference, "
-        "value, pending, firing, notified_value, last_notified_at, updated_at FROM alert_next"
+    store.replace_rows(
+        con,
+        "core.alert_state",
+        ["fingerprint"],
+        "(SELECT fingerprint, rule, labels, reference, value, pending, firing, notified_value, "
+        "last_notified_at, updated_at FROM alert_next)",
     )
     rows = con.execute(
         "SELECT rule, labels, value, condition, title, lines, resolved FROM alert_next "
@@ -332,12 +335,13 @@ def silence(
     comment: str | None,
     now: dt.datetime,
 ) -> int:
-    row = con.execute(
-        "INSERT INTO core.silences (matchers, comment, created_at, expires_at) "
-        "VALUES (?, ?, ?, ?) RETURNING id",
-        [json.dumps(matchers), comment, now, until],
-    ).fetchone()
-    return int(row[0]) if row else 0
+    silence_id = store.next_id(con, "core.silence_ids")
+    con.execute(
+        "INSERT INTO core.silences (id, matchers, comment, created_at, expires_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [silence_id, json.dumps(matchers), comment, now, until],
+    )
+    return silence_id
 
 
 def evaluate_and_queue(

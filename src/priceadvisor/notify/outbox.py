@@ -27,7 +27,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import duckdb
 
@@ -61,25 +60,29 @@ def channels(settings: Settings) -> dict[str, Channel]:
 def enqueue(
     con: duckdb.DuckDBPyConnection, kind: str, message: Message, channel_names: list[str]
 ) -> int:
-    """Queue the message once per channel; returns how many rows were new."""
+    """Queue the message once per channel; returns how many rows were new. A key already
+    queued is skipped by a look-up, not ON CONFLICT: a lake has no unique key to conflict on
+    (in a DuckDB file the UNIQUE constraint stays as a backstop)."""
     images = {cid: base64.b64encode(png).decode() for cid, png in message.images.items()}
     payload = json.dumps(asdict(message) | {"images": images})
-    before = _count(con)
-    con.executemany(
-        "INSERT INTO core.notifications (kind, channel, key, payload, created_at, status, "
-        "attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?, 'queued', 0, ?) "
-        "ON CONFLICT (key) DO NOTHING",
-        [
-            (kind, name, f"{message.key}:{name}", payload, utcnow(), utcnow())
-            for name in channel_names
-        ],
-    )
-    return _count(con) - before
+    new = 0
+    for name in channel_names:
+        key = f"{message.key}:{name}"
+        if _queued(con, key):
+            continue
+        row_id, now = store.next_id(con, "core.notification_ids"), utcnow()
+        con.execute(
+            "INSERT INTO core.notifications (id, kind, channel, key, payload, created_at, "
+            "status, attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?)",
+            [row_id, kind, name, key, payload, now, now],
+        )
+        new += 1
+    return new
 
 
-def _count(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT count(*) FROM core.notifications").fetchone()
-    return int(row[0]) if row else 0
+def _queued(con: duckdb.DuckDBPyConnection, key: str) -> bool:
+    row = con.execute("SELECT count(*) FROM core.notifications WHERE key = ?", [key]).fetchone()
+    return bool(row and row[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +141,9 @@ def _message(payload: str) -> Message:
     return Message(**fields)
 
 
-async def deliver(settings: Settings, path: Path, available: dict[str, Channel]) -> dict[str, int]:
+async def deliver(
+    settings: Settings, path: store.Target, available: dict[str, Channel]
+) -> dict[str, int]:
     """Send what is due; returns counts by outcome (sent, retry, failed, no_channel). Each
     channel has its own queue, worked concurrently: a slow or broken channel delays no other."""
     pending = await asyncio.to_thread(_due_now, settings, path)
@@ -159,18 +164,18 @@ def _claim_lease_left(taken: Claim) -> float:
     return max(1.0, taken.deadline - time.monotonic()) * 0.9
 
 
-def _due_now(settings: Settings, path: Path) -> list[tuple[int, str]]:
+def _due_now(settings: Settings, path: store.Target) -> list[tuple[int, str]]:
     with store.writer(path, settings.lock_timeout) as con:
         return due(con, utcnow())
 
 
-def _claim_now(settings: Settings, path: Path, row_id: int) -> Claim | None:
+def _claim_now(settings: Settings, path: store.Target, row_id: int) -> Claim | None:
     with store.writer(path, settings.lock_timeout) as con:
         return claim(con, row_id, utcnow(), settings.notify.claim_lease)
 
 
 async def _deliver_queue(
-    settings: Settings, path: Path, channel: Channel | None, ids: list[int]
+    settings: Settings, path: store.Target, channel: Channel | None, ids: list[int]
 ) -> list[str]:
     """One channel's rows in order; a database that stays busy ends the pass (nothing claimed
     is left behind: the rows stay due for the next one)."""
@@ -187,7 +192,7 @@ async def _deliver_queue(
 
 
 async def _deliver_one(
-    settings: Settings, path: Path, channel: Channel | None, taken: Claim
+    settings: Settings, path: store.Target, channel: Channel | None, taken: Claim
 ) -> str:
     if channel is None:
         failure = DeliveryError("channel not configured")
@@ -216,7 +221,7 @@ async def _deliver_one(
     return outcome
 
 
-def _record_sent(settings: Settings, path: Path, taken: Claim) -> None:
+def _record_sent(settings: Settings, path: store.Target, taken: Claim) -> None:
     def write(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             "UPDATE core.notifications SET status = 'sent', sent_at = ?, attempts = attempts + 1, "
@@ -227,7 +232,9 @@ def _record_sent(settings: Settings, path: Path, taken: Claim) -> None:
     _persist(settings, path, taken, write)
 
 
-def _record_failure(settings: Settings, path: Path, taken: Claim, failure: DeliveryError) -> str:
+def _record_failure(
+    settings: Settings, path: store.Target, taken: Claim, failure: DeliveryError
+) -> str:
     """Count the attempt and back off exponentially; give up after max_attempts, or at once
     when resending could deliver twice. Returns the outcome (retry or failed)."""
     notify = settings.notify
@@ -261,7 +268,7 @@ def _record_failure(settings: Settings, path: Path, taken: Claim, failure: Deliv
 
 def _persist(
     settings: Settings,
-    path: Path,
+    path: store.Target,
     taken: Claim,
     write: Callable[[duckdb.DuckDBPyConnection], None],
 ) -> None:

@@ -28,7 +28,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -94,14 +93,14 @@ class Daemon:
     def __init__(self, settings: Settings, offline: bool = False) -> None:
         self.settings = settings
         self.offline = offline
-        self.path: Path = settings.db_path()
+        self.path: store.Target = store.target(settings)
         self.metrics = metrics_module.Metrics(self.freshness)
         self.caches: dict[str, StoredValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
         # Set after the shutdown grace: writes still waiting for the database stop waiting.
         self.give_up = threading.Event()
-        self.lock = DaemonLock(self.path)
+        self.lock = DaemonLock(settings.db_path())
         self.providers = self._runnable_providers()
         self.last_success: dict[str, dt.datetime] = {}
         self.health_port: int | None = None

@@ -95,15 +95,15 @@ def records(table: Table) -> list[dict[str, Any]]:
 
 
 class Dashboard:
-    def __init__(self, db_path: Path, mode: str) -> None:
+    def __init__(self, db_path: store.Target, mode: str) -> None:
         self.db_path = db_path
         self.mode = mode  # "live", "recorded responses" (run --offline) or "read-only"
         self._cached_choices: tuple[int, dict[str, list[Any]]] | None = None
 
     def _choices(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
-        """The filter controls' values change only when the file does: kept per modification
-        time (a scan of every offer saved on most page views)."""
-        stamp = self.db_path.stat().st_mtime_ns
+        """The filter controls' values change only when the data does: kept per change stamp
+        (a scan of every offer saved on most page views)."""
+        stamp = store.change_stamp(con, self.db_path)
         if self._cached_choices is None or self._cached_choices[0] != stamp:
             self._cached_choices = (stamp, queries.filter_choices(con))
         return self._cached_choices[1]

@@ -43,15 +43,20 @@ def transaction(
     con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPyConnection], T]
 ) -> T:
     """`work(con)` in one transaction: committed whole, or rolled back and re-raised (a commit
-    conflict as WriteConflict). A failed COMMIT has already ended the transaction."""
+    conflict as WriteConflict)."""
+    con.execute("BEGIN TRANSACTION")
     try:
-        with db.transaction(con):
-            return work(con)
+        result = work(con)
+        con.execute("COMMIT")
     except duckdb.TransactionException as exc:
+        db.rollback(con)
         if is_conflict(exc):
-            db.rollback(con)
             raise WriteConflict(f"a concurrent write won: {first_line(exc)}") from None
         raise
+    except BaseException:
+        db.rollback(con)
+        raise
+    return result
 
 
 def retried(

@@ -25,6 +25,7 @@ import duckdb
 import stamina
 
 from priceadvisor.catalog import gpu_catalog, region_catalog
+from priceadvisor.config import Settings
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
 from priceadvisor.store import columns, lake, lakesql
@@ -74,8 +75,36 @@ _SEALED: Config = {
 }
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path | str] = set()
+
+
+class _CounterMoved(RuntimeError):
+    """Another writer took the id we read: read the counter again."""
+
+
 # Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
 Target = Path | lake.Lake
+
+
+def target(settings: Settings) -> Target:
+    """The configured store: the DuckDB file (--db, PRICEADVISOR_DB) or the [lake]."""
+    if settings.storage == "ducklake" and settings.lake is not None:
+        return lake.from_settings(settings, settings.lake)
+    return settings.db_path()
+
+
+def change_stamp(con: duckdb.DuckDBPyConnection, where: Target) -> int:
+    """A number that changes whenever the data may have: a file's modification time, a lake's
+    latest snapshot id."""
+    if isinstance(where, lake.Lake):
+        row = con.execute(f"SELECT max(snapshot_id) FROM ducklake_snapshots('{lake.ALIAS}')")
+        found = row.fetchone()
+        return int(found[0]) if found and found[0] is not None else 0
+    return where.stat().st_mtime_ns
+
+
+def describe(where: Target) -> str:
+    """`where` for messages: a file's path, a lake's catalog without its password."""
+    return where.describe() if isinstance(where, lake.Lake) else str(where)
 
 
 class _Turn(threading.local):
@@ -483,46 +512,41 @@ def start_run(con: duckdb.DuckDBPyConnection, provider: str, source: str = "live
 
 def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     """The next value of `sequence` (a name from the migrations' CREATE SEQUENCE): the sequence
-    itself in a DuckDB file, its row in core.id_counters on a lake. Two lake writers taking the
-    same id both update that row, so DuckLake fails one commit (a conflict to retry), never
-    hands out one id twice."""
+    itself in a DuckDB file, its row in core.id_counters on a lake."""
     if not lake.is_lake(con):
         row = con.execute(f"SELECT nextval('{sequence}')").fetchone()
         assert row is not None
         return int(row[0])
-    with transaction(con):
-        con.execute("UPDATE core.id_counters SET next_id = next_id + 1 WHERE name = ?", [sequence])
-        row = con.execute(
-            "SELECT next_id - 1 FROM core.id_counters WHERE name = ?", [sequence]
-        ).fetchone()
+    return _take_counter(con, sequence)
+
+
+@stamina.retry(on=_CounterMoved, attempts=20)
+def _take_counter(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
+    """Compare and set, so it needs no transaction of its own (and works inside the caller's):
+    the id is ours only if the counter still holds it when we move it on. A writer that moved
+    it meanwhile either shows in our snapshot (no row updated: try again) or commits
+    concurrently (DuckLake fails one of the two commits), so no id is handed out twice."""
+    row = con.execute("SELECT next_id FROM core.id_counters WHERE name = ?", [sequence]).fetchone()
     if row is None:
         raise StoreError(f"the lake has no id counter {sequence!r} (an incomplete migration?)")
+    moved = con.execute(
+        "UPDATE core.id_counters SET next_id = next_id + 1 WHERE name = ? AND next_id = ?",
+        [sequence, row[0]],
+    ).fetchone()
+    if not moved or not moved[0]:
+        raise _CounterMoved(sequence)
     return int(row[0])
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """A transaction around the block, or the caller's own when one is already open."""
-    try:
-        con.execute("BEGIN TRANSACTION")
-    except duckdb.TransactionException:
-        yield  # already inside the caller's transaction, which commits or rolls back
-        return
-    try:
-        yield
-    except BaseException:
-        rollback(con)
-        raise
-    con.execute("COMMIT")
 
 
 def replace_rows(con: duckdb.DuckDBPyConnection, table: str, keys: list[str], source: str) -> None:
     """INSERT OR REPLACE for both backends (a lake has no key to conflict on): the rows of
-    `source` (a table or view with `table`'s columns) replace those with the same `keys`."""
+    `source` (a table or a parenthesised query with `table`'s columns, by name) replace those
+    with the same `keys`, in one MERGE statement."""
     match = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-    with transaction(con):
-        con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM {source} s WHERE {match})")
-        con.execute(f"INSERT INTO {table} SELECT * FROM {source}")
+    con.execute(
+        f"MERGE INTO {table} t USING {source} s ON {match} "
+        "WHEN MATCHED THEN UPDATE WHEN NOT MATCHED THEN INSERT"
+    )
 
 
 def abandon_own_runs(con: duckdb.DuckDBPyConnection) -> int:

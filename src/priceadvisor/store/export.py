@@ -29,7 +29,7 @@ class ExportError(store.StoreError):
     """The export cannot go where it was asked to; the message is one line."""
 
 
-def export_database(db_path: Path, target: Path, lock_timeout: float) -> dict[str, int]:
+def export_database(db_path: store.Target, target: Path, lock_timeout: float) -> dict[str, int]:
     """Export the database at `db_path` into `target` through a reader that may write only
     into its own staging folder; return rows written per table."""
     check_target(target)

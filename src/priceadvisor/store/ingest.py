@@ -330,7 +330,9 @@ def _merge_fx(
         return counts, RunStatus.FAILED, "the source returned no usable rates; nothing changed"
     rows = [(r.day, r.currency.upper(), r.per_eur, result.provider, now) for r in valid]
     rows += [(day, "EUR", 1.0, result.provider, now) for day in {r.day for r in valid}]
-    con.executemany("INSERT OR REPLACE INTO core.fx_rates VALUES (?, ?, ?, ?, ?)", rows)
+    con.execute("CREATE OR REPLACE TEMP TABLE _fx_new AS FROM core.fx_rates LIMIT 0")
+    con.executemany("INSERT INTO _fx_new VALUES (?, ?, ?, ?, ?)", rows)
+    store.replace_rows(con, "core.fx_rates", ["rate_date", "currency"], "_fx_new")
     counts["seen"] = counts["new"] = len(valid)
     return counts, result.status, result.error
 

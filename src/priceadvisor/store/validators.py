@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from priceadvisor.models import CachedBody, utcnow
+from priceadvisor.store import db as store
 
 
 @dataclass(slots=True)
@@ -49,8 +50,8 @@ def save_validators(con: duckdb.DuckDBPyConnection, cache: StoredValidatorCache)
         if (body := cache.entries[url]) is not None
     ]
     if rows:
-        con.executemany(
-            "INSERT OR REPLACE INTO core.http_validators VALUES (?, ?, ?, ?, ?, ?)", rows
-        )
+        con.execute("CREATE OR REPLACE TEMP TABLE _validators AS FROM core.http_validators LIMIT 0")
+        con.executemany("INSERT INTO _validators VALUES (?, ?, ?, ?, ?, ?)", rows)
+        store.replace_rows(con, "core.http_validators", ["provider", "url"], "_validators")
     cache.renewed.clear()
     return len(rows)
