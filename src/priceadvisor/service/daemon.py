@@ -8,9 +8,11 @@ DuckDB write runs in a worker thread and opens the database only for that write 
 After each fetch job the after-fetch hooks run: the advice ranking (when workloads are
 configured), the optional Parquet export, and the alert hooks (filled by the alerts feature).
 
-One daemon per database: an OS lock on `<db>.daemon.lock` is held for the daemon's life and a
-second daemon is refused with the first one's PID. Fetched data waits (in memory) for its turn
-at the writer however long readers or CLI fetches hold the file.
+One daemon per DuckDB file: an OS lock on `<db>.daemon.lock` is held for the daemon's life and
+a second daemon is refused with the first one's PID. Fetched data waits (in memory) for its turn
+at the writer however long readers or CLI fetches hold the file. A lake takes several daemons,
+each fetching its own providers (`[daemon] providers`); the jobs that must run once per store
+(alert evaluation, the digest) run in the holder of their lease (store.leases).
 
 SIGTERM/SIGINT stop the scheduler, give a running job `shutdown_grace` to finish (an ingest
 still waiting for the database then gives up), then cancel it; a run left unfinished is marked
@@ -28,6 +30,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -100,7 +103,8 @@ class Daemon:
         self.stopping = asyncio.Event()
         # Set after the shutdown grace: writes still waiting for the database stop waiting.
         self.give_up = threading.Event()
-        self.lock = DaemonLock(settings.db_path())
+        # A lake has many writers by design: only a DuckDB file is one daemon's.
+        self.lock = DaemonLock(self.path) if isinstance(self.path, Path) else None
         self.providers = self._runnable_providers()
         self.last_success: dict[str, dt.datetime] = {}
         self.health_port: int | None = None
@@ -130,11 +134,13 @@ class Daemon:
         return [p for p in enabled if p in owned]
 
     async def run(self) -> None:
-        self.lock.acquire()  # refuses a second daemon on this database
+        if self.lock is not None:
+            self.lock.acquire()  # refuses a second daemon on this database
         try:
             await self._serve()
         finally:
-            self.lock.release()
+            if self.lock is not None:
+                self.lock.release()
 
     async def _serve(self) -> None:
         _bound_memory()

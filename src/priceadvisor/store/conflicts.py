@@ -14,12 +14,12 @@ for work that decides from what it reads (the retry sees the other writer's rows
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TypeVar
 
 import duckdb
 import stamina
 
-from priceadvisor.store import db
 from priceadvisor.store.errors import StoreError, first_line
 
 T = TypeVar("T")
@@ -49,12 +49,12 @@ def transaction(
         result = work(con)
         con.execute("COMMIT")
     except duckdb.TransactionException as exc:
-        db.rollback(con)
+        _rollback(con)
         if is_conflict(exc):
             raise WriteConflict(f"a concurrent write won: {first_line(exc)}") from None
         raise
     except BaseException:
-        db.rollback(con)
+        _rollback(con)
         raise
     return result
 
@@ -71,3 +71,10 @@ def retried(
         with attempt:
             return transaction(con, work)
     raise AssertionError("unreachable: stamina re-raises the last conflict")  # pragma: no cover
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """A failed COMMIT has already ended the transaction: ROLLBACK may raise, and must not hide
+    the error being handled."""
+    with suppress(duckdb.Error):
+        con.execute("ROLLBACK")

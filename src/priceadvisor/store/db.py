@@ -28,7 +28,7 @@ from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.config import Settings
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import columns, lake, lakesql
+from priceadvisor.store import columns, conflicts, lake, lakesql
 from priceadvisor.store.errors import StoreError, first_line
 
 log = logging.getLogger(__name__)
@@ -501,13 +501,18 @@ _REGION_COLUMNS: columns.Schema = {
 def start_run(con: duckdb.DuckDBPyConnection, provider: str, source: str = "live") -> int:
     """Record a run as `running` before its network work, so a crash leaves a trace.
     `source` is 'live' or 'recorded' (the shipped responses): recorded never passes for live."""
-    run_id = next_id(con, "core.fetch_run_ids")
-    con.execute(
-        "INSERT INTO core.fetch_runs (run_id, provider, started_at, status, source, pid, host) "
-        "VALUES (?, ?, ?, 'running', ?, ?, ?)",
-        [run_id, provider, utcnow(), source, os.getpid(), socket.gethostname()],
-    )
-    return run_id
+
+    def record(con: duckdb.DuckDBPyConnection) -> int:
+        run_id = next_id(con, "core.fetch_run_ids")
+        con.execute(
+            "INSERT INTO core.fetch_runs (run_id, provider, started_at, status, source, pid, "
+            "host) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+            [run_id, provider, utcnow(), source, os.getpid(), socket.gethostname()],
+        )
+        return run_id
+
+    # On a lake, writers starting runs at once race for the id counter: the loser redoes it.
+    return conflicts.retried(con, record)
 
 
 def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
