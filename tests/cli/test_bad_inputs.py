@@ -462,7 +462,7 @@ def test_an_unforeseen_failure_is_still_one_line(
 ) -> None:
     """Whatever a command did not turn into a message ends as one line, exit 1."""
 
-    def fail(*_: object) -> None:
+    def fail(*_: object, **__: object) -> None:
         raise failure
 
     monkeypatch.setattr("priceadvisor.store.db.reader", fail)

@@ -74,3 +74,20 @@ def test_extensions_load_offline_with_an_empty_home(tmp_path: Path) -> None:
     for name in ("ducklake", "postgres_scanner", "sqlite_scanner", "httpfs"):
         assert f"'{name}'" in out
     assert not (home / ".duckdb").exists()
+
+
+def test_s3_credentials_live_in_a_temporary_secret(tmp_path: Path) -> None:
+    """The secret is created in the connection's memory, and DuckDB redacts it when listed."""
+    import duckdb
+
+    con = duckdb.connect(
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
+    lake.load_extensions(con, ["httpfs"])
+    s3 = lake.S3(endpoint="127.0.0.1:9", region="r", url_style="path", key_id="id", secret="shh")
+    lake._create_s3_secret(con, s3)
+    [(name, persistent, shown)] = con.execute(
+        "SELECT name, persistent, secret_string FROM duckdb_secrets()"
+    ).fetchall()
+    assert (name, persistent) == ("priceadvisor_s3", False)
+    assert "shh" not in shown and "127.0.0.1:9" in shown

@@ -1,119 +1,59 @@
-"""Concurrent writers of one lake (PostgreSQL catalog), each with its own DuckDB instance: a
-lease has one holder, an outbox row is claimed by one deliverer, and a read-modify-write that
-loses a commit conflict is redone on the winner's result (no lost update)."""
+"""Concurrent writers on a PostgreSQL-catalog lake: ids are never handed out twice, and a
+transaction that lost a snapshot conflict runs again instead of failing."""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
 
 import duckdb
 import pytest
 import stamina
 
-from priceadvisor.models import utcnow
-from priceadvisor.notify import Message, outbox
-from priceadvisor.store import conflicts, db, lake, leases
-
-T = TypeVar("T")
-WRITERS = 3
-
-
-@pytest.fixture(autouse=True)
-def _real_retries() -> Iterator[None]:
-    """Conflicts are real here: retries back off as in production (conftest turns waits off)."""
-    stamina.set_testing(False)
-    yield
-    stamina.set_testing(True, attempts=3)
+from priceadvisor.store import db as store
+from priceadvisor.store import lake
 
 
 @pytest.fixture
 def target(pg_dsn: str, tmp_path: Path) -> lake.Lake:
-    shared = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=str(tmp_path / "data"))
-    with db.writer(shared):
-        pass  # migrated once, before the racers start
-    return shared
+    made = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=f"{tmp_path / 'data'}/")
+    with store.writer(made):
+        pass  # migrated
+    return made
 
 
-def race(target: lake.Lake, work: Callable[[int, duckdb.DuckDBPyConnection], T]) -> list[T]:
-    """`work(i, con)` in WRITERS threads at once, each on its own connection to the lake."""
-    ready = threading.Barrier(WRITERS)
-    results: list[T | BaseException] = [RuntimeError("did not run")] * WRITERS
+def test_concurrent_writers_never_share_an_id(target: lake.Lake) -> None:
+    stamina.set_testing(True, attempts=200)  # contention is the point: retry as long as needed
 
-    def run(i: int) -> None:
-        try:
-            with db.writer(target) as con:
-                ready.wait(timeout=60)
-                results[i] = work(i, con)
-        except BaseException as exc:
-            results[i] = exc
+    def take(_: int) -> list[int]:
+        with lake.connect(target) as con:
+            return [store.next_id(con, "core.notification_ids") for _ in range(5)]
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results  # type: ignore[return-value]
+    with ThreadPoolExecutor(4) as pool:
+        ids = [i for batch in pool.map(take, range(4)) for i in batch]
+    assert sorted(ids) == list(range(1, 21))
 
 
-def test_a_lease_has_one_holder_however_many_race_for_it(target: lake.Lake) -> None:
-    for round_ in range(3):  # each round an hour later: the last round's lease has expired
-        now = utcnow() + dt.timedelta(hours=round_)
-        won = race(target, lambda i, con, now=now: leases.acquire(con, "alerts", f"d{i}", 60, now))
-        assert sum(won) == 1
-        with db.writer(target) as con:
-            holder, _ = leases.current(con, "alerts")
-        assert holder == f"d{won.index(True)}"
+def test_a_conflicting_transaction_runs_again(target: lake.Lake) -> None:
+    attempts = []
 
+    with lake.connect(target) as mine, lake.connect(target) as theirs:
 
-def queue_rows(target: lake.Lake, count: int) -> None:
-    message = Message(key="k", subject="s", text="t", html="<p>t</p>", slack=[{"text": "t"}])
-    payload = json.dumps(asdict(message) | {"images": {}})
-    with db.writer(target) as con:
-        for n in range(count):
-            row_id = db.next_id(con, "core.notification_ids")
-            con.execute(
-                "INSERT INTO core.notifications (id, kind, channel, key, payload, created_at, "
-                "status, attempts, next_attempt_at) VALUES (?, 'test', 'slack', ?, ?, ?, "
-                "'queued', 0, ?)",
-                [row_id, f"test:{n}:slack", payload, utcnow(), utcnow()],
-            )
+        @store.retry_conflicts
+        def finish_run() -> None:
+            attempts.append(1)
+            mine.execute("BEGIN TRANSACTION")
+            mine.execute("UPDATE core.fetch_runs SET status = 'ok' WHERE run_id = 1")
+            if len(attempts) == 1:  # another writer commits to the same table meanwhile
+                theirs.execute("UPDATE core.fetch_runs SET error = 'x' WHERE run_id = 1")
+            try:
+                mine.execute("COMMIT")
+            except duckdb.Error:
+                store.rollback(mine)
+                raise
 
-
-def test_each_outbox_row_is_claimed_by_one_deliverer(target: lake.Lake) -> None:
-    queue_rows(target, 8)
-
-    def deliverer(_: int, con: duckdb.DuckDBPyConnection) -> list[int]:
-        now = utcnow()
-        return [
-            row_id
-            for row_id, _channel in outbox.due(con, now)
-            if outbox.claim(con, row_id, now, 600.0) is not None
-        ]
-
-    claimed = race(target, deliverer)
-    every = [row_id for rows in claimed for row_id in rows]
-    assert sorted(every) == sorted(set(every))  # nobody took a row another one took
-    with db.writer(target) as con:
-        assert len(every) == con.execute("SELECT count(*) FROM core.notifications").fetchone()[0]
-
-
-def test_a_lost_read_modify_write_is_redone_not_lost(target: lake.Lake) -> None:
-    def increment(con: duckdb.DuckDBPyConnection) -> int:
-        con.execute("UPDATE core.id_counters SET next_id = next_id + 1 WHERE name = 'core.x'")
-        row = con.execute("SELECT next_id FROM core.id_counters WHERE name = 'core.x'").fetchone()
-        return int(row[0])
-
-    with db.writer(target) as con:
-        con.execute("INSERT INTO core.id_counters VALUES ('core.x', 0)")
-    taken = race(target, lambda _, con: [conflicts.retried(con, increment) for _ in range(5)])
-    values = sorted(v for batch in taken for v in batch)
-    assert values == list(range(1, WRITERS * 5 + 1))  # every increment counted, once
+        store.start_run(mine, "azure")
+        finish_run()
+        row = mine.execute("SELECT status, error FROM core.fetch_runs").fetchall()
+    assert len(attempts) == 2
+    assert row == [("ok", "x")]

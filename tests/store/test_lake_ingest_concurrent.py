@@ -69,9 +69,9 @@ QUOTES = {"lambda": lambda_quotes, "azure": azure_quotes}
 
 def ingest_once(target: lake.Lake, provider: str, round_: int, observed: dt.datetime) -> None:
     with db.writer(target) as con:
-        run_id = db.start_run(con, provider)
+        run_id = db.retry_conflicts(db.start_run)(con, provider)
         result = FetchResult(provider, RunStatus.OK, QUOTES[provider](round_), finished_at=observed)
-        ingest(con, run_id, result, manifest(provider))
+        db.retry_conflicts(ingest)(con, run_id, result, manifest(provider))
 
 
 def writer_thread(
@@ -148,7 +148,7 @@ def test_an_ingest_that_loses_its_commit_is_redone_on_the_winner_s_rows(
     monkeypatch.setattr(ingest_module, "_finish_run", finish_after_a_rival_commits)
     with db.writer(target) as con:
         result = FetchResult("lambda", RunStatus.OK, lambda_quotes(0), finished_at=START)
-        summary = ingest(con, run_id, result, manifest("lambda"))
+        summary = db.retry_conflicts(ingest)(con, run_id, result, manifest("lambda"))
     assert len(calls) == 2  # lost the first commit, redone once
     assert summary.offers_new == len(lambda_quotes(0))
     with db.reader(target) as con:

@@ -3,6 +3,7 @@ configuration errors, 1 for the rest (README "Using it")."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from priceadvisor.cli.common import (
     out,
     state,
 )
+from priceadvisor.cli.lake import commands as lake_commands
 from priceadvisor.cli.notify import commands as notify_commands
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
 from priceadvisor.cli.serve import commands as serve_commands
@@ -250,10 +252,19 @@ def prices(
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
     include_derived: DerivedOpt = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="The offers as of this time (ISO 8601, UTC unless it has an offset): a lake's "
+            "snapshot then, or a DuckDB file's price intervals open then.",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Current offers, cheapest per GPU-hour first: published prices of mapped GPUs (derived
     prices with --include-derived; offers with an unmapped GPU: `doctor`)."""
+    moment = _moment(as_of) if as_of is not None else None
     if sort not in reads.PRICE_SORTS:
         raise UsageError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
     flt = _offer_filter(gpu, provider, country, continent, eu, pricing, include_derived)
@@ -261,14 +272,25 @@ def prices(
     shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
     settings = state(ctx).settings
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    with store.reader(store.target(settings), settings.lock_timeout, as_of=moment) as con:
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources)
-        out.print(layout.to_rich(table, "Current GPU offers (USD)", notes))
+        title = f"GPU offers as of {as_of} (USD)" if as_of else "Current GPU offers (USD)"
+        out.print(layout.to_rich(table, title, notes))
     else:
         render(table, fmt, out)
+
+
+def _moment(text: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(
+            f"--as-of takes an ISO 8601 time such as 2026-11-20T08:00 (UTC) or "
+            f"2026-11-20T09:00+01:00, got {text!r}"
+        ) from None
 
 
 def _price_notes(table: reads.Table, sources: dict[str, str | None]) -> list[str]:
@@ -404,7 +426,7 @@ def run(
     current = state(ctx)
     settings = current.settings
     if offline and current.db is None:  # recorded prices never land in the live database
-        settings = settings.model_copy(update={"db": recorded_db_path()})
+        settings = settings.model_copy(update={"db": recorded_db_path(), "storage": "duckdb"})
     configure(settings.log_level)
     daemon = Daemon(settings, offline=offline)
     if not daemon.providers:
@@ -538,3 +560,4 @@ def _one_line_text(message: str) -> str:
 app.add_typer(sizing_commands)
 app.add_typer(notify_commands)
 app.add_typer(serve_commands)
+app.add_typer(lake_commands)

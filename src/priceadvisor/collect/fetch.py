@@ -209,7 +209,7 @@ def start_runs(
     and whether they replay the recorded responses; runs left `running` by processes that are
     gone (a Ctrl-C'd fetch) are marked abandoned."""
     with store.writer(path, settings.lock_timeout, give_up) as con:
-        return _start(con, providers, offline_mode)
+        return store.retry_conflicts(_start)(con, providers, offline_mode)
 
 
 def prepare_runs(
@@ -222,7 +222,7 @@ def prepare_runs(
     """Start the runs (as `start_runs`) and load each provider's stored ETag / Last-Modified
     validators, in one short writer session."""
     with store.writer(path, settings.lock_timeout, give_up) as con:
-        run_ids = _start(con, providers, offline_mode)
+        run_ids = store.retry_conflicts(_start)(con, providers, offline_mode)
         return run_ids, {provider: load_validators(con, provider) for provider in providers}
 
 
@@ -249,7 +249,7 @@ def ingest_results(
     try:
         with store.writer(path, settings.lock_timeout, give_up) as con:
             summaries = {
-                result.provider: ingest(
+                result.provider: store.retry_conflicts(ingest)(
                     con,
                     run_id,
                     result,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from priceadvisor.collect.adapters import REGISTRY
@@ -40,11 +41,11 @@ def interval(settings: Settings, provider_id: str) -> float:
 
 
 def check(settings: Settings) -> HealthReport:
-    path = settings.db_path()
+    path = store.target(settings)
     empty = Table([], [])
-    if not path.is_file():
+    if not _exists(path):
         return HealthReport(
-            str(path),
+            store.describe(path),
             None,
             None,
             empty,
@@ -56,8 +57,9 @@ def check(settings: Settings) -> HealthReport:
         runs, unmapped = provider_health(con), unmapped_names(con)
         rejections = recent_rejections(con)
         version = store.latest_version()
+    size = path.stat().st_size if isinstance(path, Path) else None
     report = HealthReport(
-        str(path), path.stat().st_size, version, _freshness(settings, runs), unmapped, rejections
+        store.describe(path), size, version, _freshness(settings, runs), unmapped, rejections
     )
     report.problems = _problems(report.providers)
     return report
@@ -151,9 +153,14 @@ def providers_table(settings: Settings) -> Table:
     return Table(columns, rows)
 
 
+def _exists(path: store.Target) -> bool:
+    """A lake is there once configured: its reader says so if it holds no priceadvisor data."""
+    return path.is_file() if isinstance(path, Path) else True
+
+
 def _last_runs(settings: Settings) -> dict[str, tuple[str, dt.datetime]]:
-    path = settings.db_path()
-    if not path.is_file():
+    path = store.target(settings)
+    if not _exists(path):
         return {}
     with store.reader(path, settings.lock_timeout) as con:
         rows = con.execute(

@@ -10,6 +10,7 @@ re-created on every writer open.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import re
@@ -28,7 +29,7 @@ from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.config import Settings
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import columns, conflicts, lake, lakesql
+from priceadvisor.store import asof, columns, lake, lakesql
 from priceadvisor.store.errors import StoreError, first_line
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,17 @@ _prepared: set[Path | str] = set()
 
 class _CounterMoved(RuntimeError):
     """Another writer took the id we read: read the counter again."""
+
+
+def is_conflict(exc: Exception) -> bool:
+    """A lake commit that lost to a concurrent writer's (DuckLake's snapshot conflict check):
+    nothing of it was written, and running the transaction again is the way on. A DuckDB file
+    never raises it (one writer at a time)."""
+    return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
+
+
+# Runs a self-contained transaction (it begins, commits or rolls back) again after a conflict.
+retry_conflicts = stamina.retry(on=is_conflict, attempts=10)
 
 
 # Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
@@ -223,7 +235,7 @@ def _prepare_once(con: duckdb.DuckDBPyConnection, key: Path | str) -> None:
     _prepared.add(key)
 
 
-@stamina.retry(on=duckdb.TransactionException, attempts=5)
+@stamina.retry(on=is_conflict, attempts=5)
 def _prepare_lake_once(con: duckdb.DuckDBPyConnection, key: str) -> None:
     """As _prepare_once; daemons starting together on one lake conflict here (both migrate or
     reload the catalog), and the loser simply runs again on the winner's result."""
@@ -240,14 +252,19 @@ def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
 
 @contextmanager
 def reader(
-    path: Target, lock_timeout: float = 10.0, writable_dir: Path | None = None
+    path: Target,
+    lock_timeout: float = 10.0,
+    writable_dir: Path | None = None,
+    as_of: dt.datetime | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Read-only connection sealed off from files, network, extensions and settings (only
     `writable_dir`, for an export, is reachable); refuses a file that is missing or from
     another schema version. A lake is attached READ_ONLY and sealed the same way once attached
-    (its local data directory stays readable)."""
+    (its local data directory stays readable). With `as_of`, `offers` lists the offers of
+    that moment (store.asof says how each store answers)."""
     if isinstance(path, lake.Lake):
-        with lake.connect(path, read_only=True, config=CONNECTION_CONFIG) as con:
+        snapshot = asof.naive_utc(as_of) if as_of else None
+        with lake.connect(path, True, CONNECTION_CONFIG, snapshot) as con:
             _seal_lake(con, path, writable_dir)
             _check_version(con, path.describe())
             yield con
@@ -256,6 +273,8 @@ def reader(
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
     with _connection(path, True, lock_timeout, allowed=writable_dir) as con:
         _check_version(con, path)
+        if as_of is not None:
+            asof.shadow_offers(con, as_of)
         yield con
 
 
@@ -420,11 +439,10 @@ def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path, on_lake: bo
             "INSERT INTO core.schema_migrations VALUES (?, ?, ?)", [version, path.stem, utcnow()]
         )
         con.execute("COMMIT")
-    except duckdb.TransactionException:
-        rollback(con)
-        raise  # another writer migrated the lake at the same time: _prepare_lake_once retries
     except duckdb.Error as exc:
         rollback(con)
+        if is_conflict(exc):
+            raise  # another writer migrated the lake at the same time: _prepare_lake_once retries
         raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
 
 
@@ -501,18 +519,13 @@ _REGION_COLUMNS: columns.Schema = {
 def start_run(con: duckdb.DuckDBPyConnection, provider: str, source: str = "live") -> int:
     """Record a run as `running` before its network work, so a crash leaves a trace.
     `source` is 'live' or 'recorded' (the shipped responses): recorded never passes for live."""
-
-    def record(con: duckdb.DuckDBPyConnection) -> int:
-        run_id = next_id(con, "core.fetch_run_ids")
-        con.execute(
-            "INSERT INTO core.fetch_runs (run_id, provider, started_at, status, source, pid, "
-            "host) VALUES (?, ?, ?, 'running', ?, ?, ?)",
-            [run_id, provider, utcnow(), source, os.getpid(), socket.gethostname()],
-        )
-        return run_id
-
-    # On a lake, writers starting runs at once race for the id counter: the loser redoes it.
-    return conflicts.retried(con, record)
+    run_id = next_id(con, "core.fetch_run_ids")
+    con.execute(
+        "INSERT INTO core.fetch_runs (run_id, provider, started_at, status, source, pid, host) "
+        "VALUES (?, ?, ?, 'running', ?, ?, ?)",
+        [run_id, provider, utcnow(), source, os.getpid(), socket.gethostname()],
+    )
+    return run_id
 
 
 def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
@@ -525,7 +538,7 @@ def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     return _take_counter(con, sequence)
 
 
-@stamina.retry(on=_CounterMoved, attempts=20)
+@stamina.retry(on=lambda exc: isinstance(exc, _CounterMoved) or is_conflict(exc), attempts=20)
 def _take_counter(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     """Compare and set, so it needs no transaction of its own (and works inside the caller's):
     the id is ours only if the counter still holds it when we move it on. A writer that moved

@@ -27,7 +27,7 @@ import duckdb
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import columns, conflicts
+from priceadvisor.store import columns
 from priceadvisor.store import db as store
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason, snapshot_offers
 
@@ -300,24 +300,21 @@ def ingest(
     manifest: Manifest,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
 ) -> IngestSummary:
-    """Merge one fetch result in a single transaction and finish its fetch_runs row.
-
-    On a lake, another writer (a daemon owning other providers, a CLI fetch) may commit to the
-    same tables meanwhile; DuckLake then refuses this commit and nothing of it is kept. The whole
-    merge runs again on a fresh snapshot (the other writer's rows included), so no interval is
-    lost, opened twice or closed against a stale view."""
+    """Merge one fetch result in a single transaction and finish its fetch_runs row."""
     started = time.perf_counter()
     observed = result.finished_at or utcnow()
-
-    def merge(con: duckdb.DuckDBPyConnection) -> IngestSummary:
-        counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
-        return _finish_run(con, run_id, result, status, error, counts, observed, started)
-
+    con.execute("BEGIN TRANSACTION")
     try:
-        return conflicts.retried(con, merge)
+        counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
+        summary = _finish_run(con, run_id, result, status, error, counts, observed, started)
+        con.execute("COMMIT")
+    except BaseException:
+        store.rollback(con)
+        raise
     finally:
         for name in ("_raw", "_resolved"):
             con.unregister(name)
+    return summary
 
 
 def _merge_fx(

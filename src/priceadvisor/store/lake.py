@@ -11,6 +11,7 @@ switched off on the connection.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 import os
 import re
@@ -160,33 +161,51 @@ def _create_s3_secret(con: duckdb.DuckDBPyConnection, s3: S3) -> None:
     con.execute(f"CREATE OR REPLACE TEMPORARY SECRET priceadvisor_s3 ({', '.join(options)})")
 
 
-def attach(con: duckdb.DuckDBPyConnection, lake: Lake, read_only: bool = False) -> None:
-    """Attach `lake` as `lake` on `con` (extensions loaded here) and make it the default."""
+def attach(
+    con: duckdb.DuckDBPyConnection,
+    lake: Lake,
+    read_only: bool = False,
+    snapshot_time: dt.datetime | None = None,
+    alias: str = ALIAS,
+) -> None:
+    """Attach `lake` as `alias` on `con` (extensions loaded here), the default catalog when
+    that is `lake`; with `snapshot_time` (naive UTC), as the lake was then (time travel)."""
     load_extensions(con, needed_extensions(lake))
     if lake.s3 is not None:
         _create_s3_secret(con, lake.s3)
     options = [f"DATA_PATH {_quote(lake.data_path)}"]
     if read_only:
         options.append("READ_ONLY")
-    sql = f"ATTACH {_quote(_attach_target(lake))} AS {ALIAS} ({', '.join(options)})"
+    if snapshot_time is not None:
+        options.append(f"SNAPSHOT_TIME '{snapshot_time.isoformat(sep=' ')}+00'")
+    sql = f"ATTACH {_quote(_attach_target(lake))} AS {alias} ({', '.join(options)})"
     try:
         con.execute(sql)
     except duckdb.Error as exc:
+        if snapshot_time is not None and "No snapshot found" in str(exc):
+            raise StoreError(
+                f"{lake.describe()} has no snapshot as early as {snapshot_time:%Y-%m-%d %H:%M:%S}"
+                " UTC"
+            ) from None
         # DuckDB may echo the DSN (and so the password) in its message.
         raise StoreError(f"cannot attach {lake.describe()}: {redact(first_line(exc))}") from None
-    con.execute(f"USE {ALIAS}")
+    if alias == ALIAS:
+        con.execute(f"USE {ALIAS}")
 
 
 @contextmanager
 def connect(
-    lake: Lake, read_only: bool = False, config: Config | None = None
+    lake: Lake,
+    read_only: bool = False,
+    config: Config | None = None,
+    snapshot_time: dt.datetime | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB with the lake attached and current; closed at the end."""
     if lake.kind == "duckdb" and read_only and not Path(lake.catalog).is_file():
         raise StoreError(f"no lake catalog at {lake.catalog}: run `priceadvisor fetch` first")
     con = duckdb.connect(":memory:", config={**(config or {}), **_NO_EXTENSIONS})
     try:
-        attach(con, lake, read_only)
+        attach(con, lake, read_only, snapshot_time)
         yield con
     finally:
         con.close()

@@ -18,7 +18,8 @@ import uuid
 
 import duckdb
 
-from priceadvisor.store.conflicts import WriteConflict, retried
+from priceadvisor.store import db
+from priceadvisor.store.conflicts import retried
 
 JOBS = ("alerts", "digest")
 
@@ -46,7 +47,9 @@ def acquire(
 
     try:  # a conflict may come from the other job's row: decide again on a fresh snapshot
         row = retried(con, take, attempts=5)
-    except WriteConflict:
+    except duckdb.TransactionException as exc:
+        if not db.is_conflict(exc):
+            raise
         return False  # the lease table keeps changing under us: try at the next run
     return bool(row and row[0])
 

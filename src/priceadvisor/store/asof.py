@@ -1,0 +1,44 @@
+"""Prices as of a past moment, on either store, through the same `offers` view name.
+
+- A lake answers from its own snapshots: the reader attaches it at SNAPSHOT_TIME, so every
+  table and view is exactly as it was committed then (see store.lake).
+- A DuckDB file keeps no snapshots; it answers from the change log instead: a temporary
+  `offers` view (which shadows main.offers on that connection) lists the price intervals open
+  at that moment. The log is the same data, so both answers agree for what the log records;
+  what it does not record (a row rewritten in place, e.g. a price_rule backfill) shows as it
+  is now.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+# The columns of db/views/offers.sql, from the intervals valid at $as_of instead of the open ones.
+_OFFERS_AS_OF = """
+CREATE OR REPLACE TEMP VIEW offers AS
+SELECT
+    p.provider, p.region, NULLIF(p.zone, '') AS zone, r.city, r.country, r.continent, r.is_eu,
+    p.instance_type, p.gpu_model, p.gpu_name_raw, p.gpu_count, p.gpu_memory_gb, p.vcpus,
+    p.ram_gb, p.pricing, p.price_hour_usd, p.price_gpu_hour_usd, p.currency,
+    p.price_hour_original, p.price_origin, p.price_rule, p.available, p.interruption_rate,
+    p.offer_count, p.price_hour_median_usd, p.price_date, p.first_seen,
+    least(p.last_seen, TIMESTAMP '{as_of}') AS last_seen, p.source_url
+FROM core.price_intervals AS p
+LEFT JOIN core.regions AS r ON r.provider = p.provider AND r.region = p.region
+WHERE p.valid_from <= TIMESTAMP '{as_of}'
+  AND (p.valid_to IS NULL OR p.valid_to > TIMESTAMP '{as_of}')
+"""
+
+
+def naive_utc(moment: dt.datetime) -> dt.datetime:
+    """The store's timestamps are naive UTC: an aware time is converted, a naive one is UTC."""
+    if moment.tzinfo is None:
+        return moment
+    return moment.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def shadow_offers(con: duckdb.DuckDBPyConnection, as_of: dt.datetime) -> None:
+    """On a DuckDB file: `offers` as of `as_of`, for the rest of this connection."""
+    con.execute(_OFFERS_AS_OF.format(as_of=naive_utc(as_of).isoformat(sep=" ")))
