@@ -132,3 +132,22 @@ def create_database(dsn: str, name: str) -> str:
     if result.returncode != 0:
         raise RuntimeError(f"createdb failed: {result.stderr.strip()}")
     return f"host={fields['host']} port={fields['port']} user={fields['user']} dbname={name}"
+
+
+def password_role(dsn: str, role: str, password: str) -> str:
+    """A role that must log in with `password` (scram) and owns a new database; its DSN
+    (without the password)."""
+    fields = dict(part.split("=", 1) for part in dsn.split())
+    psql = [str(pg_bin() / "psql"), "-At", "-h", fields["host"], "-p", fields["port"]]
+    psql += ["-U", fields["user"], "-d", fields["dbname"], "-c"]
+
+    def run(sql: str) -> str:
+        done = subprocess.run([*psql, sql], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    run(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+    run(f"CREATE DATABASE {role} OWNER {role}")
+    hba = Path(run("SHOW hba_file"))
+    hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+    run("SELECT pg_reload_conf()")
+    return f"host={fields['host']} port={fields['port']} user={role} dbname={role}"

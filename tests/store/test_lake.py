@@ -91,3 +91,24 @@ def test_s3_credentials_live_in_a_temporary_secret(tmp_path: Path) -> None:
     ).fetchall()
     assert (name, persistent) == ("priceadvisor_s3", False)
     assert "shh" not in shown and "127.0.0.1:9" in shown
+
+
+def test_catalog_password_is_used_and_never_shown(pg_server: str, tmp_path: Path) -> None:
+    """A catalog that needs a password: the right one attaches, a wrong one is refused, and
+    no query can read it back (it is in a temporary secret, not in the attached DSN)."""
+    from tests.pg import password_role
+
+    dsn = password_role(pg_server, "lakeowner", "hunter2")
+    data = str(tmp_path / "data")
+    wrong = lake.Lake(catalog=f"postgres:{dsn}", data_path=data, password="nope")
+    with pytest.raises(StoreError, match="password authentication failed") as caught:
+        _roundtrip(wrong)
+    assert "nope" not in str(caught.value)
+    right = lake.Lake(catalog=f"postgres:{dsn}", data_path=data, password="hunter2")
+    assert _roundtrip(right) == [(1, "a"), (2, "b")]
+    with lake.connect(right, read_only=True) as con:
+        shown = con.execute(
+            "SELECT string_agg(path, ' ') FROM duckdb_databases() UNION ALL "
+            "SELECT string_agg(secret_string, ' ') FROM duckdb_secrets()"
+        ).fetchall()
+    assert "hunter2" not in str(shown)

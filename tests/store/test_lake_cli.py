@@ -187,12 +187,11 @@ def test_secrets_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     assert "s3cret" not in target.describe()
 
 
-def test_doctor_and_advise_on_a_lake(
-    capsys: pytest.CaptureFixture[str], lake_setup: tuple[Path, lake.Lake]
-) -> None:
+def test_doctor_and_advise_on_a_lake(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """(A DuckDB catalog: what differs between catalogs is covered by the tests above.)"""
     from tests.sizing.test_advisor import EXAMPLES
 
-    config = lake_setup[0]
+    config, _ = lake_config(tmp_path, str(tmp_path / "catalog.ducklake"))
     config.write_text(config.read_text() + EXAMPLES)
     args = ["--config", str(config)]
     code, _, err = cli(capsys, *args, "fetch", "--offline", "--into-live", "-p", "azure")

@@ -67,14 +67,15 @@ def test_round_trip_is_lossless(
         capsys, "--config", str(config), "lake", "import", "--from", str(history_file)
     )
     assert code == 0, err
-    assert "price_intervals" in out
+    assert "fetch_runs" in out
     back = tmp_path / "back.duckdb"
     code, _, err = cli(capsys, "--config", str(config), "lake", "export", "--to", str(back))
     assert code == 0, err
 
     before, after = file_checksums(history_file), file_checksums(back)
     assert before == after
-    assert before["price_intervals"][0] > 10 and before["notifications"][0] == 2
+    assert before["fetch_runs"][0] == 3 and before["notifications"][0] == 2
+    assert sum(rows for rows, _ in before.values()) > 500  # the azure snapshot, gpus, regions
     # Ids continue after the copied ones (DuckDB may persist a sequence one ahead, never behind).
     assert all(sequences(back)[k] >= v for k, v in sequences(history_file).items())
     # Ids continue after the imported ones on the lake, as in the file.
@@ -83,9 +84,9 @@ def test_round_trip_is_lossless(
 
 
 def test_import_refuses_a_lake_with_history(
-    capsys: pytest.CaptureFixture[str], history_file: Path, lake_setup: tuple[Path, lake.Lake]
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path
 ) -> None:
-    config = str(lake_setup[0])
+    config = str(lake_config(tmp_path, str(tmp_path / "catalog.ducklake"))[0])
     assert cli(capsys, "--config", config, "lake", "import", "--from", str(history_file))[0] == 0
     code, _, err = cli(capsys, "--config", config, "lake", "import", "--from", str(history_file))
     assert code == 1 and "already holds history" in err
@@ -104,11 +105,11 @@ def test_checksums_see_a_changed_row(history_file: Path, tmp_path: Path) -> None
     copy.write_bytes(history_file.read_bytes())
     with duckdb.connect(str(copy)) as con:
         con.execute(
-            "UPDATE core.price_intervals SET price_hour_usd = price_hour_usd + 1e-9 "
-            "WHERE rowid = (SELECT min(rowid) FROM core.price_intervals)"
+            "UPDATE core.fetch_runs SET offers_seen = offers_seen + 1 "
+            "WHERE run_id = (SELECT min(run_id) FROM core.fetch_runs)"
         )
     before, after = file_checksums(history_file), file_checksums(copy)
-    assert [t for t in before if before[t] != after[t]] == ["price_intervals"]
+    assert [t for t in before if before[t] != after[t]] == ["fetch_runs"]
 
 
 def test_lake_commands_need_a_lake(capsys: pytest.CaptureFixture[str], history_file: Path) -> None:

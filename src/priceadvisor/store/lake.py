@@ -38,6 +38,8 @@ _EXTENSIONS = {
     "sqlite_scanner": "duckdb_extension_sqlite_scanner",
     "httpfs": "duckdb_extension_httpfs",
 }
+# The name of the temporary DuckDB secret that holds the catalog password (not a password).
+_CATALOG_CREDENTIAL = "priceadvisor_catalog"
 _PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
@@ -140,11 +142,22 @@ def _quote(text: str) -> str:
 
 
 def _attach_target(lake: Lake) -> str:
-    if lake.kind == "duckdb":
-        return f"ducklake:{lake.catalog}"
     if lake.kind == "postgres" and lake.password:
-        return f"ducklake:{lake.catalog} password={_quote(lake.password)}"
+        # The postgres type comes from METADATA_PARAMETERS (see _password_options).
+        return "ducklake:" + lake.catalog.removeprefix("postgres:")
     return f"ducklake:{lake.catalog}"
+
+
+def _password_options(con: duckdb.DuckDBPyConnection, lake: Lake) -> list[str]:
+    """The catalog's password goes into a temporary postgres secret, not into the DSN: an
+    attached database's DSN is readable by any query (duckdb_databases()), a secret is not."""
+    if lake.kind != "postgres" or not lake.password:
+        return []
+    con.execute(
+        f"CREATE OR REPLACE TEMPORARY SECRET {_CATALOG_CREDENTIAL} "
+        f"(TYPE postgres, PASSWORD {_quote(lake.password)})"
+    )
+    return [f"METADATA_PARAMETERS MAP {{'TYPE': 'postgres', 'SECRET': '{_CATALOG_CREDENTIAL}'}}"]
 
 
 def _create_s3_secret(con: duckdb.DuckDBPyConnection, s3: S3) -> None:
@@ -173,7 +186,7 @@ def attach(
     load_extensions(con, needed_extensions(lake))
     if lake.s3 is not None:
         _create_s3_secret(con, lake.s3)
-    options = [f"DATA_PATH {_quote(lake.data_path)}"]
+    options = [f"DATA_PATH {_quote(lake.data_path)}", *_password_options(con, lake)]
     if read_only:
         options.append("READ_ONLY")
     if snapshot_time is not None:
