@@ -17,6 +17,7 @@ import stamina
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.resources import recordings_dir
 from tests.pg import PostgresUnavailable, create_database, pg_bin, start_postgres
+from tests.s3 import S3Server, start_s3
 
 AZURE_URL = "https://prices.azure.com/api/retail/prices"
 
@@ -170,3 +171,19 @@ def pg_server() -> Iterator[str]:
 def pg_dsn(pg_server: str) -> str:
     """A fresh, empty database on the session's PostgreSQL server, for one test."""
     return create_database(pg_server, f"test_{next(_database_numbers)}")
+
+
+_bucket_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One S3-compatible server (moto) for the session, on 127.0.0.1."""
+    with start_s3() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> str:
+    """A fresh, empty bucket for one test; its s3:// URL."""
+    return s3_server.create_bucket(f"lake-{next(_bucket_numbers)}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
+
 from tests.conftest import query
 
 _KEY = "provider, region, zone, instance_type, pricing"
@@ -42,3 +44,8 @@ INVARIANTS = {
 def violations(db: Path) -> dict[str, int]:
     """Rows breaking each invariant; all zero for a sound history."""
     return {name: query(db, sql)[0][0] for name, sql in INVARIANTS.items()}
+
+
+def violations_in(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """As `violations`, on an open connection (a lake's)."""
+    return {name: con.execute(sql).fetchone()[0] for name, sql in INVARIANTS.items()}

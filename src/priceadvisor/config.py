@@ -103,6 +103,25 @@ class DaemonSettings(BaseModel):
         "PRICEADVISOR_WEB_TOKEN", description="secret's env/file name: dashboard bearer token"
     )
     public_url: str | None = Field(None, description="the dashboard's address for links in digests")
+    # Scale-out on a lake: several daemons share one store, each fetching its own providers.
+    providers: list[str] = Field(
+        default_factory=list,
+        description="the providers this daemon fetches; empty: every enabled provider",
+    )
+    lease: Seconds = Field(
+        600.0,
+        gt=0,
+        description="alert/digest job lease: another daemon takes over this long after a crash",
+    )
+
+    @field_validator("providers")
+    @classmethod
+    def _known_owned(cls, value: list[str]) -> list[str]:
+        _known_provider_ids(value)
+        repeated = sorted({p for p in value if value.count(p) > 1})
+        if repeated:
+            raise ValueError(f"provider listed twice: {', '.join(repeated)}")
+        return value
 
 
 class EmailSettings(BaseModel):

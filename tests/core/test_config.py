@@ -66,6 +66,9 @@ def test_config_in_working_directory_is_found(tmp_path: Path) -> None:
         ("provders = 1", "provders: unknown key"),
         ("[providers.azure]\nenabled = 3", "providers.azure.enabled"),
         ("db = [", "invalid config"),
+        ('[daemon]\nproviders = ["aws", "awz"]', "daemon.providers: Value error, unknown provider"),
+        ('[daemon]\nproviders = ["aws", "aws"]', "provider listed twice: aws"),
+        ('[daemon]\nlease = "0s"', "daemon.lease"),
     ],
 )
 def test_bad_config_is_one_line_naming_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -3,9 +3,10 @@ takes it, retried with exponential backoff while the channel is down.
 
 Enqueueing is idempotent (the key is unique: the same digest week or alert state is queued once
 whatever happens). Delivery is exactly once outside one crash window:
-  - a deliverer claims a row (`claimed_until` = now + `notify.claim_lease`) in one UPDATE before
-    sending it, so concurrent deliverers (the daemon's digest and delivery jobs, a CLI
-    `digest --send`, two `alerts test` runs) never send the same row;
+  - a deliverer claims a row (`claimed_until` = now + `notify.claim_lease`) in one transaction
+    before sending it, so concurrent deliverers (the daemon's digest and delivery jobs, a CLI
+    `digest --send`, two `alerts test` runs, several daemons on one lake) never send the same
+    row (on a lake, the losing commit conflicts and is decided again on a fresh snapshot);
   - the outcome is recorded right after the channel answered, waiting for the database lock as
     long as the lease lasts, so a reader holding the database does not make a delivered message
     look undelivered;
@@ -34,6 +35,7 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, DeliveryError, Message
 from priceadvisor.notify.email import EmailChannel
 from priceadvisor.notify.slack import SlackChannel
+from priceadvisor.store import conflicts
 from priceadvisor.store import db as store
 
 log = logging.getLogger(__name__)
@@ -110,19 +112,27 @@ def claim(
     con: duckdb.DuckDBPyConnection, row_id: int, now: dt.datetime, lease: float
 ) -> Claim | None:
     """Take the row for `lease` seconds, or None when it is no longer due (sent, or claimed
-    by another deliverer meanwhile). One UPDATE: two deliverers cannot both take it (in a
-    file the writer lock orders them; on a lake the second commit conflicts and fails)."""
-    updated = con.execute(
-        f"UPDATE core.notifications SET claimed_until = $until WHERE id = $id AND {_DUE}",
-        {"until": now + dt.timedelta(seconds=lease), "id": row_id, "now": now},
-    ).fetchone()
-    if not updated or not updated[0]:  # the count of rows updated
+    by another deliverer meanwhile). A conditional UPDATE and the read of what it took, in one
+    transaction: two deliverers cannot both take the row. On a lake the second commit
+    conflicts; it is retried on a fresh snapshot, where the row is no longer due."""
+
+    def take(con: duckdb.DuckDBPyConnection) -> tuple[str, int] | None:
+        updated = con.execute(
+            f"UPDATE core.notifications SET claimed_until = $until WHERE id = $id AND {_DUE}",
+            {"until": now + dt.timedelta(seconds=lease), "id": row_id, "now": now},
+        ).fetchone()
+        if not (updated and updated[0]):
+            return None
+        row = con.execute(
+            "SELECT payload, coalesce(parts_sent, 0) FROM core.notifications WHERE id = ?",
+            [row_id],
+        ).fetchone()
+        return (str(row[0]), int(row[1])) if row else None
+
+    taken = conflicts.retried(con, take)
+    if taken is None:
         return None
-    row = con.execute(
-        "SELECT payload, coalesce(parts_sent, 0) FROM core.notifications WHERE id = ?", [row_id]
-    ).fetchone()
-    assert row is not None
-    return Claim(row_id, _message(row[0]), int(row[1]), time.monotonic() + lease)
+    return Claim(row_id, _message(taken[0]), taken[1], time.monotonic() + lease)
 
 
 def _message(payload: str) -> Message:

@@ -8,9 +8,11 @@ DuckDB write runs in a worker thread and opens the database only for that write 
 After each fetch job the after-fetch hooks run: the advice ranking (when workloads are
 configured), the optional Parquet export, and the alert hooks (filled by the alerts feature).
 
-One daemon per database: an OS lock on `<db>.daemon.lock` is held for the daemon's life and a
-second daemon is refused with the first one's PID. Fetched data waits (in memory) for its turn
-at the writer however long readers or CLI fetches hold the file.
+One daemon per DuckDB file: an OS lock on `<db>.daemon.lock` is held for the daemon's life and
+a second daemon is refused with the first one's PID. Fetched data waits (in memory) for its turn
+at the writer however long readers or CLI fetches hold the file. A lake takes several daemons,
+each fetching its own providers (`[daemon] providers`); the jobs that must run once per store
+(alert evaluation, the digest) run in the holder of their lease (store.leases).
 
 SIGTERM/SIGINT stop the scheduler, give a running job `shutdown_grace` to finish (an ingest
 still waiting for the database then gives up), then cancel it; a run left unfinished is marked
@@ -28,6 +30,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -52,6 +55,7 @@ from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
+from priceadvisor.store import leases
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
 from priceadvisor.store.validators import StoredValidatorCache
@@ -99,16 +103,18 @@ class Daemon:
         self.stopping = asyncio.Event()
         # Set after the shutdown grace: writes still waiting for the database stop waiting.
         self.give_up = threading.Event()
-        self.lock = DaemonLock(settings.db_path())
+        # A lake has many writers by design: only a DuckDB file is one daemon's.
+        self.lock = DaemonLock(self.path) if isinstance(self.path, Path) else None
         self.providers = self._runnable_providers()
         self.last_success: dict[str, dt.datetime] = {}
         self.health_port: int | None = None
         self.channels: dict[str, Any] = {}
         self.delivering = asyncio.Lock()
+        self.holder = leases.holder_id()
 
     def _runnable_providers(self) -> list[str]:
         runnable = []
-        for provider in enabled_providers(self.settings, sorted(REGISTRY)):
+        for provider in self._owned_providers():
             reason = plan(self.settings, provider, self.offline).skip_reason
             if reason:
                 log.warning("not scheduled: %s", reason, extra={"provider": provider})
@@ -116,12 +122,25 @@ class Daemon:
                 runnable.append(provider)
         return runnable
 
+    def _owned_providers(self) -> list[str]:
+        """The enabled providers this daemon fetches: `[daemon] providers` when given (other
+        daemons on the same lake fetch the rest), else all of them."""
+        enabled = enabled_providers(self.settings, sorted(REGISTRY))
+        owned = self.settings.daemon.providers
+        if not owned:
+            return enabled
+        for provider in sorted(set(owned) - set(enabled)):
+            log.warning("not scheduled: disabled in [providers]", extra={"provider": provider})
+        return [p for p in enabled if p in owned]
+
     async def run(self) -> None:
-        self.lock.acquire()  # refuses a second daemon on this database
+        if self.lock is not None:
+            self.lock.acquire()  # refuses a second daemon on this database
         try:
             await self._serve()
         finally:
-            self.lock.release()
+            if self.lock is not None:
+                self.lock.release()
 
     async def _serve(self) -> None:
         _bound_memory()
@@ -232,6 +251,9 @@ class Daemon:
         await self.deliver_job()
 
     def _queue_digest(self) -> None:
+        if not self._take_lease("digest"):
+            self._log_lease_held("digest")  # that daemon queues this digest
+            return
         with store.reader(self.path, self.settings.lock_timeout) as con:
             built = digests.build(con, self.settings, utcnow())
         message = digests.render_for(digests.with_health(built, self.settings), self.settings)
@@ -333,13 +355,36 @@ class Daemon:
                 store_advice(con, settings.workloads)
 
     def _alert(self, settings: Settings, summary: IngestSummary) -> None:
-        if settings.alerts.rules and self.channels:
+        """Evaluate after each fetch, one daemon at a time: the lease is taken for the
+        evaluation and given back, so every fetch on the store is evaluated once, as with one
+        daemon fetching every provider."""
+        if not (settings.alerts.rules and self.channels):
+            return
+        deadline = time.monotonic() + settings.lock_timeout
+        while not self._take_lease("alerts"):  # another daemon is evaluating: wait for it
+            if time.monotonic() >= deadline or self.give_up.wait(0.5):
+                self._log_lease_held("alerts")
+                return
+        try:
             with store.writer(self.path, settings.lock_timeout) as con:
                 queued = alerts.evaluate_and_queue(
                     con, settings.alerts, sorted(self.channels), utcnow()
                 )
-            if queued:
-                log.info("%d alert notifications queued", queued, extra={"job": "alerts"})
+        finally:
+            with store.writer(self.path, settings.lock_timeout) as con:
+                leases.release(con, "alerts", self.holder, utcnow())
+        if queued:
+            log.info("%d alert notifications queued", queued, extra={"job": "alerts"})
+
+    def _take_lease(self, job: str) -> bool:
+        """Take (or renew) the store-wide lease on `job`; False when another daemon holds it."""
+        with store.writer(self.path, self.settings.lock_timeout) as con:
+            return leases.acquire(con, job, self.holder, self.settings.daemon.lease, utcnow())
+
+    def _log_lease_held(self, job: str) -> None:
+        with store.reader(self.path, self.settings.lock_timeout) as con:
+            holder, until = leases.current(con, job)
+        log.info("skipped: %s holds the lease until %s", holder, until, extra={"job": job})
 
     def _export(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.daemon.export_dir is not None:
