@@ -29,5 +29,14 @@ def test_no_import_cycles() -> None:
 def test_only_the_shared_core_sits_at_the_top() -> None:
     graph = grimp.build_graph("priceadvisor")
     top = {m for m in graph.modules if m.count(".") == 1 and not graph.find_children(m)}
-    core = {"config", "config_light", "catalog", "manifest", "llm", "models", "durations", "resources"}
+    core = {
+        "config",
+        "config_light",
+        "catalog",
+        "manifest",
+        "llm",
+        "models",
+        "durations",
+        "resources",
+    }
     assert top == {f"priceadvisor.{name}" for name in core | {"__main__"}}
