@@ -13,6 +13,7 @@ from priceadvisor.config import AlertRule, AlertSettings, ConfigError, load_sett
 from priceadvisor.models import RawQuote, RunStatus, utcnow
 from priceadvisor.notify import alerts
 from priceadvisor.store import db as store
+from priceadvisor.store import leases
 from tests.conftest import cli, ingest_quotes, query
 from tests.notify.test_notify import SECRET, Inbox, Webhook, free_port, smtp_server, webhook_server
 
@@ -278,3 +279,31 @@ def test_new_offer_rule_over_a_thousand_combinations_fires_within_the_daemons_me
     assert fired == (combinations - 2 * len(SCALE_GPUS),)  # all but the seeded ones
     assert queued == len(SCALE_GPUS)  # one message per GPU model
     assert evaluate(db_path, settings) == []  # and not again
+
+
+def test_manual_evaluation_takes_its_turn_behind_a_daemons_alerts_lease(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+) -> None:
+    """On a lake two evaluations at once could queue one notification twice: `alerts evaluate`
+    holds the same lease as the daemons, refuses while another holder has it, gives it back."""
+    hook = Webhook(fail_first=0)
+    fetch(db_path, {"eastus": 98.32})
+    with webhook_server(hook) as url:
+        config = tmp_path / "alerts.toml"
+        config.write_text(
+            f'lock_timeout = "1s"\n[[alerts.rules]]\nkind = "price_drop"\n'
+            f'gpu_model = "H100-SXM-80GB"\nthreshold_pct = 10\n'
+            f'[notify.slack]\nwebhook_url = "{url}"\n'
+        )
+        base = ["--config", str(config), "--db", str(db_path)]
+        with store.writer(db_path) as con:
+            assert leases.acquire(con, "alerts", "other-host:42:abc", 600, utcnow())
+        code, _, err = cli(capsys, *base, "alerts", "evaluate")
+        assert code == 1 and "other-host:42:abc is evaluating alerts" in err
+        assert len(err.strip().splitlines()) == 1
+        with store.writer(db_path) as con:
+            assert leases.release(con, "alerts", "other-host:42:abc", utcnow())
+        code, _, err = cli(capsys, *base, "alerts", "evaluate")
+        assert code == 0, err
+    with store.reader(db_path) as con:
+        assert leases.current(con, "alerts")[0] is None

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,7 +18,7 @@ from priceadvisor.durations import parse_duration
 from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, Message
 from priceadvisor.store import db as store
-from priceadvisor.store import reads
+from priceadvisor.store import leases, reads
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
@@ -158,9 +161,34 @@ def alerts_evaluate(ctx: typer.Context) -> None:
     if not settings.alerts.rules:
         raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
     available = _channels(settings)
-    with store.writer(store.target(settings), settings.lock_timeout) as con:
+    where = store.target(settings)
+    with _alerts_lease(settings, where), store.writer(where, settings.lock_timeout) as con:
         queued = alerts.evaluate_and_queue(con, settings.alerts, sorted(available), utcnow())
     _deliver(settings, available, f"{queued} alert notification(s) queued")
+
+
+@contextmanager
+def _alerts_lease(settings: Settings, where: store.Target) -> Iterator[None]:
+    """The daemons' alerts lease, held for this evaluation: on a lake two evaluations at once
+    could both queue the same notification, so a manual one takes its turn like a daemon."""
+    holder = leases.holder_id()
+    deadline = time.monotonic() + settings.lock_timeout
+    while not _take(settings, where, holder):
+        if time.monotonic() >= deadline:
+            with store.reader(where, settings.lock_timeout) as con:
+                other, until = leases.current(con, "alerts")
+            raise UserError(f"{other} is evaluating alerts (lease until {until:%H:%M:%S} UTC)")
+        time.sleep(0.5)
+    try:
+        yield
+    finally:
+        with store.writer(where, settings.lock_timeout) as con:
+            leases.release(con, "alerts", holder, utcnow())
+
+
+def _take(settings: Settings, where: store.Target, holder: str) -> bool:
+    with store.writer(where, settings.lock_timeout) as con:
+        return leases.acquire(con, "alerts", holder, settings.daemon.lease, utcnow())
 
 
 @alerts_app.command("list")
