@@ -353,14 +353,8 @@ def evaluate_and_queue(
     """One transaction: advance alert state and queue its notifications together."""
     from priceadvisor.notify.outbox import enqueue  # noqa: PLC0415 - outbox imports the channels
 
-    con.execute("BEGIN TRANSACTION")
-    try:
-        queued = sum(
+    with store.transaction(con):
+        return sum(
             enqueue(con, "alert", m, channel_names)
             for m in messages(evaluate(con, settings, now), now)
         )
-        con.execute("COMMIT")
-    except BaseException:
-        store.rollback(con)
-        raise
-    return queued

@@ -401,16 +401,8 @@ def store_advice(
     keep: int = KEEP_PER_WORKLOAD,
 ) -> int:
     """Replace core.advice with the latest ranking, in one transaction; returns rows stored."""
-    with _prepared(con, profiles, keep):
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute("DELETE FROM core.advice")
-            con.execute(
-                f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow(), "keep": keep}
-            )
-            row = con.execute("SELECT count(*) FROM core.advice").fetchone()
-            con.execute("COMMIT")
-        except BaseException:
-            store.rollback(con)
-            raise
+    with _prepared(con, profiles, keep), store.transaction(con):
+        con.execute("DELETE FROM core.advice")
+        con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow(), "keep": keep})
+        row = con.execute("SELECT count(*) FROM core.advice").fetchone()
     return int(row[0]) if row else 0

@@ -14,28 +14,20 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import duckdb
-import stamina
 
 from priceadvisor.store import db
 
 T = TypeVar("T")
-# Conflicting writers are other daemons' short transactions: back off up to a few seconds.
+# Conflicting writers are other daemons' short transactions: a lease or claim tries this often.
 _ATTEMPTS = 20
-_WAIT_MAX = 5.0
 
 
 def transaction(
     con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPyConnection], T]
 ) -> T:
     """`work(con)` in one transaction: committed whole, or rolled back and re-raised."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        result = work(con)
-        con.execute("COMMIT")
-    except BaseException:
-        db.rollback(con)  # a failed COMMIT has ended it already; rollback() stays quiet then
-        raise
-    return result
+    with db.transaction(con):
+        return work(con)
 
 
 def retried(
@@ -43,11 +35,6 @@ def retried(
     work: Callable[[duckdb.DuckDBPyConnection], T],
     attempts: int = _ATTEMPTS,
 ) -> T:
-    """`transaction(con, work)`, run again (jittered backoff) while it loses a commit conflict;
+    """`transaction(con, work)`, run again while it loses a commit conflict (db.conflict_retry);
     the last conflict is raised (a duckdb.TransactionException, see `db.is_conflict`)."""
-    for attempt in stamina.retry_context(
-        on=db.is_conflict, attempts=attempts, wait_initial=0.05, wait_max=_WAIT_MAX, timeout=None
-    ):
-        with attempt:
-            return transaction(con, work)
-    raise AssertionError("unreachable: stamina re-raises the last conflict")  # pragma: no cover
+    return db.conflict_retry(attempts)(transaction)(con, work)

@@ -17,11 +17,11 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import duckdb
 import stamina
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from priceadvisor.store import columns
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 # Callers catch store.StoreError and use store.first_line, which live in store.errors.
 __all__ = ["StoreError", "first_line"]
 
@@ -93,8 +95,16 @@ def is_conflict(exc: Exception) -> bool:
     return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
 
 
+def conflict_retry(attempts: int = 10) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """The one policy for a commit lost to another lake writer: the work (a whole transaction)
+    runs again on a fresh snapshot after a jittered backoff of up to 5 s, `attempts` times."""
+    return stamina.retry(
+        on=is_conflict, attempts=attempts, wait_initial=0.05, wait_max=5.0, timeout=None
+    )
+
+
 # Runs a self-contained transaction (it begins, commits or rolls back) again after a conflict.
-retry_conflicts = stamina.retry(on=is_conflict, attempts=10)
+retry_conflicts = conflict_retry()
 
 
 # Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
@@ -222,6 +232,18 @@ def _write_failures(path: Path | str) -> Iterator[None]:
         yield
     except (duckdb.IOException, duckdb.FatalException, duckdb.TransactionException) as exc:
         raise StoreError(f"writing {path} failed: {first_line(exc)}") from None
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """The block in one transaction: committed when it ends, rolled back when it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        rollback(con)  # a failed COMMIT has ended it already; rollback() stays quiet then
+        raise
 
 
 def rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -438,15 +460,14 @@ def _dialect(sql: str, on_lake: bool) -> str:
 
 
 def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path, on_lake: bool) -> None:
-    con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(_dialect(path.read_text(encoding="utf-8"), on_lake))
-        con.execute(
-            "INSERT INTO core.schema_migrations VALUES (?, ?, ?)", [version, path.stem, utcnow()]
-        )
-        con.execute("COMMIT")
+        with transaction(con):
+            con.execute(_dialect(path.read_text(encoding="utf-8"), on_lake))
+            con.execute(
+                "INSERT INTO core.schema_migrations VALUES (?, ?, ?)",
+                [version, path.stem, utcnow()],
+            )
     except duckdb.Error as exc:
-        rollback(con)
         if is_conflict(exc):
             raise  # another writer migrated the lake at the same time: _prepare_lake_once retries
         raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
@@ -479,12 +500,11 @@ def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
 
     con.register("_catalog_gpus", columns.from_rows(gpu_rows, _GPU_COLUMNS))
     con.register("_catalog_regions", columns.from_rows(region_rows, _REGION_COLUMNS))
-    con.execute("BEGIN TRANSACTION")
-    con.execute("DELETE FROM core.gpus")
-    con.execute("INSERT INTO core.gpus BY NAME SELECT * FROM _catalog_gpus")
-    con.execute("DELETE FROM core.regions")
-    con.execute("INSERT INTO core.regions BY NAME SELECT * FROM _catalog_regions")
-    con.execute("COMMIT")
+    with transaction(con):
+        con.execute("DELETE FROM core.gpus")
+        con.execute("INSERT INTO core.gpus BY NAME SELECT * FROM _catalog_gpus")
+        con.execute("DELETE FROM core.regions")
+        con.execute("INSERT INTO core.regions BY NAME SELECT * FROM _catalog_regions")
     con.unregister("_catalog_gpus")
     con.unregister("_catalog_regions")
 

@@ -372,17 +372,12 @@ def ingest(
     """Merge one fetch result in a single transaction and finish its fetch_runs row."""
     started = time.perf_counter()
     observed = result.finished_at or utcnow()
-    con.execute("BEGIN TRANSACTION")
     try:
-        counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
-        summary = _finish_run(con, run_id, result, status, error, counts, observed, started)
-        con.execute("COMMIT")
-    except BaseException:
-        store.rollback(con)
-        raise
+        with store.transaction(con):
+            counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
+            return _finish_run(con, run_id, result, status, error, counts, observed, started)
     finally:
         _release_inputs(con)
-    return summary
 
 
 def _release_inputs(con: duckdb.DuckDBPyConnection) -> None:

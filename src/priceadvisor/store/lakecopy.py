@@ -51,10 +51,9 @@ def import_file(source: Path, target: lake.Lake) -> Checksums:
     with store.writer(target) as con:
         _refuse_history(con, lake.ALIAS, target.describe())
         _attach_file(con, source)
-        con.execute("BEGIN TRANSACTION")
-        _copy_tables(con, SOURCE, lake.ALIAS)
-        _counters_from_sequences(con)
-        con.execute("COMMIT")
+        with store.transaction(con):
+            _copy_tables(con, SOURCE, lake.ALIAS)
+            _counters_from_sequences(con)
         return _verified(con, SOURCE, lake.ALIAS)
 
 
@@ -66,10 +65,9 @@ def export_file(target: lake.Lake, dest: Path) -> Checksums:
         pass  # the lake is priceadvisor's, at the current schema version
     with store.writer(dest) as con:
         lake.attach(con, target, read_only=True, alias=SOURCE)
-        con.execute("BEGIN TRANSACTION")
-        _copy_tables(con, SOURCE, _file_catalog(con))
-        _sequences_from_counters(con)
-        con.execute("COMMIT")
+        with store.transaction(con):
+            _copy_tables(con, SOURCE, _file_catalog(con))
+            _sequences_from_counters(con)
         return _verified(con, SOURCE, _file_catalog(con))
 
 
