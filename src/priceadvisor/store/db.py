@@ -43,7 +43,10 @@ T = TypeVar("T")
 __all__ = ["StoreError", "first_line"]
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-_LOCK_MARKERS = ("lock", "Conflicting")
+# DuckDB's words for a file another process holds. Precise on purpose: "lock" alone also
+# matches "block" in a corrupt-file error, which must fail at once rather than be waited out.
+_LOCK_MARKERS = ("Could not set lock on file", "Conflicting lock is held")
+_HOLDER = re.compile(r"Conflicting lock is held in (.+?) \(PID (\d+)\)")
 
 
 def migrations() -> list[tuple[int, Path]]:
@@ -317,6 +320,7 @@ class _LockWait:
     started: float = field(default_factory=time.monotonic)
     delay: float = 0.05
     warned: float = 0.0
+    holder: str = ""
 
     def pause(self) -> None:
         """Wait a moment before the next attempt, or raise StoreError when it is time to stop."""
@@ -324,7 +328,8 @@ class _LockWait:
         if self.give_up is None:
             if waited >= self.lock_timeout:
                 raise StoreError(
-                    f"database {self.path} is locked by another process (a write in progress?); "
+                    f"database {self.path} is locked by another process{self.holder} "
+                    "(a write in progress?); "
                     f"gave up after {self.lock_timeout:.0f} s"
                 )
             time.sleep(self.delay)
@@ -337,8 +342,9 @@ class _LockWait:
         if waited - self.warned >= max(self.lock_timeout, 1.0):
             self.warned = waited
             log.warning(
-                "database %s is held by another process; waiting our turn (%.0f s so far)",
+                "database %s is held by another process%s; waiting our turn (%.0f s so far)",
                 self.path,
+                self.holder,
                 waited,
             )
         if self.give_up.wait(self.delay):
@@ -388,9 +394,16 @@ def _open(
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
                 raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
+            wait.holder = _holder(str(exc))
         except duckdb.Error as exc:
             raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
         wait.pause()
+
+
+def _holder(message: str) -> str:
+    """Which process holds the file, as DuckDB names it ("" when it does not say)."""
+    found = _HOLDER.search(message)
+    return f" (PID {found[2]}, {Path(found[1]).name})" if found else ""
 
 
 def _refuse_sqlite(path: Path) -> None:
