@@ -21,9 +21,10 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from priceadvisor.cli.app import main
-from priceadvisor.models import RawQuote
+from priceadvisor.models import RawQuote, utcnow
 from priceadvisor.notify.slack import MAX_BLOCKS, MAX_SECTION_CHARS, paginate, sections
 from priceadvisor.store import db as store
+from priceadvisor.store import leases
 from tests.conftest import cli, ingest_quotes, query
 
 SECRET = "hunter2-SMTP-PASSWORD"
@@ -307,6 +308,35 @@ def test_slack_429_then_success_delivers_once_escaped(
     assert len(hook.posts[0]["blocks"]) <= MAX_BLOCKS
     assert "SECRETPATH" not in out + err
     assert notifications(database) == [("slack", "sent", 1, None)]
+
+
+def test_manual_digest_send_takes_its_turn_behind_a_daemons_digest_lease(
+    capsys: pytest.CaptureFixture[str],
+    database: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A daemon that queued this week's digest keeps the digest lease: a manual `digest --send`
+    at the same moment (on a lake it could queue it twice) is refused in one line, and once
+    the lease is free it sends and gives the lease back."""
+    hook = Webhook(fail_first=0)
+    with webhook_server(hook) as url:
+        monkeypatch.setenv("SLACK_WEBHOOK_URL", url)
+        config = tmp_path / "slack.toml"
+        config.write_text('lock_timeout = "1s"\n[notify.slack]\n')
+        args = ["--config", str(config), "--db", str(database), "digest", "--send"]
+        with store.writer(database) as con:
+            assert leases.acquire(con, "digest", "other-host:42:abc", 600, utcnow())
+        code, _, err = cli(capsys, *args)
+        assert code == 1 and "other-host:42:abc has queued this digest" in err
+        assert len(err.strip().splitlines()) == 1 and hook.posts == []
+        with store.writer(database) as con:
+            assert leases.release(con, "digest", "other-host:42:abc", utcnow())
+        code, _, err = cli(capsys, *args)
+    assert code == 0, err
+    assert len(hook.posts) == 1
+    with store.reader(database) as con:
+        assert leases.current(con, "digest")[0] is None
 
 
 def test_alerts_test_reaches_every_channel_and_unconfigured_is_an_error(

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -121,7 +121,12 @@ def _send(ctx: typer.Context, kind: str, message: Message) -> None:
 
     settings = state(ctx).settings
     available = _channels(settings)
-    with store.writer(store.target(settings), settings.lock_timeout) as con:
+    where = store.target(settings)
+    # A test message is never queued by a daemon; a digest is, under the digest lease.
+    with (
+        _job_lease(settings, where, kind) if kind in _LEASE_ACTIVITY else nullcontext(),
+        store.writer(where, settings.lock_timeout) as con,
+    ):
         queued = outbox.enqueue(con, kind, message, sorted(available))
     _deliver(settings, available, f"queued {queued} new")
 
@@ -162,33 +167,38 @@ def alerts_evaluate(ctx: typer.Context) -> None:
         raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
     available = _channels(settings)
     where = store.target(settings)
-    with _alerts_lease(settings, where), store.writer(where, settings.lock_timeout) as con:
+    with _job_lease(settings, where, "alerts"), store.writer(where, settings.lock_timeout) as con:
         queued = alerts.evaluate_and_queue(con, settings.alerts, sorted(available), utcnow())
     _deliver(settings, available, f"{queued} alert notification(s) queued")
 
 
+# What a job's lease holder is doing, for the error a manual run gets while it is held.
+_LEASE_ACTIVITY = {"alerts": "is evaluating alerts", "digest": "has queued this digest"}
+
+
 @contextmanager
-def _alerts_lease(settings: Settings, where: store.Target) -> Iterator[None]:
-    """The daemons' alerts lease, held for this evaluation: on a lake two evaluations at once
-    could both queue the same notification, so a manual one takes its turn like a daemon."""
+def _job_lease(settings: Settings, where: store.Target, job: str) -> Iterator[None]:
+    """The daemons' lease on `job`, held while this command queues: on a lake two evaluations
+    (or two digests) at once could queue one notification twice, so a manual run takes its turn
+    like a daemon, and gives the lease back when it is done."""
     holder = leases.holder_id()
     deadline = time.monotonic() + settings.lock_timeout
-    while not _take(settings, where, holder):
+    while not _take(settings, where, holder, job):
         if time.monotonic() >= deadline:
             with store.reader(where, settings.lock_timeout) as con:
-                other, until = leases.current(con, "alerts")
-            raise UserError(f"{other} is evaluating alerts (lease until {until:%H:%M:%S} UTC)")
+                other, until = leases.current(con, job)
+            raise UserError(f"{other} {_LEASE_ACTIVITY[job]} (lease until {until:%H:%M:%S} UTC)")
         time.sleep(0.5)
     try:
         yield
     finally:
         with store.writer(where, settings.lock_timeout) as con:
-            leases.release(con, "alerts", holder, utcnow())
+            leases.release(con, job, holder, utcnow())
 
 
-def _take(settings: Settings, where: store.Target, holder: str) -> bool:
+def _take(settings: Settings, where: store.Target, holder: str, job: str) -> bool:
     with store.writer(where, settings.lock_timeout) as con:
-        return leases.acquire(con, "alerts", holder, settings.daemon.lease, utcnow())
+        return leases.acquire(con, job, holder, settings.daemon.lease, utcnow())
 
 
 @alerts_app.command("list")
