@@ -26,7 +26,8 @@ def sequences(path: Path) -> dict[str, int]:
     with duckdb.connect(str(path), read_only=True) as con:
         return dict(
             con.execute(
-                "SELECT schema_name || '.' || sequence_name, last_value FROM duckdb_sequences()"
+                "SELECT schema_name || '.' || sequence_name, coalesce(last_value, 0) "
+                "FROM duckdb_sequences()"
             ).fetchall()
         )
 

@@ -400,8 +400,11 @@ def store_advice(
     profiles: Sequence[WorkloadProfile],
     keep: int = KEEP_PER_WORKLOAD,
 ) -> int:
-    """Replace core.advice with the latest ranking, in one transaction; returns rows stored."""
+    """Replace core.advice with the latest ranking, in one transaction; returns rows stored.
+    On a lake a refresh that loses its commit to another's raises a conflict: callers run it
+    again with `store.retry_conflicts`."""
     with _prepared(con, profiles, keep), store.transaction(con):
+        store.next_id(con, "core.advice_refreshes")  # serialises refreshes on a lake (0080)
         con.execute("DELETE FROM core.advice")
         con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow(), "keep": keep})
         row = con.execute("SELECT count(*) FROM core.advice").fetchone()
