@@ -78,5 +78,16 @@ def test_cli_takes_recompute_and_refuses_unknown_modes(capsys: pytest.CaptureFix
     assert ratio == pytest.approx(0.75, rel=0.01)
     code, out, err = cli(capsys, *base, "--recompute", "sometimes")
     assert code == 2 and not out and "unknown recompute 'sometimes'" in err
+    serving = (
+        "estimate",
+        "--gpu",
+        "A100-SXM-80GB",
+        "--model",
+        "llama-3.1-8b",
+        "--recompute",
+        "full",
+    )
+    code, out, err = cli(capsys, *serving)
+    assert code == 2 and not out and "applies to training tasks" in err
     code, out, _ = cli(capsys, "estimate", "--help")
     assert code == 0 and "--recompute" in out

@@ -14,7 +14,7 @@ from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
-from priceadvisor.models import Precision, Task
+from priceadvisor.models import TRAINING_TASKS, Precision, Task
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing.estimate import (
     ENGINES,
@@ -189,6 +189,8 @@ def estimate_command(
     _check_choice("engine", engine, ENGINES)
     if recompute is not None:
         _check_choice("recompute", recompute, RECOMPUTE)
+        if task not in TRAINING_TASKS:
+            raise typer.BadParameter(f"--recompute applies to training tasks, not {task!r}")
     numbers = {
         "params_b": params_b,
         "active_params_b": active_params_b,
