@@ -14,10 +14,11 @@ from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
-from priceadvisor.models import Precision, Task
+from priceadvisor.models import TRAINING_TASKS, Precision, Task
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing.estimate import (
     ENGINES,
+    RECOMPUTE,
     STACK_ALIASES,
     STACKS,
     SizingError,
@@ -162,6 +163,14 @@ def estimate_command(
     expert_parallel: Annotated[
         int | None, typer.Option(min=1, help="MoE training: expert-parallel degree.")
     ] = None,
+    recompute: Annotated[
+        str | None,
+        typer.Option(
+            help="Training: activation recomputation — none, selective (attention core only: "
+            "no extra GEMMs) or full (one more forward pass: 6ND → 8ND, LoRA 4ND → 6ND). "
+            "Default: full for megatron-2021, else none."
+        ),
+    ] = None,
     ttft_ms_max: Annotated[float | None, typer.Option(help="Serving: TTFT target, ms.")] = None,
     tpot_ms_max: Annotated[float | None, typer.Option(help="Serving: TPOT target, ms.")] = None,
     fmt: FormatOpt = Format.TABLE,
@@ -178,6 +187,10 @@ def estimate_command(
         _check_choice("kv-precision", kv_precision, Precision.__args__)  # type: ignore[attr-defined]
     _check_choice("stack", stack, STACKS + tuple(STACK_ALIASES))
     _check_choice("engine", engine, ENGINES)
+    if recompute is not None:
+        _check_choice("recompute", recompute, RECOMPUTE)
+        if task not in TRAINING_TASKS:
+            raise typer.BadParameter(f"--recompute applies to training tasks, not {task!r}")
     numbers = {
         "params_b": params_b,
         "active_params_b": active_params_b,
@@ -206,6 +219,7 @@ def estimate_command(
             stack=STACK_ALIASES.get(stack, stack),
             engine=engine,
             expert_parallel=expert_parallel,
+            recompute=recompute,
             ttft_ms_max=ttft_ms_max,
             tpot_ms_max=tpot_ms_max,
         )

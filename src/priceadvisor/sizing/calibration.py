@@ -112,6 +112,7 @@ def _case(case_id: str, entry: dict[str, Any]) -> Case:
         "stack",
         "engine",
         "expert_parallel",
+        "recompute",
         "tpot_ms_max",
     )
     workload = sizing.Workload(

@@ -66,16 +66,21 @@ MOE_EXPOSED_COMMUNICATION = 0.35
 # Dense FP4 (NVFP4/MXFP4) tensor peaks of the parts that have FP4 units (vendor datasheets, as
 # in the catalog notes); other parts store FP4 weights but compute at FP8 or 16 bit.
 FP4_DENSE_TFLOPS = {"B200": 9000, "GB200": 10000, "B300": 15000, "GB300": 15000, "MI355X": 10066}
-# Full activation recomputation runs the forward twice: 6ND useful of 8ND executed (Megatron-LM
-# 2021 reports hardware FLOPs of that count; Korthikanti et al. 2022).
-RECOMPUTE_USEFUL_SHARE = 0.75
+# Activation recomputation (`Workload.recompute`): "full" re-runs every layer's forward pass in
+# the backward pass — 8ND executed for 6ND of model FLOPs in full training (Megatron-LM 2021
+# reports hardware FLOPs of that count), 6ND for LoRA's 4ND; "selective" (Korthikanti et al.
+# 2022) re-runs only the attention core, a few percent that FlashAttention's backward pays
+# anyway, so it adds no GEMM FLOPs; "none" keeps every activation. Unset, the stack's layout
+# decides: megatron-2021 recomputes in full, every other stack is sized without recomputation
+# (the pooled priors were fitted that way).
+RECOMPUTE = ("none", "selective", "full")
 FP4_OVER_FP8 = 1.25
 # The software that runs the work carries its own efficiency: the same GPU and model differ
 # 1.3-4x between engines and training stacks in the published rows (docs/accuracy.md). Each
 # known engine/stack has one factor on the regime priors, fitted only where at least two
 # publications state it; "unknown" (the default) uses the pooled regime factors alone and
 # states the wider pooled range. "megatron-2021" is also a layout: A100 TP+PP with full
-# activation recomputation (RECOMPUTE_USEFUL_SHARE, regime train-3d).
+# activation recomputation by default (RECOMPUTE, regime train-3d).
 UNKNOWN = "unknown"
 ENGINES = (UNKNOWN, "trt-llm", "vllm", "sglang", "lmdeploy", "fastertransformer")
 STACKS = (
@@ -146,7 +151,8 @@ class Workload:
     `stack` the training software (STACKS; "megatron-2021" is also the A100 tensor+pipeline
     layout with full recomputation) and `engine` the serving engine (ENGINES), each "unknown"
     for the pooled efficiency and range;
-    `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`)."""
+    `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`);
+    `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's)."""
 
     task: Task
     arch: Architecture
@@ -163,6 +169,7 @@ class Workload:
     stack: str = UNKNOWN
     engine: str = UNKNOWN
     expert_parallel: int | None = None  # MoE training: GPUs an expert group spans
+    recompute: str | None = None  # training: none, selective or full (None: the stack's)
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -545,6 +552,27 @@ def attention_training_flops(arch: Architecture, seq_len: int) -> float:
     return 6.0 * arch.layers * seq_len * arch.heads * arch.dim_head
 
 
+def recompute_mode(work: Workload) -> str:
+    """The activation recomputation a training run uses: as given, else the stack's layout."""
+    if work.recompute:
+        return work.recompute
+    return "full" if work.stack == "megatron-2021" else "none"
+
+
+def executed_training_flops(work: Workload) -> float:
+    """FLOPs executed per trained token: 6·N (LoRA 4·N: frozen weights need no weight
+    gradients, ~4ND) plus the attention scores, and with full recomputation one more forward
+    pass (2·N and a third of the attention FLOPs). Throughput counts trained tokens, so
+    recomputation shows as a lower model-FLOPs utilisation at the same hardware efficiency."""
+    arch = work.arch
+    k = 6 if work.task in ("pretrain", "finetune") else 4
+    attention = attention_training_flops(arch, work.seq_len)
+    useful = k * arch.active_params + attention
+    if recompute_mode(work) != "full":
+        return useful
+    return useful + 2 * arch.active_params + attention / 3
+
+
 def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     memory = training_memory(work, gpus)
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
@@ -559,16 +587,12 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         uncertainty=_uncertainty(work, gpu, regime),
         regime=regime,
     )
-    k = 6 if work.task in ("pretrain", "finetune") else 4  # LoRA: no weight gradients (~4ND)
     efficiency = training_mfu(gpu, work.arch, work.precision) * regime_factor(work, regime)
-    if work.stack == "megatron-2021":
-        efficiency *= RECOMPUTE_USEFUL_SHARE
     if gpus > 1 and not has_fast_interconnect(gpu):
         efficiency *= 0.8
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
     peak = training_peak(gpu, work.arch, work.precision)
-    flops = k * work.arch.active_params + attention_training_flops(work.arch, work.seq_len)
-    compute = flops / (peak * efficiency)
+    compute = executed_training_flops(work) / (peak * efficiency)
     communication = moe_alltoall_seconds(work, gpu, gpus)
     if communication > 0.2 * compute:
         result.binding = "communication"

@@ -1,0 +1,93 @@
+"""Training inputs of issue 16, round 2: activation recomputation as a stated input, and the
+calibration rows that state it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from priceadvisor import llm
+from priceadvisor.sizing import calibration
+from priceadvisor.sizing.estimate import (
+    Workload,
+    attention_training_flops,
+    estimate,
+    executed_training_flops,
+    recompute_mode,
+)
+from tests.conftest import cli
+
+L70 = llm.lookup("llama-3.1-70b")
+L8 = llm.lookup("llama-3.1-8b")
+
+
+def test_full_recomputation_adds_one_forward_pass() -> None:
+    work = Workload("pretrain", L70, train_tokens=1e9, seq_len=8192)
+    plain = estimate(work, "H100-SXM-80GB", 64)
+    full = estimate(dataclasses.replace(work, recompute="full"), "H100-SXM-80GB", 64)
+    assert full.tokens_per_s == pytest.approx(0.75 * plain.tokens_per_s)  # 6ND useful of 8ND
+    assert full.hours and plain.hours and full.hours == pytest.approx(plain.hours / 0.75)
+
+
+def test_lora_recomputation_costs_a_larger_share_than_full_training() -> None:
+    work = Workload("lora", L8, seq_len=2048)
+    attention = attention_training_flops(L8, 2048)
+    useful = 4 * L8.active_params + attention
+    full = dataclasses.replace(work, recompute="full")
+    assert executed_training_flops(work) == pytest.approx(useful)
+    assert executed_training_flops(full) == pytest.approx(
+        useful + 2 * L8.active_params + attention / 3
+    )
+    ratio = estimate(full, "H100-SXM-80GB", 1).tokens_per_s
+    ratio /= estimate(work, "H100-SXM-80GB", 1).tokens_per_s
+    assert 0.64 < ratio < 0.7  # ~4ND of ~6ND, not full training's 0.75
+
+
+def test_selective_recomputation_adds_no_gemm_flops_and_overrides_the_stack() -> None:
+    work = Workload("pretrain", L70, stack="megatron-2021")
+    assert recompute_mode(work) == "full"  # the 2021 layout recomputes in full by default
+    assert recompute_mode(Workload("pretrain", L70)) == "none"
+    selective = dataclasses.replace(work, recompute="selective")
+    assert executed_training_flops(selective) == executed_training_flops(Workload("pretrain", L70))
+    a100 = estimate(selective, "A100-SXM-80GB", 512)
+    assert a100.tokens_per_s == pytest.approx(
+        estimate(work, "A100-SXM-80GB", 512).tokens_per_s / 0.75
+    )
+    assert a100.regime == "train-3d"
+
+
+def test_calibration_rows_carry_the_recomputation_their_source_states() -> None:
+    stated = {c.case_id: c.workload.recompute for c in calibration.cases()}
+    assert stated["T07"] == "full"  # llm-foundry MPT-70B: activation checkpointing on
+    assert stated["T08"] == "none"
+    assert stated["XT15"] == "selective"  # Korthikanti et al.: 54.2 % MFU is selective
+    assert stated["XT21"] == "full"
+    assert all(stated[f"XT1{i}"] == "full" for i in range(5))  # Megatron-LM SC21 Table 1
+
+
+def test_cli_takes_recompute_and_refuses_unknown_modes(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("estimate", "--gpu", "A100-SXM-80GB", "--task", "pretrain", "--model", "llama-3.1-8b")
+    base = (*base, "--gpus", "8", "--format", "json")
+    code, plain, _ = cli(capsys, *base)
+    assert code == 0
+    code, full, _ = cli(capsys, *base, "--recompute", "full")
+    assert code == 0
+    ratio = json.loads(full)["tokens_per_s"] / json.loads(plain)["tokens_per_s"]
+    assert ratio == pytest.approx(0.75, rel=0.01)
+    code, out, err = cli(capsys, *base, "--recompute", "sometimes")
+    assert code == 2 and not out and "unknown recompute 'sometimes'" in err
+    serving = (
+        "estimate",
+        "--gpu",
+        "A100-SXM-80GB",
+        "--model",
+        "llama-3.1-8b",
+        "--recompute",
+        "full",
+    )
+    code, out, err = cli(capsys, *serving)
+    assert code == 2 and not out and "applies to training tasks" in err
+    code, out, _ = cli(capsys, "estimate", "--help")
+    assert code == 0 and "--recompute" in out
