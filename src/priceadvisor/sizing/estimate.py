@@ -450,7 +450,7 @@ def prefill_mfu(gpu: GpuSpec, work: Workload) -> float:
     reaches there (FP8 delivers ~1.7x, not 2x, the 16-bit speed: quantisation and the
     attention, norms and softmax that stay 16 bit)."""
     low = training_mfu(gpu, work.arch, work.precision)
-    return PREFILL_MFU * low / training_mfu(gpu, work.arch, "bf16")
+    return PREFILL_MFU * low / training_mfu(gpu, work.arch, "bf16") * achievable_matmul_share(gpu)
 
 
 def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
