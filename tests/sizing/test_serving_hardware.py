@@ -23,6 +23,9 @@ def test_matmul_share_counts_relative_to_the_vendors_reference_part() -> None:
     assert achievable_matmul_share(GPUS["A100-SXM-80GB"]) == pytest.approx(0.87 / 0.80)
     # A part without a measurement keeps its vendor's reference share.
     assert achievable_matmul_share(GPUS["L4-24GB"]) == 1.0
+    assert achievable_matmul_share(GPUS["MI250X-128GB"]) == 1.0
+    # Other vendors count relative to the H100 the priors were measured on.
+    assert achievable_matmul_share(GPUS["GAUDI3-128GB"]) == pytest.approx(0.68 / 0.80)
 
 
 def test_compute_bound_serving_follows_the_sustained_share_not_the_datasheet() -> None:

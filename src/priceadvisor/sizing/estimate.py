@@ -409,7 +409,7 @@ def serving_mfu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
 # "maximum achievable matmul FLOPS" (MAMF) measured per part in Stas Bekman's ml-engineering
 # book (compute/accelerator, MAMF table), over the catalog's dense BF16 peak: A100 271 of 312,
 # H100 SXM 795 of 989, GH200 829 of 989, B200 1745 of 2250, MI300X 668 of 1307 (ROCm 6.3),
-# MI325X 785 of 1307, MI355X 1565 of 2517, Gaudi 2 419 of 432, Gaudi 3 1243 of 1677. H200 is
+# MI325X 785 of 1307, MI355X 1565 of 2517, Gaudi 2 419 of 432, Gaudi 3 1243 of 1835. H200 is
 # the H100's die at the same 700 W: its share. Clocks under sustained tensor load (power
 # limits: MI300X 750 W, MI325X 1000 W on the same die) make the difference, not the datasheet.
 ACHIEVABLE_MATMUL_SHARE = {
@@ -422,23 +422,23 @@ ACHIEVABLE_MATMUL_SHARE = {
     "MI325X": 0.60,
     "MI355X": 0.62,
     "GAUDI2": 0.97,
-    "GAUDI3": 0.74,
+    "GAUDI3": 0.68,
 }
-# Parts without a measurement: the median share of the measured ones.
-DEFAULT_MATMUL_SHARE = 0.80
 
 
 # The gap between vendors is the AMD engine factor's (fitted per fold: hardware and ROCm
-# together), so a part's share counts relative to its vendor's reference part.
+# together), so a part's share counts relative to its vendor's reference part; other vendors
+# have no engine factor and count relative to the H100 the serving priors were measured on.
 VENDOR_REFERENCE_PART = {"NVIDIA": "H100", "AMD": "MI300X"}
 
 
 def achievable_matmul_share(gpu: GpuSpec) -> float:
     """Sustained share of the dense tensor peak on the part (ACHIEVABLE_MATMUL_SHARE),
-    relative to its vendor's reference part."""
-    reference = VENDOR_REFERENCE_PART.get(gpu.vendor, "")
-    own = ACHIEVABLE_MATMUL_SHARE.get(gpu.family, DEFAULT_MATMUL_SHARE)
-    return own / ACHIEVABLE_MATMUL_SHARE.get(reference, DEFAULT_MATMUL_SHARE)
+    relative to its vendor's reference part; 1 for a part without a measurement."""
+    own = ACHIEVABLE_MATMUL_SHARE.get(gpu.family)
+    if own is None:
+        return 1.0
+    return own / ACHIEVABLE_MATMUL_SHARE[VENDOR_REFERENCE_PART.get(gpu.vendor, "H100")]
 
 
 PREFILL_MFU = 0.50
