@@ -412,6 +412,8 @@ def serving_mfu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
 # MI325X 785 of 1307, MI355X 1565 of 2517, Gaudi 2 419 of 432, Gaudi 3 1243 of 1835. H200 is
 # the H100's die at the same 700 W: its share. Clocks under sustained tensor load (power
 # limits: MI300X 750 W, MI325X 1000 W on the same die) make the difference, not the datasheet.
+# Keyed by family with the SXM/OAM figure: lower-power PCIe variants sustain a little less
+# (A100 PCIe 253 of 312), which is not modelled.
 ACHIEVABLE_MATMUL_SHARE = {
     "A100": 0.87,
     "H100": 0.80,
@@ -448,7 +450,8 @@ def prefill_mfu(gpu: GpuSpec, work: Workload) -> float:
     """Prefill is the forward pass of training (the same GEMMs, one request's prompt): 50 % of
     the 16-bit peak, and at 8/4 bit the same lower share of the low-precision peak that training
     reaches there (FP8 delivers ~1.7x, not 2x, the 16-bit speed: quantisation and the
-    attention, norms and softmax that stay 16 bit)."""
+    attention, norms and softmax that stay 16 bit); times the part's sustained matmul share
+    relative to its vendor's reference part."""
     low = training_mfu(gpu, work.arch, work.precision)
     return PREFILL_MFU * low / training_mfu(gpu, work.arch, "bf16") * achievable_matmul_share(gpu)
 
