@@ -407,8 +407,47 @@ def allreduce_latency(gpu: GpuSpec, tp: int, scales: Scales = PRIORS) -> float:
 
 def serving_mfu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
     """Saturated serving compute efficiency: 45 % of dense peak counting 2·N·(in+out) FLOPs per
-    request (TensorRT-LLM performance tables), scaled by the engine factor."""
-    return 0.45 * engine_factor(gpu, scales)
+    request (TensorRT-LLM performance tables, H100), times the part's sustained matmul share
+    relative to its vendor's reference part, scaled by the engine factor."""
+    return 0.45 * achievable_matmul_share(gpu) * engine_factor(gpu, scales)
+
+
+# Share of the datasheet dense 16-bit tensor peak that a large GEMM sustains on the part:
+# "maximum achievable matmul FLOPS" (MAMF) measured per part in Stas Bekman's ml-engineering
+# book (compute/accelerator, MAMF table), over the catalog's dense BF16 peak: A100 271 of 312,
+# H100 SXM 795 of 989, GH200 829 of 989, B200 1745 of 2250, MI300X 668 of 1307 (ROCm 6.3),
+# MI325X 785 of 1307, MI355X 1565 of 2517, Gaudi 2 419 of 432, Gaudi 3 1243 of 1835. H200 is
+# the H100's die at the same 700 W: its share. Clocks under sustained tensor load (power
+# limits: MI300X 750 W, MI325X 1000 W on the same die) make the difference, not the datasheet.
+# Keyed by family with the SXM/OAM figure: lower-power PCIe variants sustain a little less
+# (A100 PCIe 253 of 312), which is not modelled.
+ACHIEVABLE_MATMUL_SHARE = {
+    "A100": 0.87,
+    "H100": 0.80,
+    "H200": 0.80,
+    "GH200": 0.84,
+    "B200": 0.78,
+    "MI300X": 0.51,
+    "MI325X": 0.60,
+    "MI355X": 0.62,
+    "GAUDI2": 0.97,
+    "GAUDI3": 0.68,
+}
+
+
+# The gap between vendors is the AMD engine factor's (fitted per fold: hardware and ROCm
+# together), so a part's share counts relative to its vendor's reference part; other vendors
+# have no engine factor and count relative to the H100 the serving priors were measured on.
+VENDOR_REFERENCE_PART = {"NVIDIA": "H100", "AMD": "MI300X"}
+
+
+def achievable_matmul_share(gpu: GpuSpec) -> float:
+    """Sustained share of the dense tensor peak on the part (ACHIEVABLE_MATMUL_SHARE),
+    relative to its vendor's reference part; 1 for a part without a measurement."""
+    own = ACHIEVABLE_MATMUL_SHARE.get(gpu.family)
+    if own is None:
+        return 1.0
+    return own / ACHIEVABLE_MATMUL_SHARE[VENDOR_REFERENCE_PART.get(gpu.vendor, "H100")]
 
 
 PREFILL_MFU = 0.50
@@ -418,9 +457,10 @@ def prefill_mfu(gpu: GpuSpec, work: Workload) -> float:
     """Prefill is the forward pass of training (the same GEMMs, one request's prompt): 50 % of
     the 16-bit peak, and at 8/4 bit the same lower share of the low-precision peak that training
     reaches there (FP8 delivers ~1.7x, not 2x, the 16-bit speed: quantisation and the
-    attention, norms and softmax that stay 16 bit)."""
+    attention, norms and softmax that stay 16 bit); times the part's sustained matmul share
+    relative to its vendor's reference part."""
     low = training_mfu(gpu, work.arch, work.precision)
-    return PREFILL_MFU * low / training_mfu(gpu, work.arch, "bf16")
+    return PREFILL_MFU * low / training_mfu(gpu, work.arch, "bf16") * achievable_matmul_share(gpu)
 
 
 def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
