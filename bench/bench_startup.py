@@ -1,13 +1,16 @@
 """Start-up benchmark: `priceadvisor prices --gpu H100 --pricing spot` in a fresh process, beside
 raw DuckDB running the same SQL on the same file in a fresh process (the floor: Python, the
 duckdb import and the query). Runs are interleaved (CLI, raw, CLI, raw, ...) so a busy machine
-slows both alike; medians and ranges are reported.
+slows both alike; medians and ranges of wall time are reported, and the median CPU time (user +
+system, all threads) of each process, which a busy machine inflates less.
 
     uv run python bench/bench_startup.py [--offers 10000 1000000] [--runs 9] [--quick]
 
 --src DIR: time the CLI of another checkout's src/ (e.g. `git archive REV src providers db
 templates | tar -x -C DIR` for a before/after), run as `python -m priceadvisor` either way.
---before DIR: time that checkout's CLI as well, interleaved with this one ("CLI before").
+--before DIR: time that checkout's CLI as well, interleaved with this one ("CLI before");
+--before-python PATH runs it with that checkout's own venv (its own dependencies, e.g. another
+Typer) instead of this one's.
 
 --gpuhunt-python PATH: also time gpuhunt (https://github.com/dstackai/gpuhunt, installed in its
 own venv, never a dependency of this project) answering the same question in a fresh process:
@@ -138,10 +141,19 @@ def gpuhunt_mirror(db: Path, folder: Path) -> str:
     return folder.resolve().as_uri()
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, all threads) of one run."""
     started = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True, env=env)
-    return time.perf_counter() - started
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    with child.stderr:
+        stderr = child.stderr.read()  # to the end: the child has exited or closed it
+    _, status, usage = os.wait4(child.pid, 0)  # the child's own resource usage
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"{command[0]} failed: {stderr.decode(errors='replace').strip()}")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def bytecode_env(cache: Path, src: Path | None) -> dict[str, str]:
@@ -153,19 +165,21 @@ def bytecode_env(cache: Path, src: Path | None) -> dict[str, str]:
 
 
 Command = tuple[list[str], dict[str, str]]
+Timings = dict[str, list[tuple[float, float]]]  # per command: (wall, CPU) of each run
 
 
 def commands(
-    db: Path, env: dict[str, str], gpuhunt: Path | None, before: dict[str, str] | None
+    db: Path, env: dict[str, str], gpuhunt: Path | None, before: Command | None
 ) -> dict[str, Command]:
+    """What to time: `before` is the python and environment of the CLI before, if any."""
     sql, params = cli_sql(db)
-    cli = [sys.executable, "-m", "priceadvisor", "--db", str(db), *CLI_ARGS]
+    args = ["-m", "priceadvisor", "--db", str(db), *CLI_ARGS]
     chosen = {
-        "CLI": (cli, env),
+        "CLI": ([sys.executable, *args], env),
         "raw DuckDB": ([sys.executable, "-c", RAW, str(db), sql, json.dumps(params)], env),
     }
     if before is not None:
-        chosen["CLI before"] = (cli, before)
+        chosen["CLI before"] = ([*before[0], *args], before[1])
     if gpuhunt is not None:
         url = gpuhunt_mirror(db, db.with_suffix(".gpuhunt"))
         hunt_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -173,24 +187,28 @@ def commands(
     return chosen
 
 
-def compare(chosen: dict[str, Command], runs: int) -> dict[str, list[float]]:
+def compare(chosen: dict[str, Command], runs: int) -> Timings:
     for command, env in chosen.values():  # fill the bytecode and page caches for each
         timed(command, env)
-    times: dict[str, list[float]] = {name: [] for name in chosen}
+    times: Timings = {name: [] for name in chosen}
     for _ in range(runs):
         for name, (command, env) in chosen.items():
             times[name].append(timed(command, env))
     return times
 
 
-def report(offers: int, times: dict[str, list[float]]) -> None:
-    cli = statistics.median(times["CLI"])
+def report(offers: int, times: Timings) -> None:
+    wall = {name: [w for w, _ in runs] for name, runs in times.items()}
+    cpu = {name: statistics.median(c for _, c in runs) for name, runs in times.items()}
     parts = [
-        f"{name} median {statistics.median(t):.3f} s ({min(t):.3f}-{max(t):.3f})"
-        for name, t in times.items()
+        f"{name} median {statistics.median(t):.3f} s ({min(t):.3f}-{max(t):.3f}) "
+        f"CPU {cpu[name]:.3f} s"
+        for name, t in wall.items()
     ]
-    ratios = [f"CLI/{name} {cli / statistics.median(t):.2f}x" for name, t in times.items()]
+    cli = statistics.median(wall["CLI"])
+    ratios = [f"CLI/{name} {cli / statistics.median(t):.2f}x" for name, t in wall.items()]
     print(f"{offers:>9,} offers: {', '.join(parts)}; {', '.join(ratios[1:])}")
+    print(f"{'':>9}  load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> None:
@@ -199,13 +217,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--src", type=Path, help="time the CLI from this src/ folder")
     parser.add_argument("--before", type=Path, help="also time the CLI from this src/ folder")
+    parser.add_argument("--before-python", type=Path, help="run --before with this python")
     parser.add_argument("--gpuhunt-python", type=Path, help="python of a venv with gpuhunt")
     parser.add_argument("--quick", action="store_true", help="10k offers, 3 runs")
     args = parser.parse_args()
     sizes, runs = ([10_000], 3) if args.quick else (args.offers, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         env = bytecode_env(Path(tmp) / "pycache", args.src)
-        before = bytecode_env(Path(tmp) / "pycache-before", args.before) if args.before else None
+        before = None
+        if args.before:
+            python = str(args.before_python or sys.executable)
+            before = ([python], bytecode_env(Path(tmp) / "pycache-before", args.before))
         for offers in sizes:
             db = Path(tmp) / f"offers-{offers}.duckdb"
             build(db, offers)

@@ -1,7 +1,7 @@
 """The read commands start without the collection, web and scheduling stacks: a fresh process
 that runs `prices`, `history` and `sql` never imports the adapters, HTTP, HTML parsing, templates,
-the scheduler or the web server; nor the configuration model (pydantic-settings), when the
-configuration sets nothing those commands do not read."""
+the scheduler or the web server; nor the configuration model (pydantic-settings) or pydantic
+itself, when the configuration sets nothing those commands do not read."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ HEAVY = (
     # The full configuration: config_light resolves what the read commands need.
     "priceadvisor.config",
     "pydantic_settings",
+    # Typer 0.29 coerced every option through pydantic; 0.28 parses with click alone.
+    "pydantic",
     "priceadvisor.manifest",
     "nanoarrow",  # only writers sync the catalog through Arrow
     # A command of cli/app.py runs in an app holding only it: the other modules' commands

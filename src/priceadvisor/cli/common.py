@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,19 +80,17 @@ def state(ctx: typer.Context) -> AppState:
     return current
 
 
-_typer_type_label = TyperOption.display_type_rich
+_typer_metavar = TyperOption.make_metavar
 
 
-def _plain_type_label(self: TyperOption, ctx: Any) -> str | None:
-    """Typer labels options with Python types in --help (`<bool>`, `<list[str]>`): a flag needs
-    no label, and a repeatable option says it repeats."""
-    if self.is_flag:
-        return None
-    label = _typer_type_label(self, ctx)
-    return re.sub(r"<list\[(\w+)\]>", r"<\1>…", label) if label else label
+def _repeatable_metavar(self: TyperOption, ctx: Any) -> str:
+    """Typer's --help names an option's value (`<str>`) the same whether the option takes one
+    value or repeats: a repeatable option says it repeats (`<str>…`)."""
+    metavar = _typer_metavar(self, ctx)
+    return f"{metavar}…" if self.multiple else metavar
 
 
-TyperOption.display_type_rich = _plain_type_label  # type: ignore[method-assign]
+TyperOption.make_metavar = _repeatable_metavar  # type: ignore[method-assign]
 
 ProviderOpt = Annotated[
     list[str] | None, typer.Option("--provider", "-p", help="Provider id; repeat for several.")
