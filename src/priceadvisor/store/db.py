@@ -11,6 +11,7 @@ re-created on every writer open.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import re
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import duckdb
-import stamina
 
 from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.models import utcnow
@@ -98,12 +98,39 @@ def is_conflict(exc: Exception) -> bool:
     return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
 
 
+def _retry(
+    on: Callable[[Exception], bool],
+    attempts: int,
+    wait_initial: float = 0.1,
+    wait_max: float = 5.0,
+    timeout: float | None = 45.0,
+) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """stamina.retry, imported when a retrying call first runs: read commands never retry,
+    and importing stamina is ~10 ms of every command's start-up."""
+
+    def decorate(work: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(work)
+        def retrying(*args: P.args, **kwargs: P.kwargs) -> T:
+            import stamina  # noqa: PLC0415 - on the first retrying call, not at start-up
+
+            policy = stamina.retry(
+                on=on,
+                attempts=attempts,
+                wait_initial=wait_initial,
+                wait_max=wait_max,
+                timeout=timeout,
+            )
+            return policy(work)(*args, **kwargs)
+
+        return retrying
+
+    return decorate
+
+
 def conflict_retry(attempts: int = 10) -> Callable[[Callable[P, T]], Callable[P, T]]:
     """The one policy for a commit lost to another lake writer: the work (a whole transaction)
     runs again on a fresh snapshot after a jittered backoff of up to 5 s, `attempts` times."""
-    return stamina.retry(
-        on=is_conflict, attempts=attempts, wait_initial=0.05, wait_max=5.0, timeout=None
-    )
+    return _retry(is_conflict, attempts, wait_initial=0.05, wait_max=5.0, timeout=None)
 
 
 # Runs a self-contained transaction (it begins, commits or rolls back) again after a conflict.
@@ -266,7 +293,7 @@ def _prepare_once(con: duckdb.DuckDBPyConnection, key: Path | str) -> None:
     _prepared.add(key)
 
 
-@stamina.retry(on=is_conflict, attempts=5)
+@_retry(is_conflict, 5)
 def _prepare_lake_once(con: duckdb.DuckDBPyConnection, key: str) -> None:
     """As _prepare_once; daemons starting together on one lake conflict here (both migrate or
     reload the catalog), and the loser simply runs again on the winner's result."""
@@ -579,7 +606,7 @@ def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     return _take_counter(con, sequence)
 
 
-@stamina.retry(on=lambda exc: isinstance(exc, _CounterMoved) or is_conflict(exc), attempts=20)
+@_retry(lambda exc: isinstance(exc, _CounterMoved) or is_conflict(exc), 20)
 def _take_counter(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     """Compare and set, so it needs no transaction of its own (and works inside the caller's):
     the id is ours only if the counter still holds it when we move it on. A writer that moved
