@@ -74,7 +74,7 @@ def _duration(option: str, text: str) -> dt.timedelta:
 
 
 # For the error while the lease is held: a daemon keeps it for `[daemon] lease` after its run.
-_MAINTENANCE_ACTIVITY = "holds the maintenance lease (maintaining the lake, or has just done so)"
+_MAINTENANCE_ACTIVITY = "holds the maintenance lease: it is maintaining the lake or just did"
 
 
 @lake_app.command()
