@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import stamina
 
 from priceadvisor.models import RawQuote, utcnow
 from priceadvisor.store import db, lake, leases, maintenance
@@ -172,3 +175,43 @@ def test_bad_keep_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path:
     config, _ = lake_config(tmp_path, str(tmp_path / "catalog.ducklake"))
     code, _, err = cli(capsys, "--config", str(config), "lake", "maintain", "--keep", "often")
     assert code == 2 and "--keep: invalid duration 'often'" in err and err.count("\n") == 1
+
+
+@pytest.fixture
+def _real_retries() -> Iterator[None]:
+    """Conflicts are real here: retries back off as in production (conftest turns waits off)."""
+    stamina.set_testing(False)
+    yield
+    stamina.set_testing(True, attempts=3)
+
+
+@pytest.mark.usefixtures("_real_retries")
+def test_ingests_keep_working_while_the_lake_is_maintained(
+    setup: tuple[Path, lake.Lake],
+) -> None:
+    _, target = setup
+    for base in (1.0, 2.0, 3.0):
+        ingest_quotes(target, "azure", quotes(base))
+    failures: list[BaseException] = []
+
+    def ingest_more() -> None:
+        try:
+            for base in (4.0, 5.0, 6.0):
+                ingest_quotes(target, "azure", quotes(base))
+        except BaseException as exc:
+            failures.append(exc)
+
+    ingester = threading.Thread(target=ingest_more)
+    ingester.start()
+    for _ in range(3):
+        with db.writer(target) as con:
+            maintenance.run(con, dt.timedelta(seconds=1), dt.timedelta(seconds=1))
+    ingester.join(timeout=300)
+    assert not failures
+    with db.reader(target) as con:
+        runs = con.execute("SELECT count(*) FROM fetch_runs WHERE status = 'ok'").fetchone()
+        prices = con.execute("SELECT sum(price_hour_usd) FROM offers").fetchone()
+        history = con.execute("SELECT count(*) FROM price_history").fetchone()
+    assert runs == (6,)
+    assert prices == (sum(6.0 + i for i in range(OFFERS)),)  # the last ingest's prices
+    assert history == (6 * OFFERS,)  # every price each run changed, closed or current
