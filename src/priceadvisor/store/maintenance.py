@@ -119,7 +119,7 @@ class Report:
         merged, expired = self.merged, self.expired
         return [
             f"merged {merged.files_processed} small data files into {merged.files_created} "
-            f"({merged.tables} tables); data files {merged.data_files_before} -> "
+            f"({_count(merged.tables, 'table')}); data files {merged.data_files_before} -> "
             f"{merged.data_files_after}",
             f"expired {expired.snapshots} snapshots older than {expired.cutoff:%Y-%m-%d %H:%M} "
             f"UTC (retention {format_duration(self.retention.total_seconds())}); "
@@ -127,6 +127,10 @@ class Report:
             f"deleted {self.cleaned.files} files no kept snapshot reads (freed over "
             f"{format_duration(self.grace.total_seconds())} ago)",
         ]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def run(
