@@ -12,7 +12,7 @@ One daemon per DuckDB file: an OS lock on `<db>.daemon.lock` is held for the dae
 a second daemon is refused with the first one's PID. Fetched data waits (in memory) for its turn
 at the writer however long readers or CLI fetches hold the file. A lake takes several daemons,
 each fetching its own providers (`[daemon] providers`); the jobs that must run once per store
-(alert evaluation, the digest) run in the holder of their lease (store.leases).
+(alert evaluation, the digest, lake maintenance) run in the holder of their lease (store.leases).
 
 SIGTERM/SIGINT stop the scheduler, give a running job `shutdown_grace` to finish (an ingest
 still waiting for the database then gives up), then cancel it; a run left unfinished is marked
@@ -291,6 +291,10 @@ class Daemon:
         """Maintain the lake; a failure is logged and counted, the daemon carries on."""
         try:
             ran = await asyncio.to_thread(self._maintain)
+        except store.StoreError as exc:  # the lake unreachable, a write refused: one line
+            log.error("lake maintenance failed: %s", exc, extra={"job": "maintenance"})
+            self.metrics.maintenance.labels("failed").inc()
+            return
         except Exception:
             log.exception("lake maintenance failed", extra={"job": "maintenance"})
             self.metrics.maintenance.labels("failed").inc()
