@@ -88,7 +88,7 @@ def test_maintain_merges_expires_and_cleans_without_changing_the_history(
     ingest_quotes(target, "azure", quotes(2.0))
     time.sleep(1)
     cutoff = dt.datetime.now(dt.UTC)  # the retention reaches back to here
-    time.sleep(2)  # the command starts within this gap: its cutoff is no later
+    time.sleep(3)  # the command starts within this gap: its cutoff is no later
     for base in (3.0, 4.0):
         ingest_quotes(target, "azure", quotes(base))
     before = views(target)

@@ -94,6 +94,7 @@ def maintain(
     """Merge small data files, expire snapshots older than the retention, delete old files."""
     from priceadvisor.store import db, maintenance
 
+    started = dt.datetime.now(dt.UTC)  # the retention counts back from here, not the lease's end
     settings = state(ctx).settings
     where = db.target(settings)
     if isinstance(where, Path) or settings.lake is None:
@@ -110,6 +111,6 @@ def maintain(
         job_lease(settings, where, "maintenance", _MAINTENANCE_ACTIVITY),
         db.writer(where, settings.lock_timeout) as con,
     ):
-        report = maintenance.run(con, retention, wait)
+        report = maintenance.run(con, retention, wait, started)
     for line in report.lines():
         out.print(line, markup=False, highlight=False)
