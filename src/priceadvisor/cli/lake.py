@@ -83,7 +83,7 @@ def maintain(
     keep: Annotated[
         str | None,
         typer.Option(
-            help="Snapshots kept for --as-of, e.g. 90d (default: [lake] snapshot_retention)."
+            help="Snapshots kept for --as-of, e.g. 90d (default: lake.snapshot_retention)."
         ),
     ] = None,
     grace: Annotated[
