@@ -316,6 +316,12 @@ class S3Settings(BaseModel):
     secret_env: str = Field("AWS_SECRET_ACCESS_KEY", description="secret's env/file name")
 
 
+# Lake maintenance (merge files, expire snapshots, delete old files): weekly, Sunday 03:00 UTC;
+# `--as-of` reaches back this far.
+_DEFAULT_LAKE_MAINTENANCE = "0 3 * * 0"
+_DEFAULT_SNAPSHOT_RETENTION = 90 * 86400.0
+
+
 class LakeSettings(BaseModel):
     """A DuckLake (storage = "ducklake"): where its catalog and its data files are."""
 
@@ -328,6 +334,28 @@ class LakeSettings(BaseModel):
     data_path: str = Field(min_length=1, description="directory or s3://bucket/prefix/")
     password_env: str = Field("PRICEADVISOR_CATALOG_PASSWORD", description="secret's env/file name")
     s3: S3Settings = Field(default_factory=S3Settings)
+    snapshot_retention: Seconds = Field(
+        _DEFAULT_SNAPSHOT_RETENTION,
+        description="snapshots kept for --as-of; maintenance expires older ones",
+    )
+    maintenance: str = Field(
+        _DEFAULT_LAKE_MAINTENANCE,
+        description='crontab (UTC) of the daemons\' lake maintenance, or "off"',
+    )
+
+    @field_validator("maintenance")
+    @classmethod
+    def _maintenance(cls, value: str) -> str:
+        value = value.strip()
+        if value in {"off", _DEFAULT_LAKE_MAINTENANCE}:
+            return value  # the scheduler is imported only for a given cron
+        from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415
+
+        try:
+            CronTrigger.from_crontab(value, timezone=ZoneInfo("UTC"))
+        except ValueError as exc:
+            raise ValueError(f'invalid cron {value!r} (or "off"): {exc}') from None
+        return value
 
     @field_validator("catalog")
     @classmethod

@@ -254,7 +254,8 @@ def prices(
         typer.Option(
             "--as-of",
             help="The offers as of this time (ISO 8601, UTC unless it has an offset): a lake's "
-            "snapshot then, or a DuckDB file's price intervals open then.",
+            "snapshot then (kept for lake.snapshot_retention), or a DuckDB file's price "
+            "intervals open then.",
         ),
     ] = None,
     fmt: FormatOpt = Format.TABLE,

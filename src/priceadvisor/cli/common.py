@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,6 +20,7 @@ from priceadvisor.config_light import DbSettings, ReadSettings, quick_settings
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
+    from priceadvisor.store.db import Target
 
 # Piped output is not cut to 80 columns: scripts and CI logs get whole tables.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 250)
@@ -96,3 +100,35 @@ ProviderOpt = Annotated[
     list[str] | None, typer.Option("--provider", "-p", help="Provider id; repeat for several.")
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+
+
+@contextmanager
+def job_lease(settings: Settings, where: Target, job: str, activity: str) -> Iterator[None]:
+    """The daemons' lease on `job` (store.leases), held while the command does that job: a
+    manual run takes its turn like a daemon, waiting up to lock_timeout for the holder (then
+    one line naming it: "<holder> <activity>"), and gives the lease back when it is done."""
+    # The store loads here, for the commands that run such a job, not at every start-up.
+    from priceadvisor.models import utcnow
+    from priceadvisor.store import db, leases
+
+    holder = leases.holder_id()
+    deadline = time.monotonic() + settings.lock_timeout
+    while not _take_lease(settings, where, holder, job):
+        if time.monotonic() >= deadline:
+            with db.reader(where, settings.lock_timeout) as con:
+                other, until = leases.current(con, job)
+            raise UserError(f"{other} {activity} (lease until {until:%H:%M:%S} UTC)")
+        time.sleep(0.5)
+    try:
+        yield
+    finally:
+        with db.writer(where, settings.lock_timeout) as con:
+            leases.release(con, job, holder, utcnow())
+
+
+def _take_lease(settings: Settings, where: Target, holder: str, job: str) -> bool:
+    from priceadvisor.models import utcnow
+    from priceadvisor.store import db, leases
+
+    with db.writer(where, settings.lock_timeout) as con:
+        return leases.acquire(con, job, holder, settings.daemon.lease, utcnow())

@@ -1,21 +1,24 @@
-"""`priceadvisor lake …`: move a history between a DuckDB file and the configured lake."""
+"""`priceadvisor lake …`: move a history between a DuckDB file and the configured lake, and
+keep the lake's storage in bounds (`lake maintain`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from priceadvisor.cli.common import UsageError, out, state
+from priceadvisor.cli.common import UsageError, job_lease, out, state
 from priceadvisor.cli.output import Format, render
+from priceadvisor.durations import parse_duration
 
 if TYPE_CHECKING:
     from priceadvisor.store.lake import Lake
 
 commands = typer.Typer()
 lake_app = typer.Typer(
-    help="Move the history between a DuckDB file and the lake ([lake] settings).",
+    help="Move the history between a DuckDB file and the lake ([lake] settings); maintain it.",
     no_args_is_help=True,
 )
 commands.add_typer(lake_app, name="lake")
@@ -61,3 +64,53 @@ def export(
     target = _configured_lake(ctx)
     counts = lakecopy.export_file(target, dest)
     _show(counts, f"Exported {target.describe()} to {dest} (verified)")
+
+
+def _duration(option: str, text: str) -> dt.timedelta:
+    try:
+        return dt.timedelta(seconds=parse_duration(text))
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+# For the error while the lease is held: a daemon keeps it for `[daemon] lease` after its run.
+_MAINTENANCE_ACTIVITY = "holds the maintenance lease: it is maintaining the lake or just did"
+
+
+@lake_app.command()
+def maintain(
+    ctx: typer.Context,
+    keep: Annotated[
+        str | None,
+        typer.Option(
+            help="Snapshots kept for --as-of, e.g. 90d (default: lake.snapshot_retention)."
+        ),
+    ] = None,
+    grace: Annotated[
+        str,
+        typer.Option(help="Delete only files freed at least this long ago (running queries)."),
+    ] = "10m",
+) -> None:
+    """Merge small data files, expire snapshots older than the retention, delete old files."""
+    from priceadvisor.store import db, maintenance
+
+    started = dt.datetime.now(dt.UTC)  # the retention counts back from here, not the lease's end
+    settings = state(ctx).settings
+    where = db.target(settings)
+    if isinstance(where, Path) or settings.lake is None:
+        raise UsageError(
+            f"storage is the DuckDB file {where}: nothing to maintain (its CHECKPOINT merges "
+            "and frees space)"
+        )
+    if keep is None:
+        retention = dt.timedelta(seconds=settings.lake.snapshot_retention)
+    else:
+        retention = _duration("--keep", keep)
+    wait = _duration("--grace", grace)
+    with (
+        job_lease(settings, where, "maintenance", _MAINTENANCE_ACTIVITY),
+        db.writer(where, settings.lock_timeout) as con,
+    ):
+        report = maintenance.run(con, retention, wait, started)
+    for line in report.lines():
+        out.print(line, markup=False, highlight=False)

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from priceadvisor.cli.common import FormatOpt, UsageError, UserError, out, state
+from priceadvisor.cli.common import FormatOpt, UsageError, UserError, job_lease, out, state
 from priceadvisor.cli.output import Format, render
 from priceadvisor.durations import parse_duration
 from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, Message
 from priceadvisor.store import db as store
-from priceadvisor.store import leases, reads
+from priceadvisor.store import reads
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
@@ -176,29 +174,10 @@ def alerts_evaluate(ctx: typer.Context) -> None:
 _LEASE_ACTIVITY = {"alerts": "is evaluating alerts", "digest": "has queued this digest"}
 
 
-@contextmanager
-def _job_lease(settings: Settings, where: store.Target, job: str) -> Iterator[None]:
-    """The daemons' lease on `job`, held while this command queues: on a lake two evaluations
-    (or two digests) at once could queue one notification twice, so a manual run takes its turn
-    like a daemon, and gives the lease back when it is done."""
-    holder = leases.holder_id()
-    deadline = time.monotonic() + settings.lock_timeout
-    while not _take(settings, where, holder, job):
-        if time.monotonic() >= deadline:
-            with store.reader(where, settings.lock_timeout) as con:
-                other, until = leases.current(con, job)
-            raise UserError(f"{other} {_LEASE_ACTIVITY[job]} (lease until {until:%H:%M:%S} UTC)")
-        time.sleep(0.5)
-    try:
-        yield
-    finally:
-        with store.writer(where, settings.lock_timeout) as con:
-            leases.release(con, job, holder, utcnow())
-
-
-def _take(settings: Settings, where: store.Target, holder: str, job: str) -> bool:
-    with store.writer(where, settings.lock_timeout) as con:
-        return leases.acquire(con, job, holder, settings.daemon.lease, utcnow())
+def _job_lease(settings: Settings, where: store.Target, job: str) -> AbstractContextManager[None]:
+    """On a lake two evaluations (or two digests) at once could queue one notification twice:
+    the command holds the daemons' lease while it queues."""
+    return job_lease(settings, where, job, _LEASE_ACTIVITY[job])
 
 
 @alerts_app.command("list")

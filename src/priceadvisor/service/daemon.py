@@ -12,7 +12,7 @@ One daemon per DuckDB file: an OS lock on `<db>.daemon.lock` is held for the dae
 a second daemon is refused with the first one's PID. Fetched data waits (in memory) for its turn
 at the writer however long readers or CLI fetches hold the file. A lake takes several daemons,
 each fetching its own providers (`[daemon] providers`); the jobs that must run once per store
-(alert evaluation, the digest) run in the holder of their lease (store.leases).
+(alert evaluation, the digest, lake maintenance) run in the holder of their lease (store.leases).
 
 SIGTERM/SIGINT stop the scheduler, give a running job `shutdown_grace` to finish (an ingest
 still waiting for the database then gives up), then cancel it; a run left unfinished is marked
@@ -55,7 +55,7 @@ from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
-from priceadvisor.store import leases
+from priceadvisor.store import lake, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
 from priceadvisor.store.validators import StoredValidatorCache
@@ -149,6 +149,7 @@ class Daemon:
         for provider in self.providers:
             self._schedule(scheduler, provider)
         self._schedule_notifications(scheduler)
+        self._schedule_maintenance(scheduler)
         server = await self._start_health()
         self._handle_signals()
         scheduler.start()
@@ -260,6 +261,61 @@ class Daemon:
         with store.writer(self.path, self.settings.lock_timeout) as con:
             queued = outbox.enqueue(con, "digest", message, sorted(self.channels))
         log.info("digest %s: %d queued", message.key, queued, extra={"job": "digest"})
+
+    def _schedule_maintenance(self, scheduler: AsyncIOScheduler) -> None:
+        """Lake maintenance on `[lake] maintenance` (cron, UTC); none on a DuckDB file (its
+        CHECKPOINT after each write does it) or when "off"."""
+        lake_settings = self.settings.lake
+        if not isinstance(self.path, lake.Lake) or lake_settings is None:
+            return
+        if lake_settings.maintenance == "off":
+            log.info("lake maintenance off", extra={"job": "maintenance"})
+            return
+        trigger = CronTrigger.from_crontab(lake_settings.maintenance, timezone=dt.UTC)
+        scheduler.add_job(
+            self.maintenance_job,
+            trigger,
+            id="maintenance",
+            name="lake maintenance",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=3600,
+        )
+        log.info(
+            "lake maintenance scheduled (%s UTC)",
+            lake_settings.maintenance,
+            extra={"job": "maintenance"},
+        )
+
+    async def maintenance_job(self) -> None:
+        """Maintain the lake; a failure is logged and counted, the daemon carries on."""
+        try:
+            ran = await asyncio.to_thread(self._maintain)
+        except store.StoreError as exc:  # the lake unreachable, a write refused: one line
+            log.error("lake maintenance failed: %s", exc, extra={"job": "maintenance"})
+            self.metrics.maintenance.labels("failed").inc()
+            return
+        except Exception:
+            log.exception("lake maintenance failed", extra={"job": "maintenance"})
+            self.metrics.maintenance.labels("failed").inc()
+            return
+        if ran:
+            self.metrics.maintenance.labels("ok").inc()
+
+    def _maintain(self) -> bool:
+        """Run maintenance when this daemon gets the lease, which it then keeps for `[daemon]
+        lease` (like the digest's): the other daemons, fired by the same cron, skip this run."""
+        if not isinstance(self.path, lake.Lake) or self.settings.lake is None:
+            return False  # never scheduled then; a DuckDB file has nothing to maintain
+        if not self._take_lease("maintenance"):
+            self._log_lease_held("maintenance")
+            return False
+        retention = dt.timedelta(seconds=self.settings.lake.snapshot_retention)
+        with store.writer(self.path, self.settings.lock_timeout, self.give_up) as con:
+            report = maintenance.run(con, retention)
+        for line in report.lines():
+            log.info("%s", line, extra={"job": "maintenance"})
+        return True
 
     async def deliver_job(self) -> None:
         """Deliver what is due. The digest job calls it too; rows are claimed before sending,

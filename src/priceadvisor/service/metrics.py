@@ -96,6 +96,12 @@ class Metrics:
             ["channel", "outcome"],
             registry=self.registry,
         )
+        self.maintenance = Counter(
+            "priceadvisor_lake_maintenance",
+            "Lake maintenance runs of this daemon by outcome (ok, failed)",
+            ["outcome"],
+            registry=self.registry,
+        )
         self._register_standard_collectors()
         if freshness is not None:
             self.registry.register(_FreshnessCollector(freshness))

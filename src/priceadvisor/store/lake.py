@@ -210,7 +210,7 @@ def attach(
         if snapshot_time is not None and "No snapshot found" in str(exc):
             raise StoreError(
                 f"{lake.describe()} has no snapshot as early as {snapshot_time:%Y-%m-%d %H:%M:%S}"
-                " UTC"
+                " UTC (maintenance expires those older than [lake] snapshot_retention)"
             ) from None
         # DuckDB may echo the DSN (and so the password) in its message.
         raise StoreError(f"cannot attach {lake.describe()}: {redact(first_line(exc))}") from None

@@ -1,5 +1,6 @@
-"""Job leases: a job that must run once per store (alert evaluation, the weekly digest) runs
-only in the daemon holding its row of `core.job_leases`, however many daemons share the store.
+"""Job leases: a job that must run once per store (alert evaluation, the weekly digest, lake
+maintenance) runs only in the daemon holding its row of `core.job_leases`, however many
+daemons share the store.
 
 A lease is taken or renewed in one transaction by an UPDATE that matches only a free, expired
 or own row. On one DuckDB file the writers take turns, so the UPDATE decides alone. On a lake,
@@ -21,7 +22,7 @@ import duckdb
 from priceadvisor.store import db
 from priceadvisor.store.conflicts import retried
 
-JOBS = ("alerts", "digest")
+JOBS = ("alerts", "digest", "maintenance")
 
 
 def holder_id() -> str:
