@@ -41,6 +41,7 @@ DEFAULT_INTERRUPTION_RATE = 0.15
 KEEP_PER_WORKLOAD = 100
 
 _ESTIMATE_SCHEMA: columns.Schema = {
+    "est": "int",
     "workload": "string",
     "task": "string",
     "gpu_model": "string",
@@ -53,7 +54,7 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "uncertainty": "float",
     "replicas": "int",
 }
-_CHEAPEST_SCHEMA: columns.Schema = {"workload": "string", "oid": "int", "cost": "float"}
+_CHEAPEST_SCHEMA: columns.Schema = {"widx": "int", "oid": "int", "cost": "float", "est": "int"}
 # List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
 _WORKLOAD_SCHEMA: columns.Schema = {
     "widx": "int",
@@ -144,37 +145,30 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
   AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
 """
 
-# The cheapest few per workload (sizing.topk: ties at the k-th cost included) ordered by cost,
-# hourly price and the offer's key, k kept.
+# The cheapest few per workload (sizing.topk: ties at the k-th cost included), each with its
+# estimate's row, ordered by cost, hourly price and the offer's key, k kept. Every join is by a
+# number to one row: the chosen offer by its rowid, the estimate by its row.
 RANK_SQL = """
-WITH chosen AS (
-    SELECT rowid AS oid, * FROM _advice_offers WHERE rowid IN (SELECT oid FROM _cheapest)
-),
-ranked AS (
-    SELECT c.workload, c.oid, c.cost,
-        row_number() OVER (
-            PARTITION BY c.workload
-            ORDER BY c.cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
-                o.pricing
-        ) AS rank
-    FROM _cheapest AS c
-    JOIN chosen AS o USING (oid)
-    QUALIFY rank <= $keep
-)
-SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.instance_type,
+SELECT e.workload, e.task,
+    row_number() OVER (
+        PARTITION BY c.widx
+        ORDER BY c.cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
+            o.pricing
+    ) AS rank,
+    o.provider, o.region, o.zone, o.country, o.instance_type,
     o.gpu_model, o.gpu_count, o.pricing, o.price_hour_usd,
-    CASE WHEN e.hours IS NOT NULL THEN r.cost END AS cost_usd,
-    CASE WHEN e.hours IS NULL THEN r.cost END AS usd_per_mtok,
+    CASE WHEN e.hours IS NOT NULL THEN c.cost END AS cost_usd,
+    CASE WHEN e.hours IS NULL THEN c.cost END AS usd_per_mtok,
     CASE WHEN e.hours IS NULL THEN e.replicas * 730 * o.effective_price END AS monthly_usd,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
-    r.cost / (1 + e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
+    c.cost / (1 + e.uncertainty) AS low, c.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at
-FROM ranked AS r
-JOIN chosen AS o USING (oid)
-JOIN _estimates AS e ON e.workload = r.workload AND e.gpu_model = o.gpu_model
-    AND e.gpu_count = o.gpu_count
-ORDER BY r.workload, r.rank
+FROM _cheapest AS c
+JOIN _advice_offers AS o ON o.rowid = c.oid
+JOIN _estimates AS e ON e.est = c.est
+QUALIFY rank <= $keep
+ORDER BY e.workload, rank
 """
 
 
@@ -237,10 +231,11 @@ def sized(
 @dataclass
 class _Plan:
     """Per workload: which offer classes its constraints allow, the cost factor of every shape
-    (NaN: not sized or does not fit), and the estimate rows to join back."""
+    (NaN: not sized or does not fit) and the row of its estimate there; the estimate rows."""
 
     eligible: topk.Bools
     factors: topk.Floats
+    estimate_row: topk.Ints
     estimates: dict[str, list[Any]]
 
 
@@ -250,7 +245,8 @@ def _plan(
     shapes = con.execute("SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id")
     shape_list = [(str(model), float(count)) for model, count in shapes.fetchall()]
     eligible = _eligible_classes(con, len(profiles))
-    plan = _Plan(eligible, np.full((len(profiles), len(shape_list)), np.nan), _empty_estimates())
+    size = (len(profiles), len(shape_list))
+    plan = _Plan(eligible, np.full(size, np.nan), np.full(size, -1), _empty_estimates())
     pair_class, pair_shape = _class_shapes(offers, len(shape_list))
     for widx, profile in enumerate(profiles):
         allowed = np.unique(pair_shape[eligible[widx][pair_class]]).tolist()
@@ -297,8 +293,10 @@ def _add_estimate(
     result: Estimate,
 ) -> None:
     plan.factors[widx, shape_id] = cost_factor(profile, result)
+    plan.estimate_row[widx, shape_id] = row = len(plan.estimates["est"])
     training = profile.task in TRAINING_TASKS
     values = {
+        "est": row,
         "workload": profile.name,
         "task": profile.task,
         "gpu_model": result.gpu_model,
@@ -331,14 +329,18 @@ def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
 def _cheapest(
     profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns, plan: _Plan, keep: int
 ) -> Any:
-    rows: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
-    for widx, profile in enumerate(profiles):
+    """Each workload's cheapest offers: (workload, offer, cost, estimate row)."""
+    found: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
+    for widx in range(len(profiles)):
         candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
         chosen, chosen_cost = topk.cheapest(candidates, cost, keep)
-        rows["workload"] += [profile.name] * len(chosen)
-        rows["oid"] += chosen.tolist()
-        rows["cost"] += chosen_cost.tolist()
-    return columns.table(rows, _CHEAPEST_SCHEMA)
+        found["widx"].append(np.full(len(chosen), widx))
+        found["oid"].append(offers.offer_id[chosen])
+        found["cost"].append(chosen_cost)
+        found["est"].append(plan.estimate_row[widx, offers.shape_id[chosen]])
+    # numpy columns: nanoarrow reads their buffers without copying.
+    joined: dict[str, Any] = {name: np.concatenate(arrays) for name, arrays in found.items()}
+    return columns.table(joined, _CHEAPEST_SCHEMA)
 
 
 def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:

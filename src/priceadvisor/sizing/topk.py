@@ -41,13 +41,13 @@ def by_class(
 def costs(
     offers: OfferColumns, eligible_classes: Bools, cost_factors: Floats
 ) -> tuple[Ints, Floats]:
-    """(offer numbers, costs) of one workload's candidates: offers whose class its constraints
+    """(positions, costs) of one workload's candidates: offers whose class its constraints
     allow and whose shape fits (a cost factor that is not NaN); cost = effective price x the
     factor of the offer's shape."""
     positions = _positions(offers.class_start, np.flatnonzero(eligible_classes))
     cost = offers.effective_price[positions] * cost_factors[offers.shape_id[positions]]
     sized = ~np.isnan(cost)
-    return offers.offer_id[positions[sized]], cost[sized]
+    return positions[sized], cost[sized]
 
 
 def _positions(class_start: Ints, classes: Ints) -> Ints:
@@ -60,12 +60,12 @@ def _positions(class_start: Ints, classes: Ints) -> Ints:
     return positions
 
 
-def cheapest(offer_ids: Ints, cost: Floats, k: int) -> tuple[Ints, Floats]:
+def cheapest(candidates: Ints, cost: Floats, k: int) -> tuple[Ints, Floats]:
     """The k cheapest candidates in no order, plus every one that ties with the k-th: a
     partition finds the k-th smallest cost in linear time, and the few chosen are ranked
     afterwards (in SQL, with the full tie-break)."""
     if len(cost) <= k:
-        return offer_ids, cost
+        return candidates, cost
     boundary = np.partition(cost, k - 1)[k - 1]
     within = cost <= boundary
-    return offer_ids[within], cost[within]
+    return candidates[within], cost[within]
