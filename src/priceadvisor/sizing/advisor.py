@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
@@ -203,12 +203,21 @@ def cost_factor(profile: WorkloadProfile, result: Estimate) -> float:
     return 1e6 / (3600 * result.tokens_per_s)
 
 
+class Sized(NamedTuple):
+    """An estimate as advice uses it: cost = effective $/h x factor; fields: the estimate
+    columns that sizing alone decides (GPU model and count to uncertainty)."""
+
+    result: Estimate
+    factor: float
+    fields: tuple[Any, ...]
+
+
 # Estimates outlive one ranking: the daemon ranks again after every fetch, mostly for the same
 # workloads and GPU shapes. An estimate is a pure function of the key below (the GPU catalog is
 # fixed for the life of the process, the calibration scales are part of the key); the memo is
 # emptied when it reaches MEMO_LIMIT entries (a few KB each).
 MEMO_LIMIT = 20_000
-_memo: dict[tuple[str, str, float], Estimate | None] = {}
+_memo: dict[tuple[str, str, float], Sized | None] = {}
 
 
 def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
@@ -217,15 +226,39 @@ def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
 
 
 def sized(
-    key: str, work: Workload, tensor_parallel: int | None, gpu_model: str, gpu_count: float
-) -> Estimate | None:
-    """`size_offer`, memoised per (sizing key, GPU model, GPU count)."""
+    key: str, profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
+) -> Sized | None:
+    """`size_offer` with its cost factor and fields, memoised per (sizing key, GPU model, GPU
+    count)."""
     memo_key = (key, gpu_model, gpu_count)
     if memo_key not in _memo:
         if len(_memo) >= MEMO_LIMIT:
             _memo.clear()
-        _memo[memo_key] = size_offer(work, tensor_parallel, gpu_model, gpu_count)
+        _memo[memo_key] = _size(profile, work, gpu_model, gpu_count)
     return _memo[memo_key]
+
+
+def _size(
+    profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
+) -> Sized | None:
+    result = size_offer(work, profile.tensor_parallel, gpu_model, gpu_count)
+    if result is None:
+        return None
+    return Sized(result, cost_factor(profile, result), _fields(profile, result))
+
+
+def _fields(profile: WorkloadProfile, result: Estimate) -> tuple[Any, ...]:
+    training = profile.task in TRAINING_TASKS
+    return (
+        result.gpu_model,
+        float(result.gpu_count),
+        result.tokens_per_s,
+        result.hours if training else None,
+        result.ttft_ms,
+        result.tpot_ms,
+        result.binding,
+        result.uncertainty,
+    )
 
 
 @dataclass
@@ -236,21 +269,21 @@ class _Plan:
     eligible: topk.Bools
     factors: topk.Floats
     estimate_row: topk.Ints
-    estimates: dict[str, list[Any]]
+    estimates: list[tuple[Any, ...]]
 
 
 def _plan(
-    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns
+    con: duckdb.DuckDBPyConnection,
+    profiles: Sequence[WorkloadProfile],
+    offers: topk.OfferColumns,
+    shapes: list[tuple[str, float]],
 ) -> _Plan:
-    shapes = con.execute("SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id")
-    shape_list = [(str(model), float(count)) for model, count in shapes.fetchall()]
     eligible = _eligible_classes(con, len(profiles))
-    size = (len(profiles), len(shape_list))
-    plan = _Plan(eligible, np.full(size, np.nan), np.full(size, -1), _empty_estimates())
-    pair_class, pair_shape = _class_shapes(offers, len(shape_list))
+    size = (len(profiles), len(shapes))
+    plan = _Plan(eligible, np.full(size, np.nan), np.full(size, -1), [])
     for widx, profile in enumerate(profiles):
-        allowed = np.unique(pair_shape[eligible[widx][pair_class]]).tolist()
-        _size_workload(plan, widx, profile, [(s, shape_list[s]) for s in allowed])
+        usable = topk.allowed_shapes(offers, eligible[widx], len(shapes)).tolist()
+        _size_workload(plan, widx, profile, [(s, shapes[s]) for s in usable])
     return plan
 
 
@@ -263,66 +296,45 @@ def _eligible_classes(con: duckdb.DuckDBPyConnection, n_workloads: int) -> topk.
     return eligible
 
 
-def _class_shapes(offers: topk.OfferColumns, n_shapes: int) -> tuple[topk.Ints, topk.Ints]:
-    """The (class, shape) pairs present among the offers, as two columns."""
-    width = max(1, n_shapes)
-    pairs = np.unique(offers.class_id * width + offers.shape_id)
-    return pairs // width, pairs % width
-
-
 def _size_workload(
     plan: _Plan, widx: int, profile: WorkloadProfile, shapes: list[tuple[int, tuple[str, float]]]
 ) -> None:
+    """The workload's cost factors and estimate rows on the shapes its constraints allow."""
     work = to_workload(profile)
     key = sizing_key(profile, work)
-    for shape_id, (model, count) in shapes:
-        if result := sized(key, work, profile.tensor_parallel, model, count):
-            _add_estimate(plan, widx, profile, work, shape_id, result)
-
-
-def _empty_estimates() -> dict[str, list[Any]]:
-    return {name: [] for name in _ESTIMATE_SCHEMA}
-
-
-def _add_estimate(
-    plan: _Plan,
-    widx: int,
-    profile: WorkloadProfile,
-    work: Workload,
-    shape_id: int,
-    result: Estimate,
-) -> None:
-    plan.factors[widx, shape_id] = cost_factor(profile, result)
-    plan.estimate_row[widx, shape_id] = row = len(plan.estimates["est"])
     training = profile.task in TRAINING_TASKS
-    values = {
-        "est": row,
-        "workload": profile.name,
-        "task": profile.task,
-        "gpu_model": result.gpu_model,
-        "gpu_count": float(result.gpu_count),
-        "tokens_per_s": result.tokens_per_s,
-        "hours": result.hours if training else None,
-        "ttft_ms": result.ttft_ms,
-        "tpot_ms": result.tpot_ms,
-        "binding": result.binding,
-        "uncertainty": result.uncertainty,
-        "replicas": None if training else instances(profile, work, result),
-    }
-    for name, value in values.items():
-        plan.estimates[name].append(value)
+    for shape_id, (model, count) in shapes:
+        if found := sized(key, profile, work, model, count):
+            replicas = None if training else instances(profile, work, found.result)
+            plan.factors[widx, shape_id] = found.factor
+            plan.estimate_row[widx, shape_id] = row = len(plan.estimates)
+            plan.estimates.append((row, profile.name, profile.task, *found.fields, replicas))
 
 
-def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
+def _estimates_table(plan: _Plan, used: topk.Ints) -> Any:
+    """The estimate rows that chosen offers use (a few of those sized: the rest would be
+    converted and scanned for nothing)."""
+    rows = [plan.estimates[row] for row in np.unique(used).tolist()]
+    by_column = zip(*rows, strict=True) if rows else ([] for _ in _ESTIMATE_SCHEMA)
+    return columns.table(
+        dict(zip(_ESTIMATE_SCHEMA, map(list, by_column), strict=True)), _ESTIMATE_SCHEMA
+    )
+
+
+def _shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
+    shapes = con.execute("SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id")
+    return [(str(model), float(count)) for model, count in shapes.fetchall()]
+
+
+def _offer_columns(con: duckdb.DuckDBPyConnection, n_shapes: int) -> topk.OfferColumns:
     """Every offer's number, class, shape and effective price, as numpy columns."""
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
-    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
-    return topk.by_class(
+    return topk.by_group(
         found["oid"].astype(np.int64),
         found["class_id"].astype(np.int64),
         found["shape_id"].astype(np.int64),
         found["effective_price"].astype(np.float64),
-        int(n_classes),
+        n_shapes,
     )
 
 
@@ -332,15 +344,14 @@ def _cheapest(
     """Each workload's cheapest offers: (workload, offer, cost, estimate row)."""
     found: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
     for widx in range(len(profiles)):
-        candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
+        candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx], keep)
         chosen, chosen_cost = topk.cheapest(candidates, cost, keep)
         found["widx"].append(np.full(len(chosen), widx))
         found["oid"].append(offers.offer_id[chosen])
         found["cost"].append(chosen_cost)
         found["est"].append(plan.estimate_row[widx, offers.shape_id[chosen]])
     # numpy columns: nanoarrow reads their buffers without copying.
-    joined: dict[str, Any] = {name: np.concatenate(arrays) for name, arrays in found.items()}
-    return columns.table(joined, _CHEAPEST_SCHEMA)
+    return {name: np.concatenate(arrays) for name, arrays in found.items()}
 
 
 def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
@@ -374,10 +385,12 @@ def _prepared(
         con.execute(PREPARE_SQL)
         con.register("_workloads_json", workloads_table(profiles))
         con.execute(WORKLOADS_SQL)
-        offers = _offer_columns(con)
-        plan = _plan(con, profiles, offers)
-        con.register("_estimates", columns.table(plan.estimates, _ESTIMATE_SCHEMA))
-        con.register("_cheapest", _cheapest(profiles, offers, plan, keep))
+        shapes = _shapes(con)
+        offers = _offer_columns(con, len(shapes))
+        plan = _plan(con, profiles, offers, shapes)
+        cheapest = _cheapest(profiles, offers, plan, keep)
+        con.register("_cheapest", columns.table(cheapest, _CHEAPEST_SCHEMA))
+        con.register("_estimates", _estimates_table(plan, cheapest["est"]))
         yield
     finally:
         for view in _VIEWS:
