@@ -329,11 +329,13 @@ def _shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
 def _offer_columns(con: duckdb.DuckDBPyConnection, n_shapes: int) -> topk.OfferColumns:
     """Every offer's number, class, shape and effective price, as numpy columns."""
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
+    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     return topk.by_group(
         found["oid"].astype(np.int64),
         found["class_id"].astype(np.int64),
         found["shape_id"].astype(np.int64),
         found["effective_price"].astype(np.float64),
+        int(n_classes),
         n_shapes,
     )
 

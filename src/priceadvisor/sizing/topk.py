@@ -25,25 +25,33 @@ class OfferColumns:
     group_start: Ints
     group_class: Ints  # the attributes constraints look at (provider, country, pricing, count…)
     group_shape: Ints
+    class_start: Ints  # the groups of class c: class_start[c] to class_start[c + 1]
     group_low: Floats  # the group's lowest and highest effective price
     group_high: Floats
 
 
 def by_group(
-    offer_id: Ints, class_id: Ints, shape_id: Ints, effective_price: Floats, n_shapes: int
+    offer_id: Ints,
+    class_id: Ints,
+    shape_id: Ints,
+    effective_price: Floats,
+    n_classes: int,
+    n_shapes: int,
 ) -> OfferColumns:
     key = class_id * max(1, n_shapes) + shape_id
     order = np.argsort(key, kind="stable")
     key, price = key[order], effective_price[order]
     starts = np.flatnonzero(np.diff(key, prepend=-1)) if len(key) else np.zeros(0, np.int64)
     group_key = key[starts]
+    group_class = group_key // max(1, n_shapes)
     return OfferColumns(
         offer_id=offer_id[order],
         effective_price=price,
         shape_id=shape_id[order],
         group_start=np.append(starts, len(key)),
-        group_class=group_key // max(1, n_shapes),
+        group_class=group_class,
         group_shape=group_key % max(1, n_shapes),
+        class_start=np.searchsorted(group_class, np.arange(n_classes + 1)),
         group_low=np.minimum.reduceat(price, starts) if len(key) else price,
         group_high=np.maximum.reduceat(price, starts) if len(key) else price,
     )
@@ -51,8 +59,8 @@ def by_group(
 
 def allowed_shapes(offers: OfferColumns, eligible_classes: Bools, n_shapes: int) -> Ints:
     """The shapes of the offers in the classes a workload's constraints allow."""
-    present = offers.group_shape[eligible_classes[offers.group_class]]
-    shapes: Ints = np.flatnonzero(np.bincount(present, minlength=n_shapes))
+    groups, _ = _runs(offers.class_start, np.flatnonzero(eligible_classes))
+    shapes: Ints = np.flatnonzero(np.bincount(offers.group_shape[groups], minlength=n_shapes))
     return shapes
 
 
@@ -62,32 +70,32 @@ def costs(
     """(positions, costs) of one workload's candidates: offers whose class its constraints
     allow and whose shape fits (a cost factor that is not NaN), in groups that can hold one of
     its k cheapest; cost = effective price x the factor of the offer's shape."""
-    factor = cost_factors[offers.group_shape]
-    usable = eligible_classes[offers.group_class] & ~np.isnan(factor)
-    groups = _contenders(offers, np.flatnonzero(usable), factor, k)
-    positions, lengths = _positions(offers.group_start, groups)
-    cost = offers.effective_price[positions] * np.repeat(factor[groups], lengths)
+    groups, _ = _runs(offers.class_start, np.flatnonzero(eligible_classes))
+    factor = cost_factors[offers.group_shape[groups]]
+    sized = ~np.isnan(factor)
+    groups, factor = _contenders(offers, groups[sized], factor[sized], k)
+    positions, lengths = _runs(offers.group_start, groups)
+    cost = offers.effective_price[positions] * np.repeat(factor, lengths)
     return positions, cost
 
 
-def _contenders(offers: OfferColumns, groups: Ints, factor: Floats, k: int) -> Ints:
-    """The groups whose lowest cost is at most the k-th lowest of the groups' highest costs:
-    those k groups hold at least k offers costing no more than that, so no other group holds
-    one of the k cheapest (or a tie with the k-th)."""
+def _contenders(offers: OfferColumns, groups: Ints, factor: Floats, k: int) -> tuple[Ints, Floats]:
+    """The groups (with their factors) whose lowest cost is at most the k-th lowest of the
+    groups' highest costs: those k groups hold at least k offers costing no more than that, so
+    no other group holds one of the k cheapest (or a tie with the k-th)."""
     if len(groups) <= k:
-        return groups
-    high = offers.group_high[groups] * factor[groups]
+        return groups, factor
+    high = offers.group_high[groups] * factor
     bound = np.partition(high, k - 1)[k - 1]
-    kept: Ints = groups[offers.group_low[groups] * factor[groups] <= bound]
-    return kept
+    kept = offers.group_low[groups] * factor <= bound
+    return groups[kept], factor[kept]
 
 
-def _positions(group_start: Ints, groups: Ints) -> tuple[Ints, Ints]:
-    """The positions of the offers of these groups: runs group_start[g]..group_start[g+1]
-    laid end to end (each run's start, shifted by where the run lands, plus a running count),
-    and each run's length."""
-    starts = group_start[groups]
-    lengths = group_start[groups + 1] - starts
+def _runs(start: Ints, runs: Ints) -> tuple[Ints, Ints]:
+    """The positions in runs start[r]..start[r+1] laid end to end (each run's start, shifted
+    by where the run lands, plus a running count), and each run's length."""
+    starts = start[runs]
+    lengths = start[runs + 1] - starts
     landed = np.cumsum(lengths) - lengths
     positions: Ints = np.repeat(starts - landed, lengths) + np.arange(int(lengths.sum()))
     return positions, lengths
