@@ -331,10 +331,10 @@ def _offer_columns(con: duckdb.DuckDBPyConnection, n_shapes: int) -> topk.OfferC
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
     [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     return topk.by_group(
-        found["oid"].astype(np.int64),
-        found["class_id"].astype(np.int64),
-        found["shape_id"].astype(np.int64),
-        found["effective_price"].astype(np.float64),
+        found["oid"].astype(np.int64, copy=False),
+        found["class_id"].astype(np.int64, copy=False),
+        found["shape_id"].astype(np.int64, copy=False),
+        found["effective_price"].astype(np.float64, copy=False),
         int(n_classes),
         n_shapes,
     )

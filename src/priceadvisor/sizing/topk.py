@@ -17,7 +17,7 @@ class OfferColumns:
     """The offers in groups of one class and one shape: within a group every offer is allowed
     by the same workloads and costs its effective price times the same factor. The offers of
     group g are positions group_start[g] to group_start[g + 1], so a workload reads only the
-    groups it can use, and skips those whose cheapest offer costs more than k others."""
+    groups it can use, and skips the groups whose cheapest offer costs more than the cheapest of k others."""
 
     offer_id: Ints  # the offer's number (its rowid in the advisor's offers table)
     effective_price: Floats  # $/h with the spot overhead
@@ -26,8 +26,7 @@ class OfferColumns:
     group_class: Ints  # the attributes constraints look at (provider, country, pricing, count…)
     group_shape: Ints
     class_start: Ints  # the groups of class c: class_start[c] to class_start[c + 1]
-    group_low: Floats  # the group's lowest and highest effective price
-    group_high: Floats
+    group_low: Floats  # the group's lowest effective price
 
 
 def by_group(
@@ -53,7 +52,6 @@ def by_group(
         group_shape=group_key % max(1, n_shapes),
         class_start=np.searchsorted(group_class, np.arange(n_classes + 1)),
         group_low=np.minimum.reduceat(price, starts) if len(key) else price,
-        group_high=np.maximum.reduceat(price, starts) if len(key) else price,
     )
 
 
@@ -81,13 +79,12 @@ def costs(
 
 def _contenders(offers: OfferColumns, groups: Ints, factor: Floats, k: int) -> tuple[Ints, Floats]:
     """The groups (with their factors) whose lowest cost is at most the k-th lowest of the
-    groups' highest costs: those k groups hold at least k offers costing no more than that, so
-    no other group holds one of the k cheapest (or a tie with the k-th)."""
+    groups' lowest costs: the cheapest offers of those k groups are k offers costing no more
+    than that, so no other group holds one of the k cheapest (or a tie with the k-th)."""
     if len(groups) <= k:
         return groups, factor
-    high = offers.group_high[groups] * factor
-    bound = np.partition(high, k - 1)[k - 1]
-    kept = offers.group_low[groups] * factor <= bound
+    low = offers.group_low[groups] * factor
+    kept = low <= np.partition(low, k - 1)[k - 1]
     return groups[kept], factor[kept]
 
 
