@@ -17,7 +17,8 @@ class OfferColumns:
     """The offers in groups of one class and one shape: within a group every offer is allowed
     by the same workloads and costs its effective price times the same factor. The offers of
     group g are positions group_start[g] to group_start[g + 1], so a workload reads only the
-    groups it can use, and skips the groups whose cheapest offer costs more than the cheapest of k others."""
+    groups it can use, and skips a group whose cheapest offer costs more than those of k
+    others."""
 
     offer_id: Ints  # the offer's number (its rowid in the advisor's offers table)
     effective_price: Floats  # $/h with the spot overhead
