@@ -3,9 +3,12 @@
 Sizing runs once per distinct (sizing inputs of a workload, GPU model, GPU count) that exists
 among the offers its constraints allow — workloads that differ only in constraints share their
 estimates, and later rankings in the same process reuse them. Constraints are evaluated in
-DuckDB once per (workload, offer class); the costs of a workload's offers are one column
-product (numpy) and its top k is chosen by a partition, not a sort of every candidate
-(sizing.topk). DuckDB then ranks the chosen few with the full tie-break.
+DuckDB once per (workload, offer class). Offers are grouped by (class, shape): a workload reads
+only the groups of the classes it allows whose shape it fits, skips every group whose cheapest
+offer costs more than the cheapest offers of k other groups, and its top k among the rest is
+chosen by a partition, not a sort (sizing.topk). DuckDB then ranks the chosen few with the full
+tie-break, joining each to its offer and its estimate by number. Everything runs on one DuckDB
+thread (see _one_thread).
 
 Spot offers are eligible only for workloads with `spot_ok`, and cost more than their price:
 checkpointing (+5 %) plus the work lost to interruptions (half the interval between checkpoints
@@ -415,9 +418,10 @@ def _prepared(
 
 @contextmanager
 def _one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Run on one DuckDB thread, then restore the setting. Every statement here reads a few
-    row groups at most (122,880 rows each): a second thread has little to share and costs CPU
-    (measured on 2 cores: the offers table took 2.7x the CPU with two threads as with one)."""
+    """Run on one DuckDB thread, then restore the setting. The statements here are short (tens
+    of milliseconds over one or two row groups of 122,880 rows at 200k offers): a second thread
+    has little to share and costs CPU. Measured on 2 cores: building the offers table took
+    2.7x the CPU with two threads as with one, and advise at 50 x 50k half the wall time."""
     [(threads,)] = con.execute("SELECT current_setting('threads')").fetchall()
     con.execute("SET threads = 1")
     try:
