@@ -357,8 +357,8 @@ def _offer_columns(con: duckdb.DuckDBPyConnection, n_shapes: int) -> topk.OfferC
 
 def _cheapest(
     profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns, plan: _Plan, keep: int
-) -> Any:
-    """Each workload's cheapest offers: (workload, offer, cost, estimate row)."""
+) -> dict[str, Any]:
+    """Each workload's cheapest offers: (workload, offer, cost, estimate row) columns."""
     found: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
     for widx in range(len(profiles)):
         candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx], keep)
