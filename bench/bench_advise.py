@@ -140,13 +140,25 @@ def measure(db: Path, n_workloads: int, repeat: int, daemon: bool, rows_file: Pa
             store_advice(con, profiles, keep=KEEP)
             timings.append(time.perf_counter() - started)
             cpu.append(time.process_time() - cpu_started)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before reading back
+        peak = peak_rss_mb()  # before reading back
         ranked = con.execute(
             "SELECT workload, rank, provider, region, zone, instance_type, pricing, "
             "coalesce(cost_usd, usd_per_mtok) FROM advice ORDER BY workload, rank"
         ).fetchall()
     rows_file.write_text(json.dumps(ranked))
     print(json.dumps({"timings": timings, "cpu": cpu, "peak_rss_mb": peak}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS. Linux: VmHWM, which starts afresh at exec; ru_maxrss would keep
+    the high-water mark of the parent that spawned the child (the benchmark, after building
+    the offers), whatever the child itself used."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # elsewhere: the parent's too
 
 
 def timed_child(args: argparse.Namespace, db: Path, rows_file: Path) -> dict[str, Any]:

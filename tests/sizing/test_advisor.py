@@ -320,6 +320,23 @@ def test_advice_is_replaced_not_appended(tmp_path: Path) -> None:
     assert first == second == n == 2
 
 
+def test_advice_leaves_the_thread_setting_and_no_scratch_tables(tmp_path: Path) -> None:
+    """advise runs on one DuckDB thread; the connection gets its own setting back, also when
+    ranking fails, and keeps none of the advisor's temporary tables."""
+    db = tmp_path / "t.duckdb"
+    _db_with_prices(db, [90.0])
+    profiles = [WorkloadProfile(name="t", task="lora", model="llama-3.1-8b", train_tokens=1e8)]
+    with store.writer(db) as con:
+        con.execute("SET threads = 3")
+        store_advice(con, profiles)
+        con.execute("DROP VIEW offers")
+        with pytest.raises(duckdb.CatalogException):
+            store_advice(con, profiles)
+        [(threads,)] = con.execute("SELECT current_setting('threads')").fetchall()
+        temp = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
+    assert (threads, temp) == (3, [])
+
+
 def test_fractional_gpu_offers_are_sized(tmp_path: Path) -> None:
     db = tmp_path / "f.duckdb"
     quotes = [

@@ -3,9 +3,12 @@
 Sizing runs once per distinct (sizing inputs of a workload, GPU model, GPU count) that exists
 among the offers its constraints allow — workloads that differ only in constraints share their
 estimates, and later rankings in the same process reuse them. Constraints are evaluated in
-DuckDB once per (workload, offer class); the costs of a workload's offers are one column
-product (numpy) and its top k is chosen by a partition, not a sort of every candidate
-(sizing.topk). DuckDB then ranks the chosen few with the full tie-break.
+DuckDB once per (workload, offer class). Offers are grouped by (class, shape): a workload reads
+only the groups of the classes it allows whose shape it fits, skips every group whose cheapest
+offer costs more than the cheapest offers of k other groups, and its top k among the rest is
+chosen by a partition, not a sort (sizing.topk). DuckDB then ranks the chosen few with the full
+tie-break, joining each to its offer and its estimate by number. Everything runs on one DuckDB
+thread (see _one_thread).
 
 Spot offers are eligible only for workloads with `spot_ok`, and cost more than their price:
 checkpointing (+5 %) plus the work lost to interruptions (half the interval between checkpoints
@@ -22,7 +25,7 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
@@ -41,6 +44,7 @@ DEFAULT_INTERRUPTION_RATE = 0.15
 KEEP_PER_WORKLOAD = 100
 
 _ESTIMATE_SCHEMA: columns.Schema = {
+    "est": "int",
     "workload": "string",
     "task": "string",
     "gpu_model": "string",
@@ -53,7 +57,7 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "uncertainty": "float",
     "replicas": "int",
 }
-_CHEAPEST_SCHEMA: columns.Schema = {"workload": "string", "oid": "int", "cost": "float"}
+_CHEAPEST_SCHEMA: columns.Schema = {"widx": "int", "oid": "int", "cost": "float", "est": "int"}
 # List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
 _WORKLOAD_SCHEMA: columns.Schema = {
     "widx": "int",
@@ -132,8 +136,9 @@ SELECT widx, name, eu_only, max_gpus, spot_ok,
 FROM _workloads_json
 """
 
+# INTEGER: half the bytes to convert of up to (workloads x classes) pairs, and measurably faster.
 ELIGIBLE_SQL = """
-SELECT w.widx, c.class_id
+SELECT w.widx::INTEGER AS widx, c.class_id::INTEGER AS class_id
 FROM _workloads AS w, _advice_classes AS c
 WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
   AND (len(w.countries) = 0 OR list_contains(w.countries, c.country))
@@ -144,37 +149,30 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
   AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
 """
 
-# The cheapest few per workload (sizing.topk: ties at the k-th cost included) ordered by cost,
-# hourly price and the offer's key, k kept.
+# The cheapest few per workload (sizing.topk: ties at the k-th cost included), each with its
+# estimate's row, ordered by cost, hourly price and the offer's key, k kept. Every join is by a
+# number to one row: the chosen offer by its rowid, the estimate by its row.
 RANK_SQL = """
-WITH chosen AS (
-    SELECT rowid AS oid, * FROM _advice_offers WHERE rowid IN (SELECT oid FROM _cheapest)
-),
-ranked AS (
-    SELECT c.workload, c.oid, c.cost,
-        row_number() OVER (
-            PARTITION BY c.workload
-            ORDER BY c.cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
-                o.pricing
-        ) AS rank
-    FROM _cheapest AS c
-    JOIN chosen AS o USING (oid)
-    QUALIFY rank <= $keep
-)
-SELECT r.workload, e.task, r.rank, o.provider, o.region, o.zone, o.country, o.instance_type,
+SELECT e.workload, e.task,
+    row_number() OVER (
+        PARTITION BY c.widx
+        ORDER BY c.cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
+            o.pricing
+    ) AS rank,
+    o.provider, o.region, o.zone, o.country, o.instance_type,
     o.gpu_model, o.gpu_count, o.pricing, o.price_hour_usd,
-    CASE WHEN e.hours IS NOT NULL THEN r.cost END AS cost_usd,
-    CASE WHEN e.hours IS NULL THEN r.cost END AS usd_per_mtok,
+    CASE WHEN e.hours IS NOT NULL THEN c.cost END AS cost_usd,
+    CASE WHEN e.hours IS NULL THEN c.cost END AS usd_per_mtok,
     CASE WHEN e.hours IS NULL THEN e.replicas * 730 * o.effective_price END AS monthly_usd,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
-    r.cost / (1 + e.uncertainty) AS low, r.cost * (1 + e.uncertainty) AS high,
+    c.cost / (1 + e.uncertainty) AS low, c.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at
-FROM ranked AS r
-JOIN chosen AS o USING (oid)
-JOIN _estimates AS e ON e.workload = r.workload AND e.gpu_model = o.gpu_model
-    AND e.gpu_count = o.gpu_count
-ORDER BY r.workload, r.rank
+FROM _cheapest AS c
+JOIN _advice_offers AS o ON o.rowid = c.oid
+JOIN _estimates AS e ON e.est = c.est
+QUALIFY rank <= $keep
+ORDER BY e.workload, rank
 """
 
 
@@ -209,12 +207,21 @@ def cost_factor(profile: WorkloadProfile, result: Estimate) -> float:
     return 1e6 / (3600 * result.tokens_per_s)
 
 
+class Sized(NamedTuple):
+    """An estimate as advice uses it: cost = effective $/h x factor; fields: the estimate
+    columns that sizing alone decides (GPU model and count to uncertainty)."""
+
+    result: Estimate
+    factor: float
+    fields: tuple[Any, ...]
+
+
 # Estimates outlive one ranking: the daemon ranks again after every fetch, mostly for the same
 # workloads and GPU shapes. An estimate is a pure function of the key below (the GPU catalog is
 # fixed for the life of the process, the calibration scales are part of the key); the memo is
 # emptied when it reaches MEMO_LIMIT entries (a few KB each).
 MEMO_LIMIT = 20_000
-_memo: dict[tuple[str, str, float], Estimate | None] = {}
+_memo: dict[tuple[str, str, float], Sized | None] = {}
 
 
 def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
@@ -223,38 +230,67 @@ def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
 
 
 def sized(
-    key: str, work: Workload, tensor_parallel: int | None, gpu_model: str, gpu_count: float
-) -> Estimate | None:
-    """`size_offer`, memoised per (sizing key, GPU model, GPU count)."""
+    key: str, profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
+) -> Sized | None:
+    """`size_offer` with its cost factor and fields, memoised per (sizing key, GPU model, GPU
+    count)."""
     memo_key = (key, gpu_model, gpu_count)
     if memo_key not in _memo:
         if len(_memo) >= MEMO_LIMIT:
             _memo.clear()
-        _memo[memo_key] = size_offer(work, tensor_parallel, gpu_model, gpu_count)
+        _memo[memo_key] = _size(profile, work, gpu_model, gpu_count)
     return _memo[memo_key]
+
+
+def _size(
+    profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
+) -> Sized | None:
+    result = size_offer(work, profile.tensor_parallel, gpu_model, gpu_count)
+    if result is None:
+        return None
+    return Sized(result, cost_factor(profile, result), _fields(profile, result))
+
+
+def _fields(profile: WorkloadProfile, result: Estimate) -> tuple[Any, ...]:
+    training = profile.task in TRAINING_TASKS
+    return (
+        result.gpu_model,
+        float(result.gpu_count),
+        result.tokens_per_s,
+        result.hours if training else None,
+        result.ttft_ms,
+        result.tpot_ms,
+        result.binding,
+        result.uncertainty,
+    )
 
 
 @dataclass
 class _Plan:
     """Per workload: which offer classes its constraints allow, the cost factor of every shape
-    (NaN: not sized or does not fit), and the estimate rows to join back."""
+    (NaN: not sized or does not fit) and the row of its estimate there, and its sizing inputs;
+    per estimate row, the workload and the estimate."""
 
+    works: list[Workload]
     eligible: topk.Bools
     factors: topk.Floats
-    estimates: dict[str, list[Any]]
+    estimate_row: topk.Ints
+    row_workload: list[int]
+    row_sized: list[Sized]
 
 
 def _plan(
-    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns
+    con: duckdb.DuckDBPyConnection,
+    profiles: Sequence[WorkloadProfile],
+    offers: topk.OfferColumns,
+    shapes: list[tuple[str, float]],
 ) -> _Plan:
-    shapes = con.execute("SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id")
-    shape_list = [(str(model), float(count)) for model, count in shapes.fetchall()]
     eligible = _eligible_classes(con, len(profiles))
-    plan = _Plan(eligible, np.full((len(profiles), len(shape_list)), np.nan), _empty_estimates())
-    pair_class, pair_shape = _class_shapes(offers, len(shape_list))
+    size = (len(profiles), len(shapes))
+    plan = _Plan([], eligible, np.full(size, np.nan), np.full(size, -1), [], [])
     for widx, profile in enumerate(profiles):
-        allowed = np.unique(pair_shape[eligible[widx][pair_class]]).tolist()
-        _size_workload(plan, widx, profile, [(s, shape_list[s]) for s in allowed])
+        usable = topk.allowed_shapes(offers, eligible[widx], len(shapes)).tolist()
+        _size_workload(plan, widx, profile, [(s, shapes[s]) for s in usable])
     return plan
 
 
@@ -267,78 +303,72 @@ def _eligible_classes(con: duckdb.DuckDBPyConnection, n_workloads: int) -> topk.
     return eligible
 
 
-def _class_shapes(offers: topk.OfferColumns, n_shapes: int) -> tuple[topk.Ints, topk.Ints]:
-    """The (class, shape) pairs present among the offers, as two columns."""
-    width = max(1, n_shapes)
-    pairs = np.unique(offers.class_id * width + offers.shape_id)
-    return pairs // width, pairs % width
-
-
 def _size_workload(
     plan: _Plan, widx: int, profile: WorkloadProfile, shapes: list[tuple[int, tuple[str, float]]]
 ) -> None:
+    """The workload's cost factors and estimate rows on the shapes its constraints allow."""
     work = to_workload(profile)
+    plan.works.append(work)
     key = sizing_key(profile, work)
-    for shape_id, (model, count) in shapes:
-        if result := sized(key, work, profile.tensor_parallel, model, count):
-            _add_estimate(plan, widx, profile, work, shape_id, result)
+    fitting = [(s, found) for s, (m, c) in shapes if (found := sized(key, profile, work, m, c))]
+    if fitting:
+        shape_ids = [shape_id for shape_id, _ in fitting]
+        first = len(plan.row_sized)
+        plan.factors[widx, shape_ids] = [found.factor for _, found in fitting]
+        plan.estimate_row[widx, shape_ids] = np.arange(first, first + len(fitting))
+        plan.row_workload += [widx] * len(fitting)
+        plan.row_sized += [found for _, found in fitting]
 
 
-def _empty_estimates() -> dict[str, list[Any]]:
-    return {name: [] for name in _ESTIMATE_SCHEMA}
+def _estimates_table(plan: _Plan, profiles: Sequence[WorkloadProfile], used: topk.Ints) -> Any:
+    """The estimate rows that chosen offers use, a few of those sized: only these are
+    completed (serving replicas) and handed to DuckDB."""
+    rows = []
+    for row in np.unique(used).tolist():
+        widx, found = plan.row_workload[row], plan.row_sized[row]
+        profile, replicas = profiles[widx], None
+        if profile.task not in TRAINING_TASKS:
+            replicas = instances(profile, plan.works[widx], found.result)
+        rows.append((row, profile.name, profile.task, *found.fields, replicas))
+    by_column = zip(*rows, strict=True) if rows else ([] for _ in _ESTIMATE_SCHEMA)
+    return columns.table(
+        dict(zip(_ESTIMATE_SCHEMA, map(list, by_column), strict=True)), _ESTIMATE_SCHEMA
+    )
 
 
-def _add_estimate(
-    plan: _Plan,
-    widx: int,
-    profile: WorkloadProfile,
-    work: Workload,
-    shape_id: int,
-    result: Estimate,
-) -> None:
-    plan.factors[widx, shape_id] = cost_factor(profile, result)
-    training = profile.task in TRAINING_TASKS
-    values = {
-        "workload": profile.name,
-        "task": profile.task,
-        "gpu_model": result.gpu_model,
-        "gpu_count": float(result.gpu_count),
-        "tokens_per_s": result.tokens_per_s,
-        "hours": result.hours if training else None,
-        "ttft_ms": result.ttft_ms,
-        "tpot_ms": result.tpot_ms,
-        "binding": result.binding,
-        "uncertainty": result.uncertainty,
-        "replicas": None if training else instances(profile, work, result),
-    }
-    for name, value in values.items():
-        plan.estimates[name].append(value)
+def _shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
+    shapes = con.execute("SELECT gpu_model, gpu_count FROM _advice_shapes ORDER BY shape_id")
+    return [(str(model), float(count)) for model, count in shapes.fetchall()]
 
 
-def _offer_columns(con: duckdb.DuckDBPyConnection) -> topk.OfferColumns:
+def _offer_columns(con: duckdb.DuckDBPyConnection, n_shapes: int) -> topk.OfferColumns:
     """Every offer's number, class, shape and effective price, as numpy columns."""
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
     [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
-    return topk.by_class(
-        found["oid"].astype(np.int64),
-        found["class_id"].astype(np.int64),
-        found["shape_id"].astype(np.int64),
-        found["effective_price"].astype(np.float64),
+    return topk.by_group(
+        found["oid"].astype(np.int64, copy=False),
+        found["class_id"].astype(np.int64, copy=False),
+        found["shape_id"].astype(np.int64, copy=False),
+        found["effective_price"].astype(np.float64, copy=False),
         int(n_classes),
+        n_shapes,
     )
 
 
 def _cheapest(
     profiles: Sequence[WorkloadProfile], offers: topk.OfferColumns, plan: _Plan, keep: int
-) -> Any:
-    rows: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
-    for widx, profile in enumerate(profiles):
-        candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx])
+) -> dict[str, Any]:
+    """Each workload's cheapest offers: (workload, offer, cost, estimate row) columns."""
+    found: dict[str, list[Any]] = {name: [] for name in _CHEAPEST_SCHEMA}
+    for widx in range(len(profiles)):
+        candidates, cost = topk.costs(offers, plan.eligible[widx], plan.factors[widx], keep)
         chosen, chosen_cost = topk.cheapest(candidates, cost, keep)
-        rows["workload"] += [profile.name] * len(chosen)
-        rows["oid"] += chosen.tolist()
-        rows["cost"] += chosen_cost.tolist()
-    return columns.table(rows, _CHEAPEST_SCHEMA)
+        found["widx"].append(np.full(len(chosen), widx))
+        found["oid"].append(offers.offer_id[chosen])
+        found["cost"].append(chosen_cost)
+        found["est"].append(plan.estimate_row[widx, offers.shape_id[chosen]])
+    # numpy columns: nanoarrow reads their buffers without copying.
+    return {name: np.concatenate(arrays) for name, arrays in found.items()}
 
 
 def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
@@ -368,19 +398,36 @@ def _prepared(
     con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], keep: int
 ) -> Iterator[None]:
     """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`."""
+    with _one_thread(con):
+        try:
+            con.execute(PREPARE_SQL)
+            con.register("_workloads_json", workloads_table(profiles))
+            con.execute(WORKLOADS_SQL)
+            shapes = _shapes(con)
+            offers = _offer_columns(con, len(shapes))
+            plan = _plan(con, profiles, offers, shapes)
+            cheapest = _cheapest(profiles, offers, plan, keep)
+            con.register("_cheapest", columns.table(cheapest, _CHEAPEST_SCHEMA))
+            con.register("_estimates", _estimates_table(plan, profiles, cheapest["est"]))
+            yield
+        finally:
+            for view in _VIEWS:
+                con.unregister(view)
+            con.execute("".join(f"DROP TABLE IF EXISTS {t};" for t in _TEMP_TABLES))
+
+
+@contextmanager
+def _one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run on one DuckDB thread, then restore the setting. The statements here are short (tens
+    of milliseconds over one or two row groups of 122,880 rows at 200k offers): a second thread
+    has little to share and costs CPU. Measured on 2 cores: building the offers table took
+    2.7x the CPU with two threads as with one, and advise at 50 x 50k half the wall time."""
+    [(threads,)] = con.execute("SELECT current_setting('threads')").fetchall()
+    con.execute("SET threads = 1")
     try:
-        con.execute(PREPARE_SQL)
-        con.register("_workloads_json", workloads_table(profiles))
-        con.execute(WORKLOADS_SQL)
-        offers = _offer_columns(con)
-        plan = _plan(con, profiles, offers)
-        con.register("_estimates", columns.table(plan.estimates, _ESTIMATE_SCHEMA))
-        con.register("_cheapest", _cheapest(profiles, offers, plan, keep))
         yield
     finally:
-        for view in _VIEWS:
-            con.unregister(view)
-        con.execute("".join(f"DROP TABLE IF EXISTS {t};" for t in _TEMP_TABLES))
+        con.execute(f"SET threads = {int(threads)}")
 
 
 def rank(
