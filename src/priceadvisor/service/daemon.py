@@ -29,7 +29,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -79,6 +79,28 @@ def _bound_memory() -> None:
         libc.mallopt(-8, 2)  # M_ARENA_MAX (malloc.h)
     except (OSError, AttributeError):
         pass  # not glibc: nothing to tune
+
+
+def _add_cron_job(
+    scheduler: AsyncIOScheduler,
+    job: Callable[[], Awaitable[None]],
+    trigger: CronTrigger,
+    job_id: str,
+    name: str,
+    start_now: bool = False,
+) -> None:
+    """A store-wide cron job: one run at a time, missed firings folded into one, and a firing
+    missed by up to an hour (a restart, a long fetch) still run."""
+    scheduler.add_job(
+        job,
+        trigger,
+        id=job_id,
+        name=name,
+        max_instances=1,
+        coalesce=True,
+        misfire_grace_time=3600,
+        **_start_now(start_now),
+    )
 
 
 def _start_now(now: bool) -> dict[str, Any]:
@@ -200,16 +222,7 @@ class Daemon:
         digest = self.settings.digest
         trigger = CronTrigger.from_crontab(digest.cron, timezone=ZoneInfo(digest.timezone))
         missed = self._digest_missed(trigger)
-        scheduler.add_job(
-            self.digest_job,
-            trigger,
-            id="digest",
-            name="weekly digest",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=3600,
-            **_start_now(missed),
-        )
+        _add_cron_job(scheduler, self.digest_job, trigger, "digest", "weekly digest", missed)
         scheduler.add_job(
             self.deliver_job,
             IntervalTrigger(seconds=self.settings.notify.deliver_every),
@@ -272,15 +285,7 @@ class Daemon:
             log.info("lake maintenance off", extra={"job": "maintenance"})
             return
         trigger = CronTrigger.from_crontab(lake_settings.maintenance, timezone=dt.UTC)
-        scheduler.add_job(
-            self.maintenance_job,
-            trigger,
-            id="maintenance",
-            name="lake maintenance",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=3600,
-        )
+        _add_cron_job(scheduler, self.maintenance_job, trigger, "maintenance", "lake maintenance")
         log.info(
             "lake maintenance scheduled (%s UTC)",
             lake_settings.maintenance,
