@@ -92,3 +92,17 @@ def test_a_spot_quote_failing_an_earlier_check_keeps_that_reason(db_path: Path) 
     assert query(db_path, "SELECT reason FROM core.rejected_quotes") == [
         ("interruption rate outside 0..1",)
     ]
+
+
+def test_tied_duplicates_collapse_into_one_offer_the_same_way_every_run(db_path: Path) -> None:
+    twins = [FULL, dataclasses.replace(FULL, available=False, source_url=None)]
+    first = run(db_path, 0, twins)
+    second = run(db_path, 1, twins)
+    assert (first.offers_seen, first.offers_duplicate, second.offers_changed) == (1, 1, 0)
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(1,)]
+    assert query(db_path, "SELECT reason, count(*) FROM core.rejected_quotes GROUP BY ALL") == [
+        ("duplicate key in the snapshot (collapsed into the cheapest)", 2)
+    ]
+    # the open row is one of the twins, whole: not columns of one and attributes of the other
+    [(available, url)] = query(db_path, "SELECT available, source_url FROM offers")
+    assert (available, url) in {(True, FULL.source_url), (False, None)}

@@ -258,18 +258,15 @@ _KEYS = ", ".join(_KEY_COLUMNS)
 _ATTRIBUTES_HASH = f"hash({', '.join(_ATTRIBUTES)}) AS attributes"
 
 
-# The snapshot's valid quotes, one per key: duplicate keys collapse into the cheapest quote
-# (the window only when the snapshot has duplicates: it costs a sort of the whole snapshot).
+# The snapshot's valid quotes, one per key (duplicates are marked in _snap by then).
 _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
-_DEDUPE = """QUALIFY row_number() OVER (
-    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) = 1"""
 
 # Each key of the snapshot against its open interval: new, same price, or changed; and each
 # open interval this run covers but did not see: vanished (a partial run closes only inside
 # its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
 # the run does not cover it (then its own last_seen must move); core.provider_coverage records
-# the sighting of the others. Only the rows to write are kept, with the snapshot's columns (at
-# 2 % change per hour a few thousand of 100,000): the writes then need no join with _good.
+# the sighting of the others. The join carries only keys, prices and an attributes hash, and
+# only the keys to write are kept (at 2 % change per hour a few thousand of 100,000).
 _CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _verdicts AS
 WITH classified AS (
@@ -293,6 +290,8 @@ WITH classified AS (
 SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
 WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
 """
+# The keys to write with the snapshot's columns, so the writes need no join with the snapshot.
+# The semi join first: DuckDB then builds its hash table on the few verdicts, not on _good.
 _CHANGES_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _changes AS
 SELECT g.* REPLACE ({", ".join(f"v.{c} AS {c}" for c in _KEY_COLUMNS)}),
@@ -369,14 +368,21 @@ FROM _snap WHERE reject_reason IS NOT NULL LIMIT {MAX_REJECTED_SAMPLES}
 
 # Valid quotes that share a key with a cheaper one: only one can be the key's price, so the
 # others are collapsed — counted in fetch_runs.offers_duplicate and sampled beside rejections,
-# so that two rows a parser failed to tell apart never vanish silently.
+# so that two rows a parser failed to tell apart never vanish silently. They are marked once
+# (the window sorts the whole snapshot: only run when the counts found duplicates), so every
+# later statement reads the same survivor of a key.
+_COLLAPSE_SQL = f"""
+UPDATE _snap SET reject_reason = '{DUPLICATE_KEY}' WHERE rowid IN (
+    SELECT rowid FROM _snap WHERE reject_reason IS NULL
+    QUALIFY row_number() OVER (
+        PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw
+    ) > 1
+)
+"""
 _DUPLICATE_SAMPLES_SQL = f"""
 INSERT INTO core.rejected_quotes
-SELECT $run, $provider, region, instance_type, pricing, price, currency, '{DUPLICATE_KEY}'
-FROM _snap WHERE reject_reason IS NULL
-QUALIFY row_number() OVER (
-    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) > 1
-LIMIT {MAX_REJECTED_SAMPLES}
+SELECT $run, $provider, region, instance_type, pricing, price, currency, reject_reason
+FROM _snap WHERE reject_reason = '{DUPLICATE_KEY}' LIMIT {MAX_REJECTED_SAMPLES}
 """
 
 
@@ -442,27 +448,33 @@ def _merge(
         return _superseded(result, newer)
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
-    con.register("_raw", quotes_table(result.quotes))
-    con.register("_resolved", resolution_table(con, manifest))
-    fx_table(con, now)
-    con.execute(_NORMALISE_SQL)
-    con.execute(_SPOT_CHECK_SQL)
-    _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
+    _normalise(con, result.quotes, manifest, now)
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
     if counts["duplicates"]:
+        con.execute(_COLLAPSE_SQL)
         _run(con, _DUPLICATE_SAMPLES_SQL, params)
     status, error = _effective_status(result, counts)
     offers = counts["total"] - counts["rejected"] - counts["duplicates"]
     if status is RunStatus.OK:
         result, status, error = _guard_drift(con, result, offers, min_offer_share, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
-        counts |= _apply_changes(
-            con, result, status, params | {"now": now}, counts["duplicates"] > 0
-        )
+        counts |= _apply_changes(con, result, status, params | {"now": now})
         counts["seen"] = offers
     return counts, status, error
+
+
+def _normalise(
+    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
+) -> None:
+    """The snapshot as the temp table _snap: each quote normalised, with its reject reason."""
+    con.register("_raw", quotes_table(quotes))
+    con.register("_resolved", resolution_table(con, manifest))
+    fx_table(con, now)
+    con.execute(_NORMALISE_SQL)
+    con.execute(_SPOT_CHECK_SQL)
+    _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
 
 
 def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
@@ -538,10 +550,9 @@ def _apply_changes(
     result: FetchResult,
     status: RunStatus,
     params: dict[str, Any],
-    duplicates: bool,
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
-    con.execute(f"{_GOOD_SQL} {_DEDUPE if duplicates else ''}")
+    con.execute(_GOOD_SQL)
     _run(con, _CLASSIFY_SQL, params)
     con.execute(_CHANGES_SQL)
     _run(con, _SEEN_SQL, params)
