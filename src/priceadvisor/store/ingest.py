@@ -175,19 +175,11 @@ usd AS (
         node_original * usd_per_unit / nullif(gpu_count, 0) AS price_gpu_hour_usd,
         node_median_original * usd_per_unit AS price_hour_median_usd
     FROM priced
-),
--- A spot price is only a discount against the same offer's on-demand price (same key but
--- pricing); one at or above it (Azure meters capped at pay-as-you-go, Vast bid floors above the
--- ask, RunPod echoes) is no spot offer at all.
-on_demand AS (
-    SELECT region, zone, instance_type, min(price_hour_usd) AS on_demand_hour_usd
-    FROM usd WHERE pricing = 'on_demand' AND price > 0 GROUP BY ALL
-),
-checked AS (
-    SELECT u.*, o.on_demand_hour_usd FROM usd AS u
-    LEFT JOIN on_demand AS o USING (region, zone, instance_type)
 )
-SELECT *,
+SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_model,
+    gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, available, interruption_rate,
+    source_url, offer_count, price_date, price_rule, price_origin, node_original,
+    price_hour_usd, price_gpu_hour_usd, price_hour_median_usd,
     CASE
         WHEN price IS NULL OR isnan(price) OR isinf(price) THEN 'price missing or not a number'
         WHEN price <= 0 THEN 'price not positive'
@@ -206,11 +198,25 @@ SELECT *,
         WHEN price_gpu_hour_usd < {MIN_GPU_HOUR_USD} THEN 'implausible price (< ${MIN_GPU_HOUR_USD}/GPU-hour)'
         WHEN interruption_rate IS NOT NULL AND NOT (interruption_rate BETWEEN 0 AND 1)
             THEN 'interruption rate outside 0..1'
-        WHEN pricing = 'spot' AND price_hour_usd >= on_demand_hour_usd
-            THEN '{SPOT_NOT_BELOW_ON_DEMAND}'
     END AS reject_reason
-FROM checked
+FROM usd
 """  # noqa: E501
+
+# The last check, once the rest have passed: a spot price is only a discount against the same
+# offer's on-demand price (same key but pricing); one at or above it (Azure meters capped at
+# pay-as-you-go, Vast bid floors above the ask, RunPod echoes) is no spot offer at all. A
+# separate statement over the stored snapshot rather than a self-join inside the one above:
+# that made DuckDB materialise the whole joined snapshot a second time (~30 MB at 100k quotes).
+_SPOT_CHECK_SQL = f"""
+UPDATE _snap AS s SET reject_reason = '{SPOT_NOT_BELOW_ON_DEMAND}'
+FROM (
+    SELECT region, zone, instance_type, min(price_hour_usd) AS on_demand_hour_usd
+    FROM _snap WHERE pricing = 'on_demand' AND price > 0 GROUP BY ALL
+) AS o
+WHERE s.pricing = 'spot' AND s.reject_reason IS NULL AND s.region = o.region
+  AND s.zone = o.zone AND s.instance_type = o.instance_type
+  AND s.price_hour_usd >= o.on_demand_hour_usd
+"""
 
 # Columns of an open interval that follow the latest snapshot without opening a new interval.
 _ATTRIBUTES = (
@@ -242,24 +248,27 @@ def _key_match(left: str, right: str) -> str:
     return " AND ".join(f"{left}.{c} = {right}.{c}" for c in _KEY_COLUMNS)
 
 
-def _row(table: str) -> str:
-    return "row(" + ", ".join(f"{table}.{c}" for c in _ATTRIBUTES) + ")"
+_KEYS = ", ".join(_KEY_COLUMNS)
+# The attributes compared as one 64-bit hash: the classifying join then carries one column per
+# side instead of sixteen (~15 MB less at 100k offers). Two different attribute rows of a key
+# hashing alike (odds 2^-64 per key and run) would only delay that attribute update to the
+# key's next change; prices are compared exactly. Equal values hash alike only if their types
+# do (a DATE and its text do not; integers of any width do): _snap has the table's types, which
+# tests/store/test_ingest_classify.py checks with every attribute set.
+_ATTRIBUTES_HASH = f"hash({', '.join(_ATTRIBUTES)}) AS attributes"
 
 
-# The snapshot's valid quotes, one per key: duplicate keys collapse into the cheapest quote
-# (the window only when the snapshot has duplicates: it costs a sort of the whole snapshot).
+# The snapshot's valid quotes, one per key (duplicates are marked in _snap by then).
 _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
-_DEDUPE = """QUALIFY row_number() OVER (
-    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) = 1"""
 
 # Each key of the snapshot against its open interval: new, same price, or changed; and each
 # open interval this run covers but did not see: vanished (a partial run closes only inside
 # its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
 # the run does not cover it (then its own last_seen must move); core.provider_coverage records
-# the sighting of the others. Only keys and verdicts are kept: the few rows that are written
-# take their columns from _good.
+# the sighting of the others. The join carries only keys, prices and an attributes hash, and
+# only the keys to write are kept (at 2 % change per hour a few thousand of 100,000).
 _CLASSIFY_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _changes AS
+CREATE OR REPLACE TEMP TABLE _verdicts AS
 WITH classified AS (
     SELECT {", ".join(f"coalesce(g.{c}, h.{c}) AS {c}" for c in _KEY_COLUMNS)},
         h.first_seen AS previous_first_seen,
@@ -269,17 +278,36 @@ WITH classified AS (
             WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
             ELSE 'changed'
         END AS change,
-        NOT {_COVERED.format(t="g")}
-            OR {_row("h")} IS DISTINCT FROM {_row("g")} AS outdated,
+        NOT {_COVERED.format(t="g")} OR h.attributes <> g.attributes AS outdated,
         {_COVERED.format(t="h")} AS covered
-    FROM _good AS g
-    FULL JOIN (SELECT * FROM core.current_offers WHERE provider = $provider) AS h
+    FROM (SELECT {_KEYS}, node_original, currency, {_ATTRIBUTES_HASH} FROM _good) AS g
+    FULL JOIN (
+        SELECT {_KEYS}, provider, first_seen, price_hour_original, currency, {_ATTRIBUTES_HASH}
+        FROM core.current_offers WHERE provider = $provider
+    ) AS h
         ON {_key_match("h", "g")}
 )
 SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
-WHERE change <> 'vanished' OR covered
+WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
+"""
+# The keys to write with the snapshot's columns, so the writes need no join with the snapshot.
+# The semi join first: DuckDB then builds its hash table on the few verdicts, not on _good.
+_CHANGES_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _changes AS
+SELECT g.* REPLACE ({", ".join(f"v.{c} AS {c}" for c in _KEY_COLUMNS)}),
+    v.previous_first_seen, v.change, v.stale
+FROM _verdicts AS v LEFT JOIN (
+    SELECT * FROM _good AS g SEMI JOIN _verdicts AS v ON {_key_match("g", "v")}
+) AS g ON {_key_match("g", "v")}
 """
 _CLOSING = "c.change IN ('changed', 'vanished')"
+
+# The (region, pricing) pairs this run saw and covers: it is their latest sighting.
+_SEEN_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _seen AS
+SELECT DISTINCT region, pricing FROM _snap AS c
+WHERE c.reject_reason IS NULL AND {_COVERED.format(t="c")}
+"""
 
 # Closed intervals keep the last_seen they had before this run: the later of the row's own
 # and its coverage's, as core.current_intervals reads it (written out here so that only the
@@ -305,37 +333,32 @@ WHERE {_CLOSING} AND h.provider = $provider AND {_key_match("h", "c")}
 _TOUCH_SQL = f"""
 UPDATE core.current_offers AS h SET
     last_seen = $now, last_run = $run,
-    {", ".join(f"{c} = g.{c}" for c in _ATTRIBUTES)}
-FROM _changes AS c JOIN _good AS g ON {_key_match("g", "c")}
+    {", ".join(f"{c} = c.{c}" for c in _ATTRIBUTES)}
+FROM _changes AS c
 WHERE c.stale AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
-_OPEN_SQL = f"""
+_OPEN_SQL = """
 INSERT INTO core.current_offers BY NAME
-SELECT $provider AS provider, g.region, g.zone, g.instance_type, g.pricing, gpu_model,
+SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd,
     currency, node_original AS price_hour_original, price_basis, available, interruption_rate,
-    source_url, coalesce(c.previous_first_seen, $now) AS first_seen, $now AS valid_from,
+    source_url, coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
-FROM _changes AS c JOIN _good AS g ON {_key_match("g", "c")}
-WHERE c.change IN ('new', 'changed')
+FROM _changes WHERE change IN ('new', 'changed')
 """
 
 # This run is the latest sighting of every open interval it covers: one row per region and
 # pricing instead of a write per offer (every open offer there was seen, or it was closed).
-_UNCOVER_SQL = f"""
+_UNCOVER_SQL = """
 DELETE FROM core.provider_coverage AS v
 WHERE v.provider = $provider AND ($complete OR EXISTS (
-    SELECT 1 FROM _changes AS c
-    WHERE c.region = v.region AND c.pricing = v.pricing AND c.change <> 'vanished'
-      AND {_COVERED.format(t="c")}))
+    SELECT 1 FROM _seen AS c WHERE c.region = v.region AND c.pricing = v.pricing))
 """
-_COVER_SQL = f"""
-INSERT INTO core.provider_coverage
-SELECT DISTINCT $provider, region, pricing, $now, $run FROM _changes AS c
-WHERE c.change <> 'vanished' AND {_COVERED.format(t="c")}
-"""
+_COVER_SQL = (
+    "INSERT INTO core.provider_coverage SELECT $provider, region, pricing, $now, $run FROM _seen"
+)
 
 _REJECTED_SQL = f"""
 INSERT INTO core.rejected_quotes
@@ -345,14 +368,21 @@ FROM _snap WHERE reject_reason IS NOT NULL LIMIT {MAX_REJECTED_SAMPLES}
 
 # Valid quotes that share a key with a cheaper one: only one can be the key's price, so the
 # others are collapsed — counted in fetch_runs.offers_duplicate and sampled beside rejections,
-# so that two rows a parser failed to tell apart never vanish silently.
+# so that two rows a parser failed to tell apart never vanish silently. They are marked once
+# (the window sorts the whole snapshot: only run when the counts found duplicates), so every
+# later statement reads the same survivor of a key.
+_COLLAPSE_SQL = f"""
+UPDATE _snap SET reject_reason = '{DUPLICATE_KEY}' WHERE rowid IN (
+    SELECT rowid FROM _snap WHERE reject_reason IS NULL
+    QUALIFY row_number() OVER (
+        PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw
+    ) > 1
+)
+"""
 _DUPLICATE_SAMPLES_SQL = f"""
 INSERT INTO core.rejected_quotes
-SELECT $run, $provider, region, instance_type, pricing, price, currency, '{DUPLICATE_KEY}'
-FROM _snap WHERE reject_reason IS NULL
-QUALIFY row_number() OVER (
-    PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw) > 1
-LIMIT {MAX_REJECTED_SAMPLES}
+SELECT $run, $provider, region, instance_type, pricing, price, currency, reject_reason
+FROM _snap WHERE reject_reason = '{DUPLICATE_KEY}' LIMIT {MAX_REJECTED_SAMPLES}
 """
 
 
@@ -418,25 +448,33 @@ def _merge(
         return _superseded(result, newer)
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
-    con.register("_raw", quotes_table(result.quotes))
-    con.register("_resolved", resolution_table(con, manifest))
-    fx_table(con, now)
-    con.execute(_NORMALISE_SQL)
-    _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
+    _normalise(con, result.quotes, manifest, now)
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
     if counts["duplicates"]:
+        con.execute(_COLLAPSE_SQL)
         _run(con, _DUPLICATE_SAMPLES_SQL, params)
     status, error = _effective_status(result, counts)
+    offers = counts["total"] - counts["rejected"] - counts["duplicates"]
     if status is RunStatus.OK:
-        offers = counts["total"] - counts["rejected"] - counts["duplicates"]
         result, status, error = _guard_drift(con, result, offers, min_offer_share, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
-        counts |= _apply_changes(
-            con, result, status, params | {"now": now}, counts["duplicates"] > 0
-        )
+        counts |= _apply_changes(con, result, status, params | {"now": now})
+        counts["seen"] = offers
     return counts, status, error
+
+
+def _normalise(
+    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
+) -> None:
+    """The snapshot as the temp table _snap: each quote normalised, with its reject reason."""
+    con.register("_raw", quotes_table(quotes))
+    con.register("_resolved", resolution_table(con, manifest))
+    fx_table(con, now)
+    con.execute(_NORMALISE_SQL)
+    con.execute(_SPOT_CHECK_SQL)
+    _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
 
 
 def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
@@ -512,21 +550,22 @@ def _apply_changes(
     result: FetchResult,
     status: RunStatus,
     params: dict[str, Any],
-    duplicates: bool,
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
-    con.execute(f"{_GOOD_SQL} {_DEDUPE if duplicates else ''}")
+    con.execute(_GOOD_SQL)
     _run(con, _CLASSIFY_SQL, params)
+    con.execute(_CHANGES_SQL)
+    _run(con, _SEEN_SQL, params)
+    con.execute("DROP VIEW _good; DROP TABLE _snap")  # the writes need only _changes and _seen
     row = con.execute(
-        "SELECT count(*) FILTER (WHERE change <> 'vanished'), "
-        "count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'), "
-        "count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
+        "SELECT count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'),"
+        " count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
     ).fetchone()
     assert row is not None
     for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, _OPEN_SQL, _UNCOVER_SQL, _COVER_SQL):
-        if sql is not _TOUCH_SQL or row[4]:  # an UPDATE with no stale row would still scan
+        if sql is not _TOUCH_SQL or row[3]:  # an UPDATE with no stale row would still scan
             _run(con, sql, params)
-    return {"seen": row[0], "changed": row[1], "new": row[2], "closed": row[3]}
+    return {"changed": row[0], "new": row[1], "closed": row[2]}
 
 
 def _finish_run(

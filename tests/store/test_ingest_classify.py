@@ -1,0 +1,108 @@
+"""How a snapshot's keys are classified against their open intervals: a quote whose price and
+attributes are all unchanged is not rewritten, and a change of any single attribute updates the
+open interval in place (the attributes are compared as one hash per row, so every column type
+must hash alike in the snapshot and in the table); the spot-below-on-demand check runs after
+every other check."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from priceadvisor.manifest import manifest
+from priceadvisor.models import FetchResult, RawQuote, RunStatus
+from priceadvisor.store import db as store
+from priceadvisor.store.ingest import ingest
+from tests.conftest import query
+
+T0 = dt.datetime(2026, 11, 1, 12, 0)
+# Every attribute of an open interval set, so that each column's type takes part in the hash.
+FULL = RawQuote(
+    region="eastus",
+    instance_type="Standard_NC24ads_A100_v4",
+    pricing="on_demand",
+    price=3.0,
+    gpu_name_raw="A100 80GB",
+    gpu_count=1.0,
+    gpu_memory_gb=80.0,
+    vcpus=24.0,
+    ram_gb=220.0,
+    available=True,
+    interruption_rate=0.05,
+    source_url="https://example.invalid/a100",
+    offer_count=3,
+    price_median=3.2,
+    price_date="2026-10-31",
+    price_rule="on-demand list price",
+)
+
+
+def run(db: Path, hour: int, quotes: list[RawQuote]) -> Any:
+    with store.writer(db) as con:
+        run_id = store.start_run(con, "azure")
+        result = FetchResult(
+            "azure", RunStatus.OK, quotes, finished_at=T0 + dt.timedelta(hours=hour)
+        )
+        return ingest(con, run_id, result, manifest("azure"))
+
+
+def test_an_unchanged_quote_with_every_attribute_set_is_not_rewritten(db_path: Path) -> None:
+    run(db_path, 0, [FULL])
+    summary = run(db_path, 1, [FULL])
+    assert (summary.offers_seen, summary.offers_changed, summary.offers_new) == (1, 0, 0)
+    # the open row keeps the run that wrote it; the sighting is recorded per region and pricing
+    assert query(db_path, "SELECT last_seen FROM core.current_offers") == [(T0,)]
+    assert query(db_path, "SELECT last_seen FROM offers") == [(T0 + dt.timedelta(hours=1),)]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "column", "stored"),
+    [
+        ("available", False, "available", False),
+        ("available", None, "available", None),
+        ("interruption_rate", 0.2, "interruption_rate", 0.2),
+        ("source_url", "https://example.invalid/b", "source_url", "https://example.invalid/b"),
+        ("offer_count", 4, "offer_count", 4),
+        ("price_median", 3.4, "price_hour_median_usd", 3.4),
+        ("price_date", "2026-11-01", "price_date", dt.date(2026, 11, 1)),
+        ("price_rule", None, "price_origin", "published"),
+        ("vcpus", 32.0, "vcpus", 32.0),
+        ("gpu_name_raw", "A100-SXM4-80GB", "gpu_name_raw", "A100-SXM4-80GB"),
+    ],
+)
+def test_one_attribute_change_updates_the_open_interval_in_place(
+    db_path: Path, field: str, value: object, column: str, stored: object
+) -> None:
+    run(db_path, 0, [FULL])
+    summary = run(db_path, 1, [dataclasses.replace(FULL, **{field: value})])
+    assert (summary.offers_changed, summary.offers_new) == (0, 0)
+    assert query(db_path, f"SELECT {column}, first_seen FROM offers") == [(stored, T0)]
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(1,)]
+
+
+def test_a_spot_quote_failing_an_earlier_check_keeps_that_reason(db_path: Path) -> None:
+    on_demand = dataclasses.replace(FULL, interruption_rate=None)
+    spot = dataclasses.replace(on_demand, pricing="spot", price=4.0, interruption_rate=1.5)
+    summary = run(db_path, 0, [on_demand, spot, dataclasses.replace(on_demand, region="westus3")])
+    assert (summary.offers_seen, summary.offers_rejected) == (2, 1)
+    assert query(db_path, "SELECT reason FROM core.rejected_quotes") == [
+        ("interruption rate outside 0..1",)
+    ]
+
+
+def test_tied_duplicates_collapse_into_one_offer_the_same_way_every_run(db_path: Path) -> None:
+    twins = [FULL, dataclasses.replace(FULL, available=False, source_url=None)]
+    first = run(db_path, 0, twins)
+    second = run(db_path, 1, twins)
+    assert (first.offers_seen, first.offers_duplicate, second.offers_changed) == (1, 1, 0)
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(1,)]
+    assert query(db_path, "SELECT reason, count(*) FROM core.rejected_quotes GROUP BY ALL") == [
+        ("duplicate key in the snapshot (collapsed into the cheapest)", 2)
+    ]
+    # the open row is one of the twins, whole: not columns of one and attributes of the other
+    [(available, url)] = query(db_path, "SELECT available, source_url FROM offers")
+    assert (available, url) in {(True, FULL.source_url), (False, None)}
