@@ -1,19 +1,30 @@
-"""Lake maintenance: fewer, larger data files, snapshots expired after a retention, and the
-files no snapshot needs any more deleted (DuckLake's own functions, on the attached lake).
+"""Lake maintenance: rows inlined in the catalog flushed to Parquet, data files with many
+deleted rows rewritten, fewer and larger data files, snapshots expired after a retention, and
+the files no snapshot needs any more deleted (DuckLake's own functions, on the attached lake).
 
-Every commit to a lake adds a snapshot and, past DuckLake's inlining limit, small Parquet
-files. Three steps keep that in bounds, each one DuckLake transaction:
-- `ducklake_merge_adjacent_files` rewrites a table's small files into larger ones; the merged
-  file keeps each row's snapshot, so time travel reads the same rows as before;
+Every commit to a lake adds a snapshot. DuckLake 1.x keeps an insert of at most 10 rows, and a
+delete of at most 10 rows from one data file, in tables of the catalog database (data inlining,
+on by default: our attach leaves `data_inlining_row_limit` alone); larger ones become small
+Parquet files: an ingest's new intervals, and delete files marking the intervals it closed in
+`core.current_offers`. Five steps keep that in bounds, in this order,
+each one DuckLake transaction:
+- `ducklake_flush_inlined_data` writes the inlined rows and deletions out as Parquet data and
+  delete files and removes them from the catalog, which would otherwise grow with every fetch;
+- `ducklake_rewrite_data_files` rewrites each data file of which at least DELETE_THRESHOLD of
+  the rows are deleted into one without them (after the flush, so the inlined deletions count);
+- `ducklake_merge_adjacent_files` rewrites a table's small files into larger ones (after the
+  rewrite, so the rewritten files are merged too);
 - `ducklake_expire_snapshots` forgets the snapshots older than the retention, except the one
   that was current at the cutoff: `--as-of` any time within the retention still has its
   snapshot (a time before the cutoff has none any more);
-- `ducklake_cleanup_old_files` deletes the files scheduled for deletion (replaced by a merge,
-  or only referenced by expired snapshots) at least `grace` ago: a query that started before
-  a merge may still be reading them.
+- `ducklake_cleanup_old_files` deletes the files scheduled for deletion (replaced by a merge or
+  rewrite, or only referenced by expired snapshots) at least `grace` ago: a query that started
+  before a merge may still be reading them.
 
-None of this changes what the current snapshot (or a kept one) reads. A step that loses a
-commit conflict to a concurrent writer runs again on a fresh snapshot (db.conflict_retry).
+The first three keep each row's snapshots (a rewritten or merged file records when each row was
+added and deleted; the files it replaces stay while a kept snapshot reads them), so none of
+this changes what the current snapshot or a kept one reads. A step that loses a commit conflict
+to a concurrent writer runs again on a fresh snapshot (db.conflict_retry).
 """
 
 from __future__ import annotations
@@ -29,6 +40,27 @@ from priceadvisor.store.lake import ALIAS
 
 # A query that started before this run may still read a file it replaces for this long.
 DEFAULT_GRACE = dt.timedelta(minutes=10)
+# Rewrite a data file once at least this share of its rows is deleted. DuckLake's default is
+# 0.95; ingests delete a few rows of core.current_offers from many files, which every price
+# query reads, so a file is rewritten once it reads twice the rows it returns.
+DELETE_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class Flushed:
+    tables: int
+    rows: int
+    delete_files_before: int
+    delete_files_after: int
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    tables: int
+    files_processed: int
+    files_created: int
+    delete_files_before: int
+    delete_files_after: int
 
 
 @dataclass(frozen=True)
@@ -54,7 +86,16 @@ class Cleaned:
 
 def data_files(con: duckdb.DuckDBPyConnection) -> int:
     """The data files the current snapshot reads, over every table (DuckLake's table info)."""
-    row = con.execute(f"SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info('{ALIAS}')")
+    return _table_info_sum(con, "file_count")
+
+
+def delete_files(con: duckdb.DuckDBPyConnection) -> int:
+    """The delete files the current snapshot reads, over every table (DuckLake's table info)."""
+    return _table_info_sum(con, "delete_file_count")
+
+
+def _table_info_sum(con: duckdb.DuckDBPyConnection, column: str) -> int:
+    row = con.execute(f"SELECT coalesce(sum({column}), 0) FROM ducklake_table_info('{ALIAS}')")
     found = row.fetchone()
     return int(found[0]) if found else 0
 
@@ -62,6 +103,37 @@ def data_files(con: duckdb.DuckDBPyConnection) -> int:
 def snapshot_count(con: duckdb.DuckDBPyConnection) -> int:
     row = con.execute(f"SELECT count(*) FROM ducklake_snapshots('{ALIAS}')").fetchone()
     return int(row[0]) if row else 0
+
+
+@db.retry_conflicts
+def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
+    """Write the rows and deletions inlined in the catalog out to Parquet files."""
+    before = delete_files(con)
+    # One row per table with inlined inserts: (schema, table, rows flushed); inlined deletions
+    # are flushed too but not counted there (they show as new delete files).
+    rows = con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')").fetchall()
+    return Flushed(
+        tables=len(rows),
+        rows=sum(int(r[2]) for r in rows),
+        delete_files_before=before,
+        delete_files_after=delete_files(con),
+    )
+
+
+@db.retry_conflicts
+def rewrite(con: duckdb.DuckDBPyConnection, threshold: float = DELETE_THRESHOLD) -> Rewritten:
+    """Rewrite the data files with at least `threshold` of their rows deleted, without them."""
+    before = delete_files(con)
+    rows = con.execute(
+        f"CALL ducklake_rewrite_data_files('{ALIAS}', delete_threshold => ?)", [threshold]
+    ).fetchall()  # one row per table: (schema, table, files processed, files created)
+    return Rewritten(
+        tables=len(rows),
+        files_processed=sum(int(r[2]) for r in rows),
+        files_created=sum(int(r[3]) for r in rows),
+        delete_files_before=before,
+        delete_files_after=delete_files(con),
+    )
 
 
 @db.retry_conflicts
@@ -108,6 +180,8 @@ def cleanup(con: duckdb.DuckDBPyConnection, grace: dt.timedelta, now: dt.datetim
 
 @dataclass(frozen=True)
 class Report:
+    flushed: Flushed
+    rewritten: Rewritten
     merged: Merged
     expired: Expired
     cleaned: Cleaned
@@ -116,8 +190,16 @@ class Report:
 
     def lines(self) -> list[str]:
         """One line per step, with DuckLake's own counts."""
+        flushed, rewritten = self.flushed, self.rewritten
         merged, expired = self.merged, self.expired
         return [
+            f"flushed {flushed.rows} rows inlined in the catalog to Parquet "
+            f"({_count(flushed.tables, 'table')}, and their inlined deletions); delete files "
+            f"{flushed.delete_files_before} -> {flushed.delete_files_after}",
+            f"rewrote {rewritten.files_processed} data files at least "
+            f"{DELETE_THRESHOLD:.0%} deleted into {rewritten.files_created} "
+            f"({_count(rewritten.tables, 'table')}); delete files "
+            f"{rewritten.delete_files_before} -> {rewritten.delete_files_after}",
             f"merged {merged.files_processed} small data files into {merged.files_created} "
             f"({_count(merged.tables, 'table')}); data files {merged.data_files_before} -> "
             f"{merged.data_files_after}",
@@ -139,9 +221,12 @@ def run(
     grace: dt.timedelta = DEFAULT_GRACE,
     now: dt.datetime | None = None,
 ) -> Report:
-    """Merge, expire, clean up, in that order (a file a merge replaces waits for the next run
-    when it is younger than `grace`). `now` is aware UTC."""
+    """Flush, rewrite, merge, expire, clean up, in that order (a file a merge or rewrite
+    replaces waits for the next run when it is younger than `grace`). `now` is aware UTC."""
     now = now or dt.datetime.now(dt.UTC)
+    flushed = flush(con)
+    rewritten = rewrite(con)
     merged = merge(con)
     expired = expire(con, retention, now)
-    return Report(merged, expired, cleanup(con, grace, now), retention, grace)
+    cleaned = cleanup(con, grace, now)
+    return Report(flushed, rewritten, merged, expired, cleaned, retention, grace)
