@@ -29,10 +29,12 @@ to a concurrent writer runs again on a fresh snapshot (db.conflict_retry).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
+import stamina
 
 from priceadvisor.durations import format_duration
 from priceadvisor.store import db
@@ -94,6 +96,50 @@ def delete_files(con: duckdb.DuckDBPyConnection) -> int:
     return _table_info_sum(con, "delete_file_count")
 
 
+# DuckLake's catalog tables (its specification's ducklake_* tables), for the measurements below.
+_META = f"__ducklake_metadata_{ALIAS}"
+
+
+def inlined_rows(con: duckdb.DuckDBPyConnection, live: bool = False) -> int:
+    """Rows held in the catalog database's inlined-data tables (`live`: only those the current
+    snapshot reads; otherwise also those kept for time travel)."""
+    names = con.execute(f"SELECT table_name FROM {_META}.ducklake_inlined_data_tables").fetchall()
+    where = " WHERE end_snapshot IS NULL" if live else ""
+    return sum(_count_rows(con, f"{_META}.{name}{where}") for (name,) in names)
+
+
+def dead_rows(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
+    """Rows the table's current data files hold that a delete (file or inlined) hides: what
+    every read of the table scans and then skips."""
+    row = con.execute(
+        f"SELECT coalesce(sum(f.record_count), 0) FROM {_META}.ducklake_data_file AS f "
+        f"JOIN {_META}.ducklake_table AS t USING (table_id) "
+        f"JOIN {_META}.ducklake_schema AS s USING (schema_id) "
+        "WHERE f.end_snapshot IS NULL AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL "
+        "AND t.table_name = ? AND s.schema_name = ?",
+        [table, schema],
+    ).fetchone()
+    in_files = int(row[0]) if row else 0
+    visible = _count_rows(con, f"{schema}.{table}")
+    return in_files - (visible - _live_inlined(con, schema, table))
+
+
+def _live_inlined(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
+    names = con.execute(
+        f"SELECT i.table_name FROM {_META}.ducklake_inlined_data_tables AS i "
+        f"JOIN {_META}.ducklake_table AS t USING (table_id) "
+        f"JOIN {_META}.ducklake_schema AS s USING (schema_id) "
+        "WHERE t.end_snapshot IS NULL AND t.table_name = ? AND s.schema_name = ?",
+        [table, schema],
+    ).fetchall()
+    return sum(_count_rows(con, f"{_META}.{n} WHERE end_snapshot IS NULL") for (n,) in names)
+
+
+def _count_rows(con: duckdb.DuckDBPyConnection, source: str) -> int:
+    row = con.execute(f"SELECT count(*) FROM {source}").fetchone()
+    return int(row[0]) if row else 0
+
+
 def _table_info_sum(con: duckdb.DuckDBPyConnection, column: str) -> int:
     row = con.execute(f"SELECT coalesce(sum({column}), 0) FROM ducklake_table_info('{ALIAS}')")
     found = row.fetchone()
@@ -105,19 +151,41 @@ def snapshot_count(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-@db.retry_conflicts
+def _flush_lost(exc: Exception) -> bool:
+    """A flush that lost to a concurrent writer. DuckLake 1.5.5 deletes the flushed rows from a
+    PostgreSQL catalog's inlined tables in place and passes PostgreSQL's serialization failure
+    (a writer updated those rows meanwhile) on as a plain error, not as its conflict error;
+    nothing of the flush was committed either way."""
+    text = str(exc)
+    return db.is_conflict(exc) or (
+        isinstance(exc, duckdb.Error)
+        and ("could not serialize access" in text or "Current transaction is aborted" in text)
+    )
+
+
+@stamina.retry(on=_flush_lost, attempts=10, wait_initial=0.05, wait_max=5.0, timeout=None)
 def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
-    """Write the rows and deletions inlined in the catalog out to Parquet files."""
+    """Write the rows and deletions inlined in the catalog out to Parquet files (retried on a
+    fresh snapshot like db.retry_conflicts, also after the errors of _flush_lost)."""
     before = delete_files(con)
-    # One row per table with inlined inserts: (schema, table, rows flushed); inlined deletions
-    # are flushed too but not counted there (they show as new delete files).
-    rows = con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')").fetchall()
+    try:
+        # One row per table with inlined inserts: (schema, table, rows flushed); inlined
+        # deletions are flushed too but not counted there (they show as new delete files).
+        rows = con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')").fetchall()
+    except duckdb.Error:
+        _rollback(con)  # an aborted catalog transaction fails every later statement
+        raise
     return Flushed(
         tables=len(rows),
         rows=sum(int(r[2]) for r in rows),
         delete_files_before=before,
         delete_files_after=delete_files(con),
     )
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    with contextlib.suppress(duckdb.Error):  # no transaction open: the statement ended its own
+        con.execute("ROLLBACK")
 
 
 @db.retry_conflicts
