@@ -15,6 +15,9 @@ writers ingest into the lake.
 3. Reader latency on the lake: the cheapest-price query in a loop on a held connection (each
    query sees the newest snapshot), idle and while two writer processes ingest snapshots of
    their own providers at once.
+4. (`--parts maintain`) `lake maintain` on a lake of its own after `--maintain-snapshots`
+   ingests of `--maintain-offers` offers: data and delete files, dead and inlined rows, files
+   and bytes on disk before and after.
 
 The lake has its catalog in a throwaway PostgreSQL server (Debian's binaries, as the tests use)
 and its data files in a local directory. Figures and the machine: docs/benchmarks.md.
@@ -42,7 +45,7 @@ from tests.pg import create_database, start_postgres
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
 from priceadvisor.store import db as store
-from priceadvisor.store import lake
+from priceadvisor.store import lake, maintenance
 from priceadvisor.store.ingest import ingest
 
 START = dt.datetime(2026, 11, 1)
@@ -204,6 +207,48 @@ def bench_readers(target: lake.Lake, offers: int, count: int) -> None:
     print(f"two writers  {summary(busy)}" + (f" (writer exit codes {failed})" if failed else ""))
 
 
+def lake_storage(target: lake.Lake) -> str:
+    """Data and delete files the current snapshot reads, dead rows of current_offers, rows
+    inlined in the catalog, and the Parquet files on disk with their size."""
+    with store.writer(target) as con:
+        data, deletes = maintenance.data_files(con), maintenance.delete_files(con)
+        dead = maintenance.dead_rows(con, "core", "current_offers")
+        inlined = maintenance.inlined_rows(con)
+    files = list(Path(target.data_path).rglob("*.parquet"))
+    size = sum(f.stat().st_size for f in files)
+    return (
+        f"data files {data}, delete files {deletes}, dead rows (current_offers) {dead}, "
+        f"inlined rows {inlined}; on disk {len(files)} files, {size / 1024:.0f} KiB"
+    )
+
+
+def bench_maintain(tmp: Path, offers: int, count: int) -> None:
+    """`lake maintain` after `count` ingests of `offers` offers (5 % changed each): keeping
+    every snapshot (the default 90 days), then expiring all but the last and cleaning up (twice:
+    a run deletes the files the previous one freed)."""
+    print(f"\n## lake maintain after {count} ingests of {offers:,} offers (5 % changed each)")
+    with start_postgres() as dsn:
+        target = lake.Lake(f"postgres:{create_database(dsn, 'maintain')}", f"{tmp}/maintain/")
+        ingest_snapshots(target, "bench", offers, count)
+        maintain_twice(target)
+
+
+def maintain_twice(target: lake.Lake) -> None:
+    print(f"before         {lake_storage(target)}")
+    for label, retention, grace in (
+        ("keep 90d", dt.timedelta(days=90), maintenance.DEFAULT_GRACE),
+        ("keep 0s", dt.timedelta(0), dt.timedelta(0)),
+        ("again", dt.timedelta(0), dt.timedelta(0)),  # deletes what the previous run freed
+    ):
+        wall, cpu = time.perf_counter(), time.process_time()
+        with store.writer(target) as con:
+            report = maintenance.run(con, retention, grace)
+        took = f"{time.perf_counter() - wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU"
+        print(f"after {label:9}{lake_storage(target)} ({took})")
+        for line in report.lines():
+            print(f"    {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -214,9 +259,12 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="ingest,queries,readers", help="comma-separated parts to run"
     )
+    parser.add_argument("--maintain-offers", type=int, default=300)
+    parser.add_argument("--maintain-snapshots", type=int, default=50)
     args = parser.parse_args()
     if args.quick:
         args.offers, args.history_offers, args.days, args.snapshots = 10_000, 100_000, 7, 2
+        args.maintain_snapshots = 10
     with tempfile.TemporaryDirectory() as tmp, backends(Path(tmp)) as targets:
         parts = set(args.parts.split(","))
         if "ingest" in parts:
@@ -227,6 +275,8 @@ def main() -> None:
         assert isinstance(lake_target, lake.Lake)
         if "readers" in parts:
             bench_readers(lake_target, args.offers, args.snapshots)
+        if "maintain" in parts:
+            bench_maintain(Path(tmp), args.maintain_offers, args.maintain_snapshots)
 
 
 if __name__ == "__main__":

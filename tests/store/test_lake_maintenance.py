@@ -3,6 +3,7 @@ snapshots expired, old files deleted, and the history reads the same before and 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import threading
@@ -22,9 +23,11 @@ from tests.store.test_lake_cli import lake_config
 VIEWS = ("price_history", "fetch_runs", "offers", "gpus", "regions", "advice", "alerts")
 # Each ingest writes more rows than DuckLake inlines into the catalog: real Parquet files.
 OFFERS = 30
+# Enough offers that each ingest deletes more than DuckLake inlines from the first data file.
+REPRICED_OFFERS = 60
 
 
-def quotes(base: float) -> list[RawQuote]:
+def quotes(base: float, offers: int = OFFERS) -> list[RawQuote]:
     return [
         RawQuote(
             region="eastus",
@@ -34,7 +37,7 @@ def quotes(base: float) -> list[RawQuote]:
             gpu_name_raw="H100 SXM",
             gpu_count=8.0,
         )
-        for i in range(OFFERS)
+        for i in range(offers)
     ]
 
 
@@ -59,8 +62,8 @@ def stats(target: lake.Lake) -> tuple[int, int, dt.datetime]:
         return maintenance.data_files(con), maintenance.snapshot_count(con), row[0]
 
 
-def parquet_files(target: lake.Lake) -> int:
-    return len(list(Path(target.data_path).rglob("*.parquet")))
+def parquet_files(target: lake.Lake) -> set[Path]:
+    return set(Path(target.data_path).rglob("*.parquet"))
 
 
 def prices_as_of(
@@ -99,9 +102,17 @@ def test_maintain_merges_expires_and_cleans_without_changing_the_history(
     keep = f"{(dt.datetime.now(dt.UTC) - cutoff).total_seconds():.3f}s"
     lines = maintain(capsys, config, "--keep", keep)
 
-    assert len(lines) == 3 and lines[0].startswith("merged ") and "expired " in lines[1]
-    files_after, snapshots_after, oldest = stats(target)
-    assert files_after < files
+    assert [line.split()[0] for line in lines] == [
+        "flushed",
+        "rewrote",
+        "merged",
+        "expired",
+        "deleted",
+    ]
+    _, snapshots_after, oldest = stats(target)
+    # The flush adds a file per table it wrote out of the catalog; the merge folds the rest.
+    merged_from, merged_to = (int(n) for n in lines[2].split("; data files ")[1].split(" -> "))
+    assert merged_to < merged_from and merged_from >= files
     assert snapshots_after < snapshots
     # The snapshot current at the cutoff is kept: `--as-of` works back to the cutoff itself.
     assert expired_moment < oldest.astimezone(dt.UTC) <= cutoff
@@ -111,14 +122,64 @@ def test_maintain_merges_expires_and_cleans_without_changing_the_history(
     assert code == 1 and "has no snapshot as early as" in err and "snapshot_retention" in err
     assert err.count("\n") == 1
 
-    # The merge's replaced files wait out the grace; the next run deletes them.
+    # The files the merge and rewrite replaced wait out the grace; the next run deletes them.
     on_disk = parquet_files(target)
     time.sleep(1.1)
     lines = maintain(capsys, config, "--keep", "90d", "--grace", "1s")
-    deleted = int(lines[2].split()[1])
-    assert deleted > 0 and parquet_files(target) == on_disk - deleted
+    deleted = int(lines[4].split()[1])
+    # (that run's flush may write new files: the lease rows inlined since)
+    assert deleted > 0 and len(on_disk - parquet_files(target)) == deleted
     assert views(target) == before
     assert prices_as_of(capsys, config, cutoff) == as_of_before[cutoff]
+
+
+def repriced(run: int) -> list[RawQuote]:
+    """A different quarter of the offers is repriced each run and the last run's quarter goes
+    back to its base price: each ingest closes some intervals in several data files of
+    core.current_offers, as real fetches do."""
+    return [
+        dataclasses.replace(q, price=q.price + (run if (i + run) % 4 == 0 else 0) / 100)
+        for i, q in enumerate(quotes(1.0, REPRICED_OFFERS))
+    ]
+
+
+def storage(target: lake.Lake) -> tuple[int, int, int]:
+    """(rows inlined in the catalog, delete files, dead rows of core.current_offers)."""
+    with db.writer(target) as con:
+        return (
+            maintenance.inlined_rows(con),
+            maintenance.delete_files(con),
+            maintenance.dead_rows(con, "core", "current_offers"),
+        )
+
+
+def test_maintain_flushes_inlined_rows_and_rewrites_deleted_ones_keeping_time_travel(
+    capsys: pytest.CaptureFixture[str], setup: tuple[Path, lake.Lake]
+) -> None:
+    config, target = setup
+    moments = []
+    for run in range(8):
+        ingest_quotes(target, "azure", repriced(run))
+        moments.append(dt.datetime.now(dt.UTC))
+        time.sleep(0.2)
+    before = views(target)
+    as_of_before = [prices_as_of(capsys, config, moment) for moment in moments]
+    inlined, _, dead = storage(target)
+    # DuckLake's default inlining holds the small commits (runs, coverage, the few rows each
+    # ingest deletes from a data file) in the catalog database.
+    assert inlined > 0 and dead > 0
+
+    with db.writer(target) as con:
+        report = maintenance.run(con, dt.timedelta(days=90))
+        inlined_after = maintenance.inlined_rows(con)
+        dead_after = maintenance.dead_rows(con, "core", "current_offers")
+
+    assert report.flushed.rows > 0 and inlined_after == 0
+    assert report.rewritten.files_processed > 0 and report.rewritten.files_created > 0
+    assert dead_after < dead
+    assert report.rewritten.delete_files_after < report.rewritten.delete_files_before
+    assert views(target) == before
+    assert [prices_as_of(capsys, config, moment) for moment in moments] == as_of_before
 
 
 def test_maintain_takes_the_lease_and_gives_it_back(

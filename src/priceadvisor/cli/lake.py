@@ -91,7 +91,8 @@ def maintain(
         typer.Option(help="Delete only files freed at least this long ago (running queries)."),
     ] = "10m",
 ) -> None:
-    """Merge small data files, expire snapshots older than the retention, delete old files."""
+    """Flush rows inlined in the catalog, rewrite data files with many deleted rows, merge
+    small ones, expire snapshots older than the retention, delete old files."""
     from priceadvisor.store import db, maintenance
 
     started = dt.datetime.now(dt.UTC)  # the retention counts back from here, not the lease's end

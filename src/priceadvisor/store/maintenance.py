@@ -1,27 +1,41 @@
-"""Lake maintenance: fewer, larger data files, snapshots expired after a retention, and the
-files no snapshot needs any more deleted (DuckLake's own functions, on the attached lake).
+"""Lake maintenance: rows inlined in the catalog flushed to Parquet, data files with many
+deleted rows rewritten, fewer and larger data files, snapshots expired after a retention, and
+the files no snapshot needs any more deleted (DuckLake's own functions, on the attached lake).
 
-Every commit to a lake adds a snapshot and, past DuckLake's inlining limit, small Parquet
-files. Three steps keep that in bounds, each one DuckLake transaction:
-- `ducklake_merge_adjacent_files` rewrites a table's small files into larger ones; the merged
-  file keeps each row's snapshot, so time travel reads the same rows as before;
+Every commit to a lake adds a snapshot. DuckLake 1.x keeps an insert of at most 10 rows, and a
+delete of at most 10 rows from one data file, in tables of the catalog database (data inlining,
+on by default: our attach leaves `data_inlining_row_limit` alone); larger ones become small
+Parquet files: an ingest's new intervals, and delete files marking the intervals it closed in
+`core.current_offers`. Five steps keep that in bounds, in this order, each one DuckLake
+transaction:
+- `ducklake_flush_inlined_data` writes the inlined rows and deletions out as Parquet data and
+  delete files and removes them from the catalog, which would otherwise grow with every fetch;
+- `ducklake_rewrite_data_files` rewrites each data file of which at least DELETE_THRESHOLD of
+  the rows are deleted into one without them (after the flush, so the inlined deletions count);
+- `ducklake_merge_adjacent_files` rewrites a table's small files into larger ones (after the
+  rewrite, so the rewritten files are merged too);
 - `ducklake_expire_snapshots` forgets the snapshots older than the retention, except the one
   that was current at the cutoff: `--as-of` any time within the retention still has its
   snapshot (a time before the cutoff has none any more);
-- `ducklake_cleanup_old_files` deletes the files scheduled for deletion (replaced by a merge,
-  or only referenced by expired snapshots) at least `grace` ago: a query that started before
-  a merge may still be reading them.
+- `ducklake_cleanup_old_files` deletes the files scheduled for deletion (replaced by a merge or
+  rewrite, or only referenced by expired snapshots) at least `grace` ago: a query that started
+  before a merge may still be reading them.
 
-None of this changes what the current snapshot (or a kept one) reads. A step that loses a
-commit conflict to a concurrent writer runs again on a fresh snapshot (db.conflict_retry).
+The first three keep every snapshot's rows (the files they replace stay in the catalog while a
+kept snapshot reads them; on DuckLake 1.5.5 every table read the same at each of 149 snapshots
+before and after them, and the tests compare the views and `--as-of`), so none of this changes
+what the current snapshot or a kept one reads. A step that loses a commit conflict
+to a concurrent writer runs again on a fresh snapshot (db.conflict_retry).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
+import stamina
 
 from priceadvisor.durations import format_duration
 from priceadvisor.store import db
@@ -29,6 +43,27 @@ from priceadvisor.store.lake import ALIAS
 
 # A query that started before this run may still read a file it replaces for this long.
 DEFAULT_GRACE = dt.timedelta(minutes=10)
+# Rewrite a data file once at least this share of its rows is deleted. DuckLake's default is
+# 0.95; ingests delete a few rows of core.current_offers from many files, which every price
+# query reads, so a file is rewritten once it reads twice the rows it returns.
+DELETE_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class Flushed:
+    tables: int
+    rows: int
+    delete_files_before: int
+    delete_files_after: int
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    tables: int
+    files_processed: int
+    files_created: int
+    delete_files_before: int
+    delete_files_after: int
 
 
 @dataclass(frozen=True)
@@ -54,7 +89,59 @@ class Cleaned:
 
 def data_files(con: duckdb.DuckDBPyConnection) -> int:
     """The data files the current snapshot reads, over every table (DuckLake's table info)."""
-    row = con.execute(f"SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info('{ALIAS}')")
+    return _table_info_sum(con, "file_count")
+
+
+def delete_files(con: duckdb.DuckDBPyConnection) -> int:
+    """The delete files the current snapshot reads, over every table (DuckLake's table info)."""
+    return _table_info_sum(con, "delete_file_count")
+
+
+# DuckLake's catalog tables (its specification's ducklake_* tables), for the measurements below.
+_META = f"__ducklake_metadata_{ALIAS}"
+
+
+def inlined_rows(con: duckdb.DuckDBPyConnection) -> int:
+    """Rows held in the catalog database's inlined-data tables (current, and those deleted but
+    kept for time travel): what a flush moves out of the catalog."""
+    names = con.execute(f"SELECT table_name FROM {_META}.ducklake_inlined_data_tables").fetchall()
+    return sum(_count_rows(con, f"{_META}.{name}") for (name,) in names)
+
+
+def dead_rows(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
+    """Rows the table's current data files hold that a delete (file or inlined) hides: what
+    every read of the table scans and then skips."""
+    row = con.execute(
+        f"SELECT coalesce(sum(f.record_count), 0) FROM {_META}.ducklake_data_file AS f "
+        f"JOIN {_META}.ducklake_table AS t USING (table_id) "
+        f"JOIN {_META}.ducklake_schema AS s USING (schema_id) "
+        "WHERE f.end_snapshot IS NULL AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL "
+        "AND t.table_name = ? AND s.schema_name = ?",
+        [table, schema],
+    ).fetchone()
+    in_files = int(row[0]) if row else 0
+    visible = _count_rows(con, f"{schema}.{table}")
+    return in_files - (visible - _live_inlined(con, schema, table))
+
+
+def _live_inlined(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
+    names = con.execute(
+        f"SELECT i.table_name FROM {_META}.ducklake_inlined_data_tables AS i "
+        f"JOIN {_META}.ducklake_table AS t USING (table_id) "
+        f"JOIN {_META}.ducklake_schema AS s USING (schema_id) "
+        "WHERE t.end_snapshot IS NULL AND t.table_name = ? AND s.schema_name = ?",
+        [table, schema],
+    ).fetchall()
+    return sum(_count_rows(con, f"{_META}.{n} WHERE end_snapshot IS NULL") for (n,) in names)
+
+
+def _count_rows(con: duckdb.DuckDBPyConnection, source: str) -> int:
+    row = con.execute(f"SELECT count(*) FROM {source}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _table_info_sum(con: duckdb.DuckDBPyConnection, column: str) -> int:
+    row = con.execute(f"SELECT coalesce(sum({column}), 0) FROM ducklake_table_info('{ALIAS}')")
     found = row.fetchone()
     return int(found[0]) if found else 0
 
@@ -62,6 +149,59 @@ def data_files(con: duckdb.DuckDBPyConnection) -> int:
 def snapshot_count(con: duckdb.DuckDBPyConnection) -> int:
     row = con.execute(f"SELECT count(*) FROM ducklake_snapshots('{ALIAS}')").fetchone()
     return int(row[0]) if row else 0
+
+
+def _flush_lost(exc: Exception) -> bool:
+    """A flush that lost to a concurrent writer. DuckLake 1.5.5 deletes the flushed rows from a
+    PostgreSQL catalog's inlined tables in place and passes PostgreSQL's serialization failure
+    (a writer updated those rows meanwhile) on as a plain error, not as its conflict error;
+    nothing of the flush was committed either way."""
+    text = str(exc)
+    return db.is_conflict(exc) or (
+        isinstance(exc, duckdb.Error)
+        and ("could not serialize access" in text or "Current transaction is aborted" in text)
+    )
+
+
+@stamina.retry(on=_flush_lost, attempts=10, wait_initial=0.05, wait_max=5.0, timeout=None)
+def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
+    """Write the rows and deletions inlined in the catalog out to Parquet files (retried on a
+    fresh snapshot like db.retry_conflicts, also after the errors of _flush_lost)."""
+    before = delete_files(con)
+    try:
+        # One row per table with inlined inserts: (schema, table, rows flushed); inlined
+        # deletions are flushed too but not counted there (they show as new delete files).
+        rows = con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')").fetchall()
+    except duckdb.Error:
+        _rollback(con)  # an aborted catalog transaction fails every later statement
+        raise
+    return Flushed(
+        tables=len(rows),
+        rows=sum(int(r[2]) for r in rows),
+        delete_files_before=before,
+        delete_files_after=delete_files(con),
+    )
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    with contextlib.suppress(duckdb.Error):  # no transaction open: the statement ended its own
+        con.execute("ROLLBACK")
+
+
+@db.retry_conflicts
+def rewrite(con: duckdb.DuckDBPyConnection, threshold: float = DELETE_THRESHOLD) -> Rewritten:
+    """Rewrite the data files with at least `threshold` of their rows deleted, without them."""
+    before = delete_files(con)
+    rows = con.execute(
+        f"CALL ducklake_rewrite_data_files('{ALIAS}', delete_threshold => ?)", [threshold]
+    ).fetchall()  # one row per table: (schema, table, files processed, files created)
+    return Rewritten(
+        tables=len(rows),
+        files_processed=sum(int(r[2]) for r in rows),
+        files_created=sum(int(r[3]) for r in rows),
+        delete_files_before=before,
+        delete_files_after=delete_files(con),
+    )
 
 
 @db.retry_conflicts
@@ -108,6 +248,8 @@ def cleanup(con: duckdb.DuckDBPyConnection, grace: dt.timedelta, now: dt.datetim
 
 @dataclass(frozen=True)
 class Report:
+    flushed: Flushed
+    rewritten: Rewritten
     merged: Merged
     expired: Expired
     cleaned: Cleaned
@@ -116,8 +258,16 @@ class Report:
 
     def lines(self) -> list[str]:
         """One line per step, with DuckLake's own counts."""
+        flushed, rewritten = self.flushed, self.rewritten
         merged, expired = self.merged, self.expired
         return [
+            f"flushed {flushed.rows} rows inlined in the catalog to Parquet "
+            f"({_count(flushed.tables, 'table')}, and their inlined deletions); delete files "
+            f"{flushed.delete_files_before} -> {flushed.delete_files_after}",
+            f"rewrote {rewritten.files_processed} data files at least "
+            f"{DELETE_THRESHOLD:.0%} deleted into {rewritten.files_created} "
+            f"({_count(rewritten.tables, 'table')}); delete files "
+            f"{rewritten.delete_files_before} -> {rewritten.delete_files_after}",
             f"merged {merged.files_processed} small data files into {merged.files_created} "
             f"({_count(merged.tables, 'table')}); data files {merged.data_files_before} -> "
             f"{merged.data_files_after}",
@@ -139,9 +289,12 @@ def run(
     grace: dt.timedelta = DEFAULT_GRACE,
     now: dt.datetime | None = None,
 ) -> Report:
-    """Merge, expire, clean up, in that order (a file a merge replaces waits for the next run
-    when it is younger than `grace`). `now` is aware UTC."""
+    """Flush, rewrite, merge, expire, clean up, in that order (a file a merge or rewrite
+    replaces waits for the next run when it is younger than `grace`). `now` is aware UTC."""
     now = now or dt.datetime.now(dt.UTC)
+    flushed = flush(con)
+    rewritten = rewrite(con)
     merged = merge(con)
     expired = expire(con, retention, now)
-    return Report(merged, expired, cleanup(con, grace, now), retention, grace)
+    cleaned = cleanup(con, grace, now)
+    return Report(flushed, rewritten, merged, expired, cleaned, retention, grace)
