@@ -53,7 +53,11 @@ def _as_server_user(argv: list[str]) -> list[str]:
         raise PostgresUnavailable(
             "running as root and no `postgres` user to run the server"
         ) from exc
-    return ["runuser", "-u", "postgres", "--", *argv]
+    # util-linux puts runuser in /usr/sbin, which a non-login root shell's PATH may lack.
+    runuser = shutil.which("runuser", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
+    if runuser is None:
+        raise PostgresUnavailable("running as root and no `runuser` to drop to `postgres`")
+    return [runuser, "-u", "postgres", "--", *argv]
 
 
 def _own_for_server(path: Path) -> None:
