@@ -54,7 +54,7 @@ def test_an_advice_refresh_that_loses_its_commit_runs_again(
 
     monkeypatch.setattr(db, "transaction", a_rival_commits_meanwhile)
     with db.writer(target) as con:
-        db.retry_conflicts(store_advice)(con, PROFILES)
+        store_advice(con, PROFILES)  # what the daemon and `advise` call
     monkeypatch.undo()
     assert len(attempts) == 3  # ours, the rival's inside it, ours again after the conflict
     stored = advice(target)

@@ -177,7 +177,7 @@ def test_maintain_flushes_inlined_rows_and_rewrites_deleted_ones_keeping_time_tr
     assert report.flushed.rows > 0 and inlined_after == 0
     assert report.rewritten.files_processed > 0 and report.rewritten.files_created > 0
     assert dead_after < dead
-    assert report.rewritten.delete_files_after < report.rewritten.delete_files_before
+    assert report.rewritten.after < report.rewritten.before
     assert views(target) == before
     assert [prices_as_of(capsys, config, moment) for moment in moments] == as_of_before
 

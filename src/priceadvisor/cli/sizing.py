@@ -288,8 +288,7 @@ def advise(
     from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
 
     with store.writer(store.target(settings), settings.lock_timeout) as con:
-        # On a lake a daemon may be refreshing the advice too: a lost commit runs again.
-        store.retry_conflicts(store_advice)(con, settings.workloads)
+        store_advice(con, settings.workloads)
         table = reads.fetch_table(
             con,
             f"SELECT {ADVICE_COLUMNS} FROM advice WHERE list_contains(?, workload) "

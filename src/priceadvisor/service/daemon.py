@@ -413,8 +413,7 @@ class Daemon:
     def _advise(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
             with store.writer(self.path, settings.lock_timeout) as con:
-                # On a lake another daemon may be refreshing it too: the loser runs again.
-                store.retry_conflicts(store_advice)(con, settings.workloads)
+                store_advice(con, settings.workloads)
 
     def _alert(self, settings: Settings, summary: IngestSummary) -> None:
         """Evaluate after each fetch, one daemon at a time: the lease is taken for the

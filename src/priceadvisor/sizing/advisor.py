@@ -442,14 +442,14 @@ def rank(
         return names, cursor.fetchall()
 
 
+@store.retry_conflicts
 def store_advice(
     con: duckdb.DuckDBPyConnection,
     profiles: Sequence[WorkloadProfile],
     keep: int = KEEP_PER_WORKLOAD,
 ) -> int:
     """Replace core.advice with the latest ranking, in one transaction; returns rows stored.
-    On a lake a refresh that loses its commit to another's raises a conflict: callers run it
-    again with `store.retry_conflicts`."""
+    On a lake a refresh that loses its commit to another daemon's runs again on its rows."""
     with _prepared(con, profiles, keep), store.transaction(con):
         store.next_id(con, "core.advice_refreshes")  # serialises refreshes on a lake (0080)
         con.execute("DELETE FROM core.advice")

@@ -127,10 +127,13 @@ def _retry(
     return decorate
 
 
-def conflict_retry(attempts: int = 10) -> Callable[[Callable[P, T]], Callable[P, T]]:
+def conflict_retry(
+    attempts: int = 10, on: Callable[[Exception], bool] = is_conflict
+) -> Callable[[Callable[P, T]], Callable[P, T]]:
     """The one policy for a commit lost to another lake writer: the work (a whole transaction)
-    runs again on a fresh snapshot after a jittered backoff of up to 5 s, `attempts` times."""
-    return _retry(is_conflict, attempts, wait_initial=0.05, wait_max=5.0, timeout=None)
+    runs again on a fresh snapshot after a jittered backoff of up to 5 s, `attempts` times.
+    `on` widens what counts as lost (a step with a failure of its own that means the same)."""
+    return _retry(on, attempts, wait_initial=0.05, wait_max=5.0, timeout=None)
 
 
 # Runs a self-contained transaction (it begins, commits or rolls back) again after a conflict.

@@ -30,12 +30,11 @@ to a concurrent writer runs again on a fresh snapshot (db.conflict_retry).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
-import stamina
 
 from priceadvisor.durations import format_duration
 from priceadvisor.store import db
@@ -58,21 +57,15 @@ class Flushed:
 
 
 @dataclass(frozen=True)
-class Rewritten:
+class Compacted:
+    """A rewrite or a merge: DuckLake's counts, and the files it counts before and after
+    (delete files for a rewrite, data files for a merge)."""
+
     tables: int
     files_processed: int
     files_created: int
-    delete_files_before: int
-    delete_files_after: int
-
-
-@dataclass(frozen=True)
-class Merged:
-    tables: int
-    files_processed: int
-    files_created: int
-    data_files_before: int
-    data_files_after: int
+    before: int
+    after: int
 
 
 @dataclass(frozen=True)
@@ -163,17 +156,17 @@ def _flush_lost(exc: Exception) -> bool:
     )
 
 
-@stamina.retry(on=_flush_lost, attempts=10, wait_initial=0.05, wait_max=5.0, timeout=None)
+@db.conflict_retry(on=_flush_lost)
 def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
     """Write the rows and deletions inlined in the catalog out to Parquet files (retried on a
-    fresh snapshot like db.retry_conflicts, also after the errors of _flush_lost)."""
+    fresh snapshot, also after the errors of _flush_lost)."""
     before = delete_files(con)
     try:
         # One row per table with inlined inserts: (schema, table, rows flushed); inlined
         # deletions are flushed too but not counted there (they show as new delete files).
         rows = con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')").fetchall()
     except duckdb.Error:
-        _rollback(con)  # an aborted catalog transaction fails every later statement
+        db.rollback(con)  # an aborted catalog transaction fails every later statement
         raise
     return Flushed(
         tables=len(rows),
@@ -183,38 +176,35 @@ def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
     )
 
 
-def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    with contextlib.suppress(duckdb.Error):  # no transaction open: the statement ended its own
-        con.execute("ROLLBACK")
-
-
 @db.retry_conflicts
-def rewrite(con: duckdb.DuckDBPyConnection, threshold: float = DELETE_THRESHOLD) -> Rewritten:
+def rewrite(con: duckdb.DuckDBPyConnection, threshold: float = DELETE_THRESHOLD) -> Compacted:
     """Rewrite the data files with at least `threshold` of their rows deleted, without them."""
-    before = delete_files(con)
-    rows = con.execute(
-        f"CALL ducklake_rewrite_data_files('{ALIAS}', delete_threshold => ?)", [threshold]
-    ).fetchall()  # one row per table: (schema, table, files processed, files created)
-    return Rewritten(
-        tables=len(rows),
-        files_processed=sum(int(r[2]) for r in rows),
-        files_created=sum(int(r[3]) for r in rows),
-        delete_files_before=before,
-        delete_files_after=delete_files(con),
-    )
+    call = f"CALL ducklake_rewrite_data_files('{ALIAS}', delete_threshold => ?)"
+    return _compact(con, call, delete_files, [threshold])
 
 
 @db.retry_conflicts
-def merge(con: duckdb.DuckDBPyConnection) -> Merged:
+def merge(con: duckdb.DuckDBPyConnection) -> Compacted:
     """Merge each table's adjacent small files (DuckLake's size thresholds)."""
-    before = data_files(con)
-    rows = con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall()
-    return Merged(
+    return _compact(con, f"CALL ducklake_merge_adjacent_files('{ALIAS}')", data_files)
+
+
+def _compact(
+    con: duckdb.DuckDBPyConnection,
+    call: str,
+    files: Callable[[duckdb.DuckDBPyConnection], int],
+    params: list[float] | None = None,
+) -> Compacted:
+    """Run a DuckLake compaction (one row per table: schema, table, files processed, files
+    created), counting `files` before and after."""
+    before = files(con)
+    rows = con.execute(call, params).fetchall()
+    return Compacted(
         tables=len(rows),
         files_processed=sum(int(r[2]) for r in rows),
         files_created=sum(int(r[3]) for r in rows),
-        data_files_before=before,
-        data_files_after=data_files(con),
+        before=before,
+        after=files(con),
     )
 
 
@@ -249,8 +239,8 @@ def cleanup(con: duckdb.DuckDBPyConnection, grace: dt.timedelta, now: dt.datetim
 @dataclass(frozen=True)
 class Report:
     flushed: Flushed
-    rewritten: Rewritten
-    merged: Merged
+    rewritten: Compacted
+    merged: Compacted
     expired: Expired
     cleaned: Cleaned
     retention: dt.timedelta
@@ -267,10 +257,9 @@ class Report:
             f"rewrote {rewritten.files_processed} data files at least "
             f"{DELETE_THRESHOLD:.0%} deleted into {rewritten.files_created} "
             f"({_count(rewritten.tables, 'table')}); delete files "
-            f"{rewritten.delete_files_before} -> {rewritten.delete_files_after}",
+            f"{rewritten.before} -> {rewritten.after}",
             f"merged {merged.files_processed} small data files into {merged.files_created} "
-            f"({_count(merged.tables, 'table')}); data files {merged.data_files_before} -> "
-            f"{merged.data_files_after}",
+            f"({_count(merged.tables, 'table')}); data files {merged.before} -> {merged.after}",
             f"expired {expired.snapshots} snapshots older than {expired.cutoff:%Y-%m-%d %H:%M} "
             f"UTC (retention {format_duration(self.retention.total_seconds())}); "
             f"{expired.kept} kept",
