@@ -57,3 +57,48 @@ def test_a_conflicting_transaction_runs_again(target: lake.Lake) -> None:
         row = mine.execute("SELECT status, error FROM core.fetch_runs").fetchall()
     assert len(attempts) == 2
     assert row == [("ok", "x")]
+
+
+# What DuckLake 1.5.5 raised (trimmed) when a flush of inlined data and another writer's commit
+# overlapped on a PostgreSQL catalog: PostgreSQL rolled one of them back, and DuckLake passed
+# PostgreSQL's own error on instead of its conflict error.
+CATALOG_ROLLBACKS = [
+    duckdb.Error(
+        "Failed to delete flushed inlined data in DuckLake from table ducklake_inlined_data_31_26:"
+        ' Failed to execute query "DELETE FROM ..."'
+        ": ERROR:  could not serialize access due to concurrent update"
+    ),
+    duckdb.TransactionException(
+        "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\n"
+        'Failed to flush changes into DuckLake: Failed to execute query "INSERT INTO ...": '
+        "ERROR:  deadlock detected\nDETAIL:  Process 31726 waits for ShareLock on transaction 757"
+    ),
+]
+
+
+@pytest.mark.parametrize("error", CATALOG_ROLLBACKS, ids=["serialization", "deadlock"])
+def test_a_catalog_rollback_is_a_lost_commit_that_runs_again(error: duckdb.Error) -> None:
+    attempts = []
+
+    @store.retry_conflicts
+    def work() -> str:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise error
+        return "committed"
+
+    assert store.is_conflict(error)
+    assert work() == "committed"
+    assert len(attempts) == 2
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        duckdb.IOException('Could not set lock on file "x.duckdb": Conflicting lock is held'),
+        duckdb.Error("Current transaction is aborted, commands ignored"),
+        ValueError("could not serialize access"),  # not from the database
+    ],
+)
+def test_other_failures_are_not_lost_commits(error: Exception) -> None:
+    assert not store.is_conflict(error)

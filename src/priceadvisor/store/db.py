@@ -46,6 +46,8 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # DuckDB's words for a file another process holds. Precise on purpose: "lock" alone also
 # matches "block" in a corrupt-file error, which must fail at once rather than be waited out.
 _LOCK_MARKERS = ("Could not set lock on file", "Conflicting lock is held")
+# PostgreSQL's messages for SQLSTATE 40001 and 40P01, as DuckLake's errors quote them.
+_CATALOG_ROLLBACKS = ("could not serialize access", "deadlock detected")
 _HOLDER = re.compile(r"Conflicting lock is held in (.+?) \(PID (\d+)\)")
 
 
@@ -92,10 +94,16 @@ class _CounterMoved(RuntimeError):
 
 
 def is_conflict(exc: Exception) -> bool:
-    """A lake commit that lost to a concurrent writer's (DuckLake's snapshot conflict check):
-    nothing of it was written, and running the transaction again is the way on. A DuckDB file
-    never raises it (one writer at a time)."""
-    return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
+    """A lake commit that lost to a concurrent writer's: nothing of it was written, and running
+    the transaction again is the way on. Either DuckLake's own snapshot conflict check, or a
+    PostgreSQL catalog rolling the transaction back because a concurrent one touched the same
+    rows (a serialization failure or a deadlock, both retryable by PostgreSQL's own account),
+    which DuckLake 1.5.5 passes on as a plain error: seen when a flush of inlined data and
+    another writer's commit overlap. A DuckDB file never raises any of them."""
+    text = str(exc)
+    if isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in text:
+        return True
+    return isinstance(exc, duckdb.Error) and any(m in text for m in _CATALOG_ROLLBACKS)
 
 
 def _retry(
