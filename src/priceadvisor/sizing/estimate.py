@@ -63,6 +63,13 @@ ENGINE_FACTOR = "engine-amd"
 # MoE training: share of the expert all-to-all (dispatch + combine, forward and backward) that
 # is not hidden behind compute in DeepEP-style overlapped schedules.
 MOE_EXPOSED_COMMUNICATION = 0.35
+# How the training schedule overlaps the expert all-to-all with compute
+# (`Workload.alltoall_overlap`): "partial" (the default) leaves MOE_EXPOSED_COMMUNICATION of it
+# exposed; "full" hides all of it that the compute can cover — DualPipe-style schedules that
+# run one micro-batch's dispatch and combine under another's compute (the DeepSeek-V3 report,
+# arXiv 2412.19437: "near-full computation-communication overlap"); "none" runs it on the
+# critical path (a dispatcher without communication overlap).
+ALLTOALL_OVERLAP = ("none", "partial", "full")
 # MoE training prior: model-FLOPs utilisation of the 16-bit peak (published MoE runs 0.15-0.25).
 MOE_TRAINING_MFU = 0.25
 # Dense FP4 (NVFP4/MXFP4) tensor peaks of the parts that have FP4 units (vendor datasheets, as
@@ -154,7 +161,8 @@ class Workload:
     layout with full recomputation) and `engine` the serving engine (ENGINES), each "unknown"
     for the pooled efficiency and range;
     `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`);
-    `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's)."""
+    `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's);
+    `alltoall_overlap` how MoE training hides its expert all-to-all (ALLTOALL_OVERLAP)."""
 
     task: Task
     arch: Architecture
@@ -172,6 +180,7 @@ class Workload:
     engine: str = UNKNOWN
     expert_parallel: int | None = None  # MoE training: GPUs an expert group spans
     recompute: str | None = None  # training: none, selective or full (None: the stack's)
+    alltoall_overlap: str | None = None  # MoE training: ALLTOALL_OVERLAP (None: partial)
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -367,8 +376,18 @@ def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
     return flops / (peak_flops(gpu, work.precision) * dense_training_mfu(gpu, work.precision))
 
 
+def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
+    """The part of the expert all-to-all per trained token that the schedule does not hide
+    behind `compute` seconds of work (ALLTOALL_OVERLAP)."""
+    transfer = moe_alltoall_seconds(work, gpu, gpus)
+    overlap = work.alltoall_overlap or "partial"
+    if overlap == "full":
+        return max(0.0, transfer - compute)
+    return transfer if overlap == "none" else MOE_EXPOSED_COMMUNICATION * transfer
+
+
 def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
-    """Exposed expert-parallel all-to-all time per trained token on one GPU: dispatch and
+    """Expert-parallel all-to-all transfer time per trained token on one GPU: dispatch and
     combine of the token's hidden vector per MoE layer, once forward and twice backward. Inside
     one NVLink domain every top-k copy travels over NVLink; beyond it a token crosses the
     network once per remote node holding one of its experts and is forwarded over NVLink there
@@ -383,7 +402,7 @@ def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     if group > domain:
         copies = remote_nodes_per_token(arch, math.ceil(group / domain))
     bytes_per_token = arch.layers * copies * arch.hidden * 2 * 2 * 3
-    return MOE_EXPOSED_COMMUNICATION * bytes_per_token / link_bandwidth(gpu, group)
+    return bytes_per_token / link_bandwidth(gpu, group)
 
 
 def remote_nodes_per_token(arch: Architecture, nodes: int) -> float:
@@ -657,7 +676,7 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         scale *= 0.8
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
     compute = prior_compute_seconds(work, gpu) / scale
-    communication = moe_alltoall_seconds(work, gpu, gpus)
+    communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
     if communication > 0.2 * compute:
         result.binding = "communication"
     result.tokens_per_s = gpus / (compute + communication)
