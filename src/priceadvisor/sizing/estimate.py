@@ -64,12 +64,12 @@ ENGINE_FACTOR = "engine-amd"
 # is not hidden behind compute in DeepEP-style overlapped schedules.
 MOE_EXPOSED_COMMUNICATION = 0.35
 # How the training schedule overlaps the expert all-to-all with compute
-# (`Workload.alltoall_overlap`): "partial" (the default) leaves MOE_EXPOSED_COMMUNICATION of it
+# (`Workload.moe_overlap`): "partial" (the default) leaves MOE_EXPOSED_COMMUNICATION of it
 # exposed; "full" hides all of it that the compute can cover — DualPipe-style schedules that
 # run one micro-batch's dispatch and combine under another's compute (the DeepSeek-V3 report,
 # arXiv 2412.19437: "near-full computation-communication overlap"); "none" runs it on the
 # critical path (a dispatcher without communication overlap).
-ALLTOALL_OVERLAP = ("none", "partial", "full")
+MOE_OVERLAP = ("none", "partial", "full")
 # MoE training prior: model-FLOPs utilisation of the 16-bit peak (published MoE runs 0.15-0.25).
 MOE_TRAINING_MFU = 0.25
 # Dense FP4 (NVFP4/MXFP4) tensor peaks of the parts that have FP4 units (vendor datasheets, as
@@ -162,7 +162,7 @@ class Workload:
     for the pooled efficiency and range;
     `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`);
     `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's);
-    `alltoall_overlap` how MoE training hides its expert all-to-all (ALLTOALL_OVERLAP)."""
+    `moe_overlap` how MoE training hides its expert all-to-all (MOE_OVERLAP)."""
 
     task: Task
     arch: Architecture
@@ -180,7 +180,7 @@ class Workload:
     engine: str = UNKNOWN
     expert_parallel: int | None = None  # MoE training: GPUs an expert group spans
     recompute: str | None = None  # training: none, selective or full (None: the stack's)
-    alltoall_overlap: str | None = None  # MoE training: ALLTOALL_OVERLAP (None: partial)
+    moe_overlap: str | None = None  # MoE training: MOE_OVERLAP (None: partial)
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -378,9 +378,9 @@ def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
 
 def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
     """The part of the expert all-to-all per trained token that the schedule does not hide
-    behind `compute` seconds of work (ALLTOALL_OVERLAP)."""
+    behind `compute` seconds of work (MOE_OVERLAP)."""
     transfer = moe_alltoall_seconds(work, gpu, gpus)
-    overlap = work.alltoall_overlap or "partial"
+    overlap = work.moe_overlap or "partial"
     if overlap == "full":
         return max(0.0, transfer - compute)
     return transfer if overlap == "none" else MOE_EXPOSED_COMMUNICATION * transfer
