@@ -359,7 +359,8 @@ def moe_compute_seconds(work: Workload, gpu: GpuSpec, flops: float) -> float:
     only the GEMMs move, to the dense prior of that precision (0.35 of the FP8 peak, 1.67x
     BF16; measured FP8 matmuls reach 1.77x BF16 on H100 and 1.97x on B200, MAMF table of
     Bekman's Machine Learning Engineering): FP8 MoE training is 1.31x its BF16 speed on
-    H100/B200, where dense training gains 1.67x."""
+    H100/B200, where dense training gains 1.67x. A format the part cannot run faster than
+    16 bit never slows the GEMMs down."""
     sixteen = peak_flops(gpu, "bf16")
     at_sixteen = flops / (sixteen * MOE_TRAINING_MFU)
     gemm_sixteen = flops / (sixteen * dense_training_mfu(gpu, "bf16"))
