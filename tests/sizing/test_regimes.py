@@ -18,6 +18,7 @@ from priceadvisor.sizing.estimate import (
     estimate,
     moe_alltoall_seconds,
     peak_flops,
+    prior_compute_seconds,
     remote_nodes_per_token,
     run_goodput,
     weights_read,
@@ -232,3 +233,24 @@ def test_a_token_crosses_the_network_once_per_remote_node_it_reaches() -> None:
     assert remote_nodes_per_token(qwen, 64) < qwen.experts_per_token  # never more than top-k
     deepseek = llm.lookup("deepseek-v3")  # node-limited: at most 4 nodes
     assert remote_nodes_per_token(deepseek, 32) <= 4
+
+
+@pytest.mark.parametrize("gpu", ["H100-SXM-80GB", "B200-180GB"])
+def test_fp8_speeds_up_only_the_gemm_share_of_moe_training(gpu: str) -> None:
+    moe = Workload("pretrain", llm.lookup("deepseek-v3"), "bf16", seq_len=4096)
+    dense = Workload("pretrain", L70, "bf16", seq_len=4096)
+    part = GPUS[gpu]
+
+    def gain(work: Workload) -> float:
+        fp8 = dataclasses.replace(work, precision="fp8")
+        return prior_compute_seconds(work, part) / prior_compute_seconds(fp8, part)
+
+    # BF16 MoE keeps its 0.25 prior; FP8 moves the 60 % GEMM share by the dense 1.67x.
+    flops = (
+        6 * moe.arch.active_params + 6 * moe.arch.layers * 4096 * moe.arch.heads * moe.arch.dim_head
+    )
+    assert prior_compute_seconds(moe, part) == pytest.approx(
+        flops / (0.25 * peak_flops(part, "bf16"))
+    )
+    assert gain(dense) == pytest.approx(0.35 * 2 / 0.42, rel=0.01)
+    assert gain(moe) == pytest.approx(1 / (0.4 + 0.6 / gain(dense)), rel=0.01)

@@ -1,5 +1,5 @@
-"""Training inputs of issue 16, round 2: activation recomputation as a stated input, and the
-calibration rows that state it."""
+"""Training inputs of issue 16: activation recomputation and the MoE all-to-all overlap as
+stated inputs, and the calibration rows that state them."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ import json
 import pytest
 
 from priceadvisor import llm
+from priceadvisor.catalog import gpu_catalog
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing.estimate import (
+    MOE_EXPOSED_COMMUNICATION,
     Workload,
     attention_training_flops,
     estimate,
     executed_training_flops,
+    exposed_alltoall_seconds,
+    moe_alltoall_seconds,
     recompute_mode,
 )
 from tests.conftest import cli
@@ -91,3 +95,50 @@ def test_cli_takes_recompute_and_refuses_unknown_modes(capsys: pytest.CaptureFix
     assert code == 2 and not out and "applies to training tasks" in err
     code, out, _ = cli(capsys, "estimate", "--help")
     assert code == 0 and "--recompute" in out
+
+
+def test_moe_overlap_decides_how_much_of_the_transfer_is_exposed() -> None:
+    work = Workload("pretrain", llm.lookup("gpt-oss-120b"), expert_parallel=64)
+    b200 = gpu_catalog().gpus["B200-180GB"]
+    transfer = moe_alltoall_seconds(work, b200, 64)
+    assert transfer > 0
+
+    def exposed(mode: str | None, compute: float) -> float:
+        return exposed_alltoall_seconds(
+            dataclasses.replace(work, moe_overlap=mode), b200, 64, compute
+        )
+
+    assert exposed(None, 1.0) == exposed("partial", 1.0) == MOE_EXPOSED_COMMUNICATION * transfer
+    assert exposed("none", 1.0) == transfer
+    assert exposed("full", 10 * transfer) == 0.0  # enough compute hides all of it
+    assert exposed("full", transfer / 4) == pytest.approx(0.75 * transfer)  # not more
+    speeds = [
+        estimate(dataclasses.replace(work, moe_overlap=mode), "B200-180GB", 64).tokens_per_s
+        for mode in ("none", "partial", "full")
+    ]
+    assert speeds[0] < speeds[1] < speeds[2]
+
+
+def test_calibration_rows_carry_the_moe_overlap_their_source_states() -> None:
+    stated = {c.case_id: c.workload.moe_overlap for c in calibration.cases()}
+    assert stated["XT09"] == "full"  # DeepSeek-V3 report: DualPipe, near-full overlap
+    assert stated["XT05"] == "partial"  # Megatron-Bridge preset: moe_a2a_overlap=True
+    assert stated["XT07"] == stated["XT08"] == "none"  # presets without it
+    assert stated["XT04"] is None  # no preset with the table's layout: the default
+
+
+def test_cli_takes_moe_overlap_for_training_only(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("estimate", "--gpu", "B200-180GB", "--gpus", "64", "--task", "pretrain")
+    base = (*base, "--model", "gpt-oss-120b", "--expert-parallel", "64", "--format", "json")
+    code, partial, _ = cli(capsys, *base)
+    assert code == 0
+    code, none, _ = cli(capsys, *base, "--moe-overlap", "none")
+    assert code == 0
+    assert json.loads(none)["tokens_per_s"] < json.loads(partial)["tokens_per_s"]
+    code, out, err = cli(capsys, *base, "--moe-overlap", "some")
+    assert code == 2 and not out and "unknown moe-overlap 'some'" in err
+    serving = ("estimate", "--gpu", "B200-180GB", "--model", "gpt-oss-120b")
+    code, out, err = cli(capsys, *serving, "--moe-overlap", "full")
+    assert code == 2 and not out and "applies to training tasks" in err
+    code, out, _ = cli(capsys, "estimate", "--help")
+    assert code == 0 and "--moe-overlap" in out

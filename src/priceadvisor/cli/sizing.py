@@ -18,6 +18,7 @@ from priceadvisor.models import TRAINING_TASKS, Precision, Task
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing.estimate import (
     ENGINES,
+    MOE_OVERLAP,
     RECOMPUTE,
     STACK_ALIASES,
     STACKS,
@@ -171,6 +172,14 @@ def estimate_command(
             "Default: full for megatron-2021, else none."
         ),
     ] = None,
+    moe_overlap: Annotated[
+        str | None,
+        typer.Option(
+            help="MoE training: how the schedule hides the expert all-to-all — none (on the "
+            "critical path), partial (35 % exposed; default) or full (DualPipe-style: hidden "
+            "behind the compute, all but what exceeds it)."
+        ),
+    ] = None,
     ttft_ms_max: Annotated[float | None, typer.Option(help="Serving: TTFT target, ms.")] = None,
     tpot_ms_max: Annotated[float | None, typer.Option(help="Serving: TPOT target, ms.")] = None,
     fmt: FormatOpt = Format.TABLE,
@@ -187,10 +196,8 @@ def estimate_command(
         _check_choice("kv-precision", kv_precision, Precision.__args__)  # type: ignore[attr-defined]
     _check_choice("stack", stack, STACKS + tuple(STACK_ALIASES))
     _check_choice("engine", engine, ENGINES)
-    if recompute is not None:
-        _check_choice("recompute", recompute, RECOMPUTE)
-        if task not in TRAINING_TASKS:
-            raise typer.BadParameter(f"--recompute applies to training tasks, not {task!r}")
+    _check_training_choice("recompute", recompute, RECOMPUTE, task)
+    _check_training_choice("moe-overlap", moe_overlap, MOE_OVERLAP, task)
     numbers = {
         "params_b": params_b,
         "active_params_b": active_params_b,
@@ -220,6 +227,7 @@ def estimate_command(
             engine=engine,
             expert_parallel=expert_parallel,
             recompute=recompute,
+            moe_overlap=moe_overlap,
             ttft_ms_max=ttft_ms_max,
             tpot_ms_max=tpot_ms_max,
         )
@@ -237,6 +245,17 @@ def estimate_command(
         "active_params_b": round(arch.active_params / 1e9, 2),
     } | result
     _render_record(result, fmt, "Estimate")
+
+
+def _check_training_choice(
+    name: str, value: str | None, choices: tuple[str, ...], task: str
+) -> None:
+    """A training-only option: a known choice, and given for a training task."""
+    if value is None:
+        return
+    _check_choice(name, value, choices)
+    if task not in TRAINING_TASKS:
+        raise typer.BadParameter(f"--{name} applies to training tasks, not {task!r}")
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -113,6 +113,7 @@ def _case(case_id: str, entry: dict[str, Any]) -> Case:
         "engine",
         "expert_parallel",
         "recompute",
+        "moe_overlap",
         "tpot_ms_max",
     )
     workload = sizing.Workload(

@@ -63,6 +63,15 @@ ENGINE_FACTOR = "engine-amd"
 # MoE training: share of the expert all-to-all (dispatch + combine, forward and backward) that
 # is not hidden behind compute in DeepEP-style overlapped schedules.
 MOE_EXPOSED_COMMUNICATION = 0.35
+# How the training schedule overlaps the expert all-to-all with compute
+# (`Workload.moe_overlap`): "partial" (the default) leaves MOE_EXPOSED_COMMUNICATION of it
+# exposed; "full" hides all of it that the compute can cover — DualPipe-style schedules that
+# run one micro-batch's dispatch and combine under another's compute (the DeepSeek-V3 report,
+# arXiv 2412.19437: "near-full computation-communication overlap"); "none" runs it on the
+# critical path (a dispatcher without communication overlap).
+MOE_OVERLAP = ("none", "partial", "full")
+# MoE training prior: model-FLOPs utilisation of the 16-bit peak (published MoE runs 0.15-0.25).
+MOE_TRAINING_MFU = 0.25
 # Dense FP4 (NVFP4/MXFP4) tensor peaks of the parts that have FP4 units (vendor datasheets, as
 # in the catalog notes); other parts store FP4 weights but compute at FP8 or 16 bit.
 FP4_DENSE_TFLOPS = {"B200": 9000, "GB200": 10000, "B300": 15000, "GB300": 15000, "MI355X": 10066}
@@ -152,7 +161,8 @@ class Workload:
     layout with full recomputation) and `engine` the serving engine (ENGINES), each "unknown"
     for the pooled efficiency and range;
     `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`);
-    `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's)."""
+    `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's);
+    `moe_overlap` how MoE training hides its expert all-to-all (MOE_OVERLAP)."""
 
     task: Task
     arch: Architecture
@@ -170,6 +180,7 @@ class Workload:
     engine: str = UNKNOWN
     expert_parallel: int | None = None  # MoE training: GPUs an expert group spans
     recompute: str | None = None  # training: none, selective or full (None: the stack's)
+    moe_overlap: str | None = None  # MoE training: MOE_OVERLAP (None: partial)
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -319,10 +330,16 @@ def training_regime(work: Workload) -> str:
 
 
 def training_mfu(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
+    """Model-FLOPs utilisation prior of training (of the precision's peak; MoE: of the 16-bit
+    peak, see `moe_compute_seconds` for what a lower precision speeds up)."""
+    if arch.is_moe:
+        return MOE_TRAINING_MFU
+    return dense_training_mfu(gpu, precision)
+
+
+def dense_training_mfu(gpu: GpuSpec, precision: str) -> float:
     """Model-FLOPs utilisation prior of dense GEMM-bound training (of the precision's peak)."""
     kind = _vendor_class(gpu)
-    if arch.is_moe:
-        return 0.25  # of the 16-bit peak: expert GEMMs and dispatch gain little from FP8
     if kind == "amd":
         return 0.30
     if precision in ("fp8", "fp4") and gpu.specs.get("fp8_dense_tflops"):
@@ -334,16 +351,44 @@ def training_mfu(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
     return 0.35
 
 
-def training_peak(gpu: GpuSpec, arch: Architecture, precision: str) -> float:
-    """MoE training is dispatch- and memory-bound: measured runs reach the same share of the
-    16-bit peak with or without FP8 (Megatron-Bridge DeepSeek-V3 / Qwen3 tables)."""
-    if arch.is_moe:
-        return peak_flops(gpu, "bf16")
-    return peak_flops(gpu, precision)
+def moe_compute_seconds(work: Workload, gpu: GpuSpec, flops: float) -> float:
+    """Compute seconds of `flops` of MoE training at the priors. The MoE prior (MFU 0.25 of
+    the 16-bit peak) is split into the GEMMs, at the dense prior (0.42 on H100/B200: 60 % of
+    the time), and the rest — routing, token permutation, the grouped GEMMs' small per-expert
+    shapes, waiting on the dispatch — which a lower precision does not speed up. At FP8/FP4
+    only the GEMMs move, to the dense prior of that precision (0.35 of the FP8 peak, 1.67x
+    BF16; measured FP8 matmuls reach 1.77x BF16 on H100 and 1.97x on B200, MAMF table of
+    Bekman's Machine Learning Engineering): FP8 MoE training is 1.31x its BF16 speed on
+    H100/B200, where dense training gains 1.67x. A format the part cannot run faster than
+    16 bit never slows the GEMMs down."""
+    sixteen = peak_flops(gpu, "bf16")
+    at_sixteen = flops / (sixteen * MOE_TRAINING_MFU)
+    gemm_sixteen = flops / (sixteen * dense_training_mfu(gpu, "bf16"))
+    gemm = flops / (peak_flops(gpu, work.precision) * dense_training_mfu(gpu, work.precision))
+    return at_sixteen - gemm_sixteen + min(gemm, gemm_sixteen)
+
+
+def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
+    """Compute seconds per trained token on one GPU at the efficiency priors (before the
+    fitted regime and stack factors)."""
+    flops = executed_training_flops(work)
+    if work.arch.is_moe:
+        return moe_compute_seconds(work, gpu, flops)
+    return flops / (peak_flops(gpu, work.precision) * dense_training_mfu(gpu, work.precision))
+
+
+def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
+    """The part of the expert all-to-all per trained token that the schedule does not hide
+    behind `compute` seconds of work (MOE_OVERLAP)."""
+    transfer = moe_alltoall_seconds(work, gpu, gpus)
+    overlap = work.moe_overlap or "partial"
+    if overlap == "full":
+        return max(0.0, transfer - compute)
+    return transfer if overlap == "none" else MOE_EXPOSED_COMMUNICATION * transfer
 
 
 def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
-    """Exposed expert-parallel all-to-all time per trained token on one GPU: dispatch and
+    """Expert-parallel all-to-all transfer time per trained token on one GPU: dispatch and
     combine of the token's hidden vector per MoE layer, once forward and twice backward. Inside
     one NVLink domain every top-k copy travels over NVLink; beyond it a token crosses the
     network once per remote node holding one of its experts and is forwarded over NVLink there
@@ -358,7 +403,7 @@ def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     if group > domain:
         copies = remote_nodes_per_token(arch, math.ceil(group / domain))
     bytes_per_token = arch.layers * copies * arch.hidden * 2 * 2 * 3
-    return MOE_EXPOSED_COMMUNICATION * bytes_per_token / link_bandwidth(gpu, group)
+    return bytes_per_token / link_bandwidth(gpu, group)
 
 
 def remote_nodes_per_token(arch: Architecture, nodes: int) -> float:
@@ -627,13 +672,12 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         uncertainty=_uncertainty(work, gpu, regime),
         regime=regime,
     )
-    efficiency = training_mfu(gpu, work.arch, work.precision) * regime_factor(work, regime)
+    scale = regime_factor(work, regime)
     if gpus > 1 and not has_fast_interconnect(gpu):
-        efficiency *= 0.8
+        scale *= 0.8
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
-    peak = training_peak(gpu, work.arch, work.precision)
-    compute = executed_training_flops(work) / (peak * efficiency)
-    communication = moe_alltoall_seconds(work, gpu, gpus)
+    compute = prior_compute_seconds(work, gpu) / scale
+    communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
     if communication > 0.2 * compute:
         result.binding = "communication"
     result.tokens_per_s = gpus / (compute + communication)
