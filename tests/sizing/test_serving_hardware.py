@@ -54,3 +54,29 @@ def test_cases_state_the_engine_their_publication_names() -> None:
         assert engines[case_id] == "trt-llm"
     for case_id in ("XI10", "XI11", "XI12", "XI13", "XI14", "XI15"):  # vLLM on ROCm
         assert engines[case_id] == "vllm"
+
+
+L8 = llm.lookup("llama-3.1-8b")
+
+
+def _decode_memory_s(engine: str, precision: str) -> float:
+    work = Workload("serve", L8, precision, concurrency=1, engine=engine)  # type: ignore[arg-type]
+    return sizing.decode_seconds(work, GPUS["H100-SXM-80GB"], 1, 1)[0]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.mark.parametrize("precision", ["fp8", "int8", "fp4"])
+def test_engines_that_quantise_activations_separately_pay_a_kernel_per_gemm(
+    engine: str, precision: str
+) -> None:
+    """vLLM/SGLang run a quantisation kernel before each of a layer's four W8A8 GEMMs; TensorRT-LLM
+    fuses it into the kernel before, and an unknown engine keeps the pooled step."""
+    extra = _decode_memory_s(engine, precision) - _decode_memory_s("trt-llm", precision)
+    assert extra == pytest.approx(L8.layers * 4 * sizing.LAYER_OVERHEAD_S / 10)
+    assert _decode_memory_s("unknown", precision) == _decode_memory_s("trt-llm", precision)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "int4"])
+def test_unquantised_activations_add_no_kernel(precision: str) -> None:
+    """16-bit layers and weight-only INT4 (dequantised inside its GEMM) have no extra kernel."""
+    assert _decode_memory_s("vllm", precision) == _decode_memory_s("trt-llm", precision)

@@ -52,10 +52,23 @@ NODE_NETWORK_GBS = 50.0
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
 # all-reduce (one per attention and one per MLP block under tensor parallelism) is a few
-# such steps of synchronisation across the group, ~20 µs. AMD parts divide both by their
-# fitted engine efficiency (ENGINE_FACTOR); other vendors keep these values.
+# such steps of synchronisation across the group, ~20 µs. AMD parts divide the all-reduce
+# latency by their fitted engine efficiency (ENGINE_FACTOR); the per-layer time is the same
+# for every vendor.
 LAYER_OVERHEAD_S = 30e-6
 ALLREDUCE_LATENCY_S = 20e-6
+KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
+# Engines that quantise a GEMM's input activations (W8A8 FP8/INT8, FP4) in a kernel of their
+# own before each of a layer's four GEMMs (fused QKV, output projection, fused gate/up, down):
+# vLLM's FP8 linear layer runs `scaled_fp8_quant` and then the scaled GEMM
+# (vllm/model_executor/layers/quantization/utils/w8a8_utils.py, `apply_fp8_linear`), SGLang
+# its `static_quant_fp8`/`per_token_group_quant_fp8` before the FP8 GEMM. Four more kernels per
+# layer (five with a dynamic scale; the lower count is used). TensorRT-LLM's FP8 engines emit
+# the quantised activations from the preceding norm/activation kernel; an unknown engine keeps
+# the pooled step. Weight-only INT4 dequantises inside its GEMM: no extra kernel.
+SEPARATE_ACTIVATION_QUANT_ENGINES = ("vllm", "sglang")
+QUANTISED_ACTIVATION_PRECISIONS = ("fp8", "int8", "fp4")
+GEMMS_PER_LAYER = 4
 # Regime-like factor fitted per fold on the AMD serving/decode cases: the share of NVIDIA's
 # engine efficiency (bandwidth, tensor throughput, collective latency) that ROCm engines
 # reach on the same work. Its prior is 1 (same efficiency); never a hand-picked constant.
@@ -715,13 +728,24 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
     memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
-    memory += layers * LAYER_OVERHEAD_S + (
+    memory += layers * layer_overhead(work) + (
         2 * layers * allreduce_latency(gpu, tp, work.scales) if tp > 1 else 0
     )
     memory += tp_allreduce_seconds(work, gpu, tp, batch)
     mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
     compute = 2 * arch.active_params * batch / (tp * peak_flops(gpu, work.precision) * mfu)
     return memory, compute
+
+
+def layer_overhead(work: Workload) -> float:
+    """Launch and tail time of one decode layer's kernels: LAYER_OVERHEAD_S, plus one
+    quantisation kernel per GEMM where the engine quantises activations separately
+    (SEPARATE_ACTIVATION_QUANT_ENGINES) at a W8A8/FP4 precision."""
+    separate = (
+        work.engine in SEPARATE_ACTIVATION_QUANT_ENGINES
+        and work.precision in QUANTISED_ACTIVATION_PRECISIONS
+    )
+    return LAYER_OVERHEAD_S + (GEMMS_PER_LAYER * KERNEL_OVERHEAD_S if separate else 0.0)
 
 
 def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
