@@ -3,10 +3,13 @@ part (MAMF) in compute-bound serving and prefill, and the engines the calibratio
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
+from priceadvisor.models import Precision
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing import estimate as sizing
 from priceadvisor.sizing.estimate import Workload, achievable_matmul_share, estimate
@@ -59,15 +62,16 @@ def test_cases_state_the_engine_their_publication_names() -> None:
 L8 = llm.lookup("llama-3.1-8b")
 
 
-def _decode_memory_s(engine: str, precision: str) -> float:
-    work = Workload("serve", L8, precision, concurrency=1, engine=engine)  # type: ignore[arg-type]
+def _decode_memory_s(engine: str, precision: Precision) -> float:
+    """Memory term of a batch-1 decode step with a 16-bit KV cache (read once by every engine)."""
+    work = Workload("serve", L8, precision, concurrency=1, engine=engine, kv_precision="bf16")
     return sizing.decode_seconds(work, GPUS["H100-SXM-80GB"], 1, 1)[0]
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 @pytest.mark.parametrize("precision", ["fp8", "int8", "fp4"])
 def test_engines_that_quantise_activations_separately_pay_a_kernel_per_gemm(
-    engine: str, precision: str
+    engine: str, precision: Precision
 ) -> None:
     """vLLM/SGLang run a quantisation kernel before each of a layer's four W8A8 GEMMs; TensorRT-LLM
     fuses it into the kernel before, and an unknown engine keeps the pooled step."""
@@ -77,6 +81,37 @@ def test_engines_that_quantise_activations_separately_pay_a_kernel_per_gemm(
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16", "int4"])
-def test_unquantised_activations_add_no_kernel(precision: str) -> None:
+def test_unquantised_activations_add_no_kernel(precision: Precision) -> None:
     """16-bit layers and weight-only INT4 (dequantised inside its GEMM) have no extra kernel."""
     assert _decode_memory_s("vllm", precision) == _decode_memory_s("trt-llm", precision)
+
+
+def _fp8(engine: str, arch: llm.Architecture = L8) -> Workload:
+    return Workload("batch", arch, "fp8", concurrency=64, engine=engine)
+
+
+def test_vllm_reads_an_fp8_kv_cache_once_per_query_head_on_nvidia() -> None:
+    """vLLM decodes an 8-bit KV cache in its PagedAttention kernel (one thread block per query
+    head) on NVIDIA parts: Llama 3 8B's 32 query heads over 8 KV heads read it four times."""
+    h100, mi300x = GPUS["H100-SXM-80GB"], GPUS["MI300X-192GB"]
+    assert sizing.kv_reads(_fp8("vllm"), h100) == 4.0
+    # GQA-aware kernels: TensorRT-LLM, an unknown engine, ROCm's paged attention, 16-bit KV.
+    assert sizing.kv_reads(_fp8("trt-llm"), h100) == 1.0
+    assert sizing.kv_reads(_fp8("unknown"), h100) == 1.0
+    assert sizing.kv_reads(_fp8("vllm"), mi300x) == 1.0
+    bf16_kv = dataclasses.replace(_fp8("vllm"), kv_precision="bf16")
+    assert sizing.kv_reads(bf16_kv, h100) == 1.0
+    # Multi-head attention (no GQA group): one read per head either way.
+    mha = llm.from_numbers("mha", params_b=6.7, layers=32, hidden=4096, heads=32, kv_heads=32)
+    assert sizing.kv_reads(_fp8("vllm", mha), h100) == 1.0
+
+
+def test_the_extra_kv_reads_cost_time_not_capacity() -> None:
+    h100 = GPUS["H100-SXM-80GB"]
+    vllm, trt = _fp8("vllm"), _fp8("trt-llm")
+    assert sizing.kv_tokens(vllm, h100, 1) == sizing.kv_tokens(trt, h100, 1)
+    context = vllm.input_tokens + vllm.output_tokens / 2
+    kv_seconds = 64 * context * sizing.kv_per_token(vllm, 1) / (sizing.bandwidth(h100) * 0.75)
+    quant_kernels = L8.layers * 4 * sizing.LAYER_OVERHEAD_S / 10
+    extra = sizing.decode_seconds(vllm, h100, 1, 64)[0] - sizing.decode_seconds(trt, h100, 1, 64)[0]
+    assert extra == pytest.approx(3 * kv_seconds + quant_kernels)

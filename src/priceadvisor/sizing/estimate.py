@@ -724,7 +724,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     token."""
     arch = work.arch
     context = work.input_tokens + work.output_tokens / 2
-    kv = batch * context * kv_per_token(work, tp)
+    kv = batch * context * kv_per_token(work, tp) * kv_reads(work, gpu)
     mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
     memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
@@ -735,6 +735,22 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
     compute = 2 * arch.active_params * batch / (tp * peak_flops(gpu, work.precision) * mfu)
     return memory, compute
+
+
+def kv_reads(work: Workload, gpu: GpuSpec) -> float:
+    """Times a decode step reads each cached KV byte. Once in a GQA-aware kernel (FlashAttention,
+    FlashInfer, TensorRT-LLM's, ROCm's paged attention); but vLLM on NVIDIA parts cannot run an
+    8-bit KV cache in FlashAttention ("Cannot use FlashAttention-2 backend for FP8 KV cache")
+    and decodes it in its own PagedAttention kernel, which gives each query head a thread block
+    of its own (csrc/attention/attention_kernels.cu; vLLM's "Paged Attention" design notes):
+    each KV head is read once per query head of its group. That kernel ran 3x slower than
+    FlashAttention at GQA 7 and batch 64 (Dao-AILab/flash-attention#797), and vLLM's FP8 KV
+    cache 30 % below its 16-bit one end to end on H200 (vllm-project/vllm#7798)."""
+    arch = work.arch
+    paged = work.engine == "vllm" and gpu.vendor == "NVIDIA" and kv_bytes(work) < 2
+    if not paged or not arch.kv_heads:
+        return 1.0
+    return max(1.0, arch.heads / arch.kv_heads)
 
 
 def layer_overhead(work: Workload) -> float:
