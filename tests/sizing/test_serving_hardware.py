@@ -115,3 +115,11 @@ def test_the_extra_kv_reads_cost_time_not_capacity() -> None:
     quant_kernels = L8.layers * 4 * sizing.LAYER_OVERHEAD_S / 10
     extra = sizing.decode_seconds(vllm, h100, 1, 64)[0] - sizing.decode_seconds(trt, h100, 1, 64)[0]
     assert extra == pytest.approx(3 * kv_seconds + quant_kernels)
+
+
+def test_estimate_says_when_vllm_rereads_the_kv_cache() -> None:
+    vllm = estimate(_fp8("vllm"), "H100-SXM-80GB", 1, 1)
+    trt = estimate(_fp8("trt-llm"), "H100-SXM-80GB", 1, 1)
+    assert any("reading it 4x" in n for n in vllm.notes)
+    assert not any("PagedAttention" in n for n in trt.notes)
+    assert vllm.tpot_ms is not None and trt.tpot_ms is not None and vllm.tpot_ms > trt.tpot_ms

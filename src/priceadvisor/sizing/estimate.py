@@ -816,6 +816,12 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     )
     if tp > 1 and not has_fast_interconnect(gpu):
         result.notes.append("tensor parallel over PCIe: expect lower throughput")
+    if kv_reads(work, gpu) > 1:
+        result.notes.append(
+            f"vLLM decodes an 8-bit KV cache in its PagedAttention kernel, reading it "
+            f"{kv_reads(work, gpu):g}x (once per query head); a 16-bit KV cache "
+            "(--kv-precision bf16) is read once"
+        )
     if not work.arch.layers:
         result.notes.append(
             "KV cache sized for a Llama-like GQA layout: give --layers/--kv-heads/--head-dim"
