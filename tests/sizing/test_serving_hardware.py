@@ -55,8 +55,11 @@ def test_cases_state_the_engine_their_publication_names() -> None:
     engines = {c.case_id: c.workload.engine for c in calibration.cases()}
     for case_id in ("I08", "I17", "I17T"):  # TensorRT-LLM (NIM 1.8 runs it)
         assert engines[case_id] == "trt-llm"
-    for case_id in ("XI10", "XI11", "XI12", "XI13", "XI14", "XI15"):  # vLLM on ROCm
+    for case_id in ("XI11", "XI12", "XI13", "XI14", "XI15"):  # vLLM 0.9 on ROCm (MLPerf v5.1)
         assert engines[case_id] == "vllm"
+    # vLLM releases before 0.8 ran its V0 engine: MLPerf v4.1/v5.0 (0.6.5), LLM-Inference-Bench.
+    for case_id in ("XI10", "XI01", "XI02", "XI25", "XI33", "XI36"):
+        assert engines[case_id] == "vllm-v0"
 
 
 L8 = llm.lookup("llama-3.1-8b")
@@ -68,7 +71,7 @@ def _decode_memory_s(engine: str, precision: Precision) -> float:
     return sizing.decode_seconds(work, GPUS["H100-SXM-80GB"], 1, 1)[0]
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.mark.parametrize("engine", ["vllm", "vllm-v0", "sglang"])
 @pytest.mark.parametrize("precision", ["fp8", "int8", "fp4"])
 def test_engines_that_quantise_activations_separately_pay_a_kernel_per_gemm(
     engine: str, precision: Precision
@@ -90,25 +93,27 @@ def _fp8(engine: str, arch: llm.Architecture = L8) -> Workload:
     return Workload("batch", arch, "fp8", concurrency=64, engine=engine)
 
 
-def test_vllm_reads_an_fp8_kv_cache_once_per_query_head_on_nvidia() -> None:
-    """vLLM decodes an 8-bit KV cache in its PagedAttention kernel (one thread block per query
-    head) on NVIDIA parts: Llama 3 8B's 32 query heads over 8 KV heads read it four times."""
+def test_vllm_v0_reads_an_fp8_kv_cache_once_per_query_head_on_nvidia() -> None:
+    """vLLM's V0 engine decodes an 8-bit KV cache in its PagedAttention kernel (one thread block
+    per query head) on NVIDIA parts: Llama 3 8B's 32 query heads over 8 KV heads read it four
+    times. Its V1 engine reads FP8 KV in FlashAttention 3 / FlashInfer, once."""
     h100, mi300x = GPUS["H100-SXM-80GB"], GPUS["MI300X-192GB"]
-    assert sizing.kv_reads(_fp8("vllm"), h100) == 4.0
-    # GQA-aware kernels: TensorRT-LLM, an unknown engine, ROCm's paged attention, 16-bit KV.
+    assert sizing.kv_reads(_fp8("vllm-v0"), h100) == 4.0
+    # GQA-aware kernels: vLLM V1, TensorRT-LLM, an unknown engine, AMD parts, 16-bit KV.
+    assert sizing.kv_reads(_fp8("vllm"), h100) == 1.0
     assert sizing.kv_reads(_fp8("trt-llm"), h100) == 1.0
     assert sizing.kv_reads(_fp8("unknown"), h100) == 1.0
-    assert sizing.kv_reads(_fp8("vllm"), mi300x) == 1.0
-    bf16_kv = dataclasses.replace(_fp8("vllm"), kv_precision="bf16")
+    assert sizing.kv_reads(_fp8("vllm-v0"), mi300x) == 1.0
+    bf16_kv = dataclasses.replace(_fp8("vllm-v0"), kv_precision="bf16")
     assert sizing.kv_reads(bf16_kv, h100) == 1.0
     # Multi-head attention (no GQA group): one read per head either way.
     mha = llm.from_numbers("mha", params_b=6.7, layers=32, hidden=4096, heads=32, kv_heads=32)
-    assert sizing.kv_reads(_fp8("vllm", mha), h100) == 1.0
+    assert sizing.kv_reads(_fp8("vllm-v0", mha), h100) == 1.0
 
 
 def test_the_extra_kv_reads_cost_time_not_capacity() -> None:
     h100 = GPUS["H100-SXM-80GB"]
-    vllm, trt = _fp8("vllm"), _fp8("trt-llm")
+    vllm, trt = _fp8("vllm-v0"), _fp8("trt-llm")
     assert sizing.kv_tokens(vllm, h100, 1) == sizing.kv_tokens(trt, h100, 1)
     context = vllm.input_tokens + vllm.output_tokens / 2
     kv_seconds = 64 * context * sizing.kv_per_token(vllm, 1) / (sizing.bandwidth(h100) * 0.75)
@@ -117,8 +122,8 @@ def test_the_extra_kv_reads_cost_time_not_capacity() -> None:
     assert extra == pytest.approx(3 * kv_seconds + quant_kernels)
 
 
-def test_estimate_says_when_vllm_rereads_the_kv_cache() -> None:
-    vllm = estimate(_fp8("vllm"), "H100-SXM-80GB", 1, 1)
+def test_estimate_says_when_vllm_v0_rereads_the_kv_cache() -> None:
+    vllm = estimate(_fp8("vllm-v0"), "H100-SXM-80GB", 1, 1)
     trt = estimate(_fp8("trt-llm"), "H100-SXM-80GB", 1, 1)
     assert any("reading it 4x" in n for n in vllm.notes)
     assert not any("PagedAttention" in n for n in trt.notes)

@@ -63,10 +63,12 @@ KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
 # vLLM's FP8 linear layer runs `scaled_fp8_quant` and then the scaled GEMM
 # (vllm/model_executor/layers/quantization/utils/w8a8_utils.py, `apply_fp8_linear`), SGLang
 # its `static_quant_fp8`/`per_token_group_quant_fp8` before the FP8 GEMM. Four more kernels per
-# layer (five with a dynamic scale; the lower count is used). TensorRT-LLM's FP8 engines emit
-# the quantised activations from the preceding norm/activation kernel; an unknown engine keeps
-# the pooled step. Weight-only INT4 dequantises inside its GEMM: no extra kernel.
-SEPARATE_ACTIVATION_QUANT_ENGINES = ("vllm", "sglang")
+# layer (a dynamic scale adds a reduction kernel; the lower count is used). vLLM's V1 engine
+# compiled with Inductor can fuse some into the norm before (an overstatement of at most 12 µs
+# per layer). TensorRT-LLM's FP8 engines emit the quantised activations from the preceding
+# norm/activation kernel; an unknown engine keeps the pooled step. Weight-only INT4
+# dequantises inside its GEMM: no extra kernel.
+SEPARATE_ACTIVATION_QUANT_ENGINES = ("vllm", "vllm-v0", "sglang")
 QUANTISED_ACTIVATION_PRECISIONS = ("fp8", "int8", "fp4")
 GEMMS_PER_LAYER = 4
 # Regime-like factor fitted per fold on the AMD serving/decode cases: the share of NVIDIA's
@@ -93,9 +95,11 @@ FP4_OVER_FP8 = 1.25
 # known engine/stack has one factor on the regime priors, fitted only where at least two
 # publications state it; "unknown" (the default) uses the pooled regime factors alone and
 # states the wider pooled range. "megatron-2021" is also a layout: A100 TP+PP with full
-# activation recomputation by default (RECOMPUTE, regime train-3d).
+# activation recomputation by default (RECOMPUTE, regime train-3d). "vllm" is vLLM's V1 engine
+# (the default from 0.8, 2025), "vllm-v0" its V0 engine (earlier releases): their kernel
+# paths differ (`kv_reads`), and the published vLLM rows are mostly V0's.
 UNKNOWN = "unknown"
-ENGINES = (UNKNOWN, "trt-llm", "vllm", "sglang", "lmdeploy", "fastertransformer")
+ENGINES = (UNKNOWN, "trt-llm", "vllm", "vllm-v0", "sglang", "lmdeploy", "fastertransformer")
 STACKS = (
     UNKNOWN,
     "megatron-core",
@@ -739,15 +743,17 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
 
 def kv_reads(work: Workload, gpu: GpuSpec) -> float:
     """Times a decode step reads each cached KV byte. Once in a GQA-aware kernel (FlashAttention,
-    FlashInfer, TensorRT-LLM's, ROCm's paged attention); but vLLM on NVIDIA parts cannot run an
-    8-bit KV cache in FlashAttention ("Cannot use FlashAttention-2 backend for FP8 KV cache")
-    and decodes it in its own PagedAttention kernel, which gives each query head a thread block
-    of its own (csrc/attention/attention_kernels.cu; vLLM's "Paged Attention" design notes):
-    each KV head is read once per query head of its group. That kernel ran 3x slower than
-    FlashAttention at GQA 7 and batch 64 (Dao-AILab/flash-attention#797), and vLLM's FP8 KV
-    cache 30 % below its 16-bit one end to end on H200 (vllm-project/vllm#7798)."""
+    FlashInfer, TensorRT-LLM's); but vLLM's V0 engine on NVIDIA parts cannot run an 8-bit KV
+    cache in FlashAttention-2 ("Cannot use FlashAttention-2 backend for FP8 KV cache") and,
+    unless FlashInfer is installed, decodes it in its own PagedAttention kernel, which gives
+    each query head a thread block of its own (csrc/attention/attention_kernels.cu; vLLM's
+    "Paged Attention" design notes): each KV head is read once per query head of its group.
+    That kernel ran 3x slower than FlashAttention on an A100 at GQA 7 and batch 64
+    (Dao-AILab/flash-attention#797), and inside it an FP8 cache 30 % below a 16-bit one end to
+    end on H200 (vllm-project/vllm#7798). vLLM's V1 engine reads FP8 KV in FlashAttention 3 or
+    FlashInfer (vLLM docs, "Quantized KV Cache"); no AMD row shows the effect."""
     arch = work.arch
-    paged = work.engine == "vllm" and gpu.vendor == "NVIDIA" and kv_bytes(work) < 2
+    paged = work.engine == "vllm-v0" and gpu.vendor == "NVIDIA" and kv_bytes(work) < 2
     if not paged or not arch.kv_heads:
         return 1.0
     return max(1.0, arch.heads / arch.kv_heads)
@@ -818,9 +824,9 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
         result.notes.append("tensor parallel over PCIe: expect lower throughput")
     if kv_reads(work, gpu) > 1:
         result.notes.append(
-            f"vLLM decodes an 8-bit KV cache in its PagedAttention kernel, reading it "
-            f"{kv_reads(work, gpu):g}x (once per query head); a 16-bit KV cache "
-            "(--kv-precision bf16) is read once"
+            "vLLM's V0 engine decodes an 8-bit KV cache in its PagedAttention kernel, reading "
+            f"it {kv_reads(work, gpu):g}x (once per query head); its V1 engine (--engine vllm) "
+            "or a 16-bit KV cache (--kv-precision bf16) reads it once"
         )
     if not work.arch.layers:
         result.notes.append(
