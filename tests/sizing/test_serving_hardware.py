@@ -128,3 +128,14 @@ def test_estimate_says_when_vllm_v0_rereads_the_kv_cache() -> None:
     assert any("reading it 4x" in n for n in vllm.notes)
     assert not any("PagedAttention" in n for n in trt.notes)
     assert vllm.tpot_ms is not None and trt.tpot_ms is not None and vllm.tpot_ms > trt.tpot_ms
+
+
+def test_kv_rereads_count_the_heads_on_one_gpu() -> None:
+    """Under TP each GPU holds heads/tp query heads over max(1, kv_heads/tp) KV heads: Llama 3
+    70B (64 over 8) rereads 8x up to TP8; Falcon-like 232 over 8 at TP16 holds one replicated
+    KV head for 14.5 query heads."""
+    h100 = GPUS["H100-SXM-80GB"]
+    l70 = llm.lookup("llama-3.1-70b")
+    assert [sizing.kv_reads(_fp8("vllm-v0", l70), h100, tp) for tp in (1, 4, 8)] == [8, 8, 8]
+    wide = llm.from_numbers("wide", params_b=180, layers=80, hidden=14848, heads=232, kv_heads=8)
+    assert sizing.kv_reads(_fp8("vllm-v0", wide), h100, 16) == pytest.approx(232 / 16)

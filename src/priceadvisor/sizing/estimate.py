@@ -728,7 +728,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     token."""
     arch = work.arch
     context = work.input_tokens + work.output_tokens / 2
-    kv = batch * context * kv_per_token(work, tp) * kv_reads(work, gpu)
+    kv = batch * context * kv_per_token(work, tp) * kv_reads(work, gpu, tp)
     mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
     memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
@@ -741,7 +741,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     return memory, compute
 
 
-def kv_reads(work: Workload, gpu: GpuSpec) -> float:
+def kv_reads(work: Workload, gpu: GpuSpec, tp: int = 1) -> float:
     """Times a decode step reads each cached KV byte. Once in a GQA-aware kernel (FlashAttention,
     FlashInfer, TensorRT-LLM's); but vLLM's V0 engine on NVIDIA parts cannot run an 8-bit KV
     cache in FlashAttention-2 ("Cannot use FlashAttention-2 backend for FP8 KV cache") and,
@@ -751,12 +751,13 @@ def kv_reads(work: Workload, gpu: GpuSpec) -> float:
     That kernel ran 3x slower than FlashAttention on an A100 at GQA 7 and batch 64
     (Dao-AILab/flash-attention#797), and inside it an FP8 cache 30 % below a 16-bit one end to
     end on H200 (vllm-project/vllm#7798). vLLM's V1 engine reads FP8 KV in FlashAttention 3 or
-    FlashInfer (vLLM docs, "Quantized KV Cache"); no AMD row shows the effect."""
+    FlashInfer (vLLM docs, "Quantized KV Cache"); no AMD row shows the effect. Per GPU under
+    `tp`: heads/tp query heads over max(1, kv_heads/tp) KV heads (replicated beyond kv_heads)."""
     arch = work.arch
     paged = work.engine == "vllm-v0" and gpu.vendor == "NVIDIA" and kv_bytes(work) < 2
     if not paged or not arch.kv_heads:
         return 1.0
-    return max(1.0, arch.heads / arch.kv_heads)
+    return max(1.0, arch.heads / max(tp, arch.kv_heads))
 
 
 def layer_overhead(work: Workload) -> float:
@@ -822,10 +823,10 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     )
     if tp > 1 and not has_fast_interconnect(gpu):
         result.notes.append("tensor parallel over PCIe: expect lower throughput")
-    if kv_reads(work, gpu) > 1:
+    if kv_reads(work, gpu, tp) > 1:
         result.notes.append(
             "vLLM's V0 engine decodes an 8-bit KV cache in its PagedAttention kernel, reading "
-            f"it {kv_reads(work, gpu):g}x (once per query head); its V1 engine (--engine vllm) "
+            f"it {kv_reads(work, gpu, tp):g}x (once per query head); its V1 engine (--engine vllm) "
             "or a 16-bit KV cache (--kv-precision bf16) reads it once"
         )
     if not work.arch.layers:
