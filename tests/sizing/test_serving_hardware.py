@@ -139,3 +139,15 @@ def test_kv_rereads_count_the_heads_on_one_gpu() -> None:
     assert [sizing.kv_reads(_fp8("vllm-v0", l70), h100, tp) for tp in (1, 4, 8)] == [8, 8, 8]
     wide = llm.from_numbers("wide", params_b=180, layers=80, hidden=14848, heads=232, kv_heads=8)
     assert sizing.kv_reads(_fp8("vllm-v0", wide), h100, 16) == pytest.approx(232 / 16)
+
+
+@pytest.mark.parametrize(("precision", "gb"), [("bf16", 16.06), ("fp8", 9.08), ("fp4", 6.02)])
+def test_embedding_and_lm_head_stay_16_bit_under_weight_quantisation(
+    precision: Precision, gb: float
+) -> None:
+    """Llama 3.1 8B (2 x 128,256 x 4,096 embedding and head parameters): ~9 GB in FP8 and ~6 GB
+    in NVFP4 as the published checkpoints, stored and read per decode step alike."""
+    work = Workload("serve", L8, precision, concurrency=1)
+    weights_gib = sizing.serving_memory(work, GPUS["H100-SXM-80GB"], 1)[0]["weights"]
+    assert weights_gib * sizing.GIB / 1e9 == pytest.approx(gb, abs=0.02)
+    assert sizing.weights_read(work, 1) / 1e9 == pytest.approx(gb, abs=0.02)

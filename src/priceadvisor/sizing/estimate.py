@@ -675,7 +675,9 @@ def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
 def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, float], float]:
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV."""
     arch = work.arch
-    weights = arch.total_params * WEIGHT_BYTES[work.precision] / tp / GIB
+    weights = (
+        (arch.total_params * WEIGHT_BYTES[work.precision] + sixteen_bit_extra(work)) / tp / GIB
+    )
     mlp_width = arch.expert_ffn * arch.experts_per_token if arch.is_moe else arch.ffn
     per_token = arch.vocab * 8 + mlp_width * 8 + arch.hidden * 16
     activation = PREFILL_CHUNK_TOKENS * per_token / tp / GIB
@@ -713,12 +715,24 @@ def weights_read(work: Workload, batch: int) -> float:
     arch = work.arch
     byte = WEIGHT_BYTES[work.precision]
     if not arch.is_moe:
-        return arch.total_params * byte
+        return arch.total_params * byte + sixteen_bit_extra(work)
     k, e = arch.experts_per_token, arch.experts
     expert_total = (arch.total_params - arch.active_params) * e / max(1, e - k)
     shared = arch.total_params - expert_total
     touched = 1 - (1 - k / e) ** max(1, batch)
-    return (shared + expert_total * touched) * byte
+    return (shared + expert_total * touched) * byte + sixteen_bit_extra(work)
+
+
+def sixteen_bit_extra(work: Workload) -> float:
+    """Bytes the embedding table and LM head add beyond the weight precision: quantisation
+    recipes keep them at 16 bit (vLLM's FP8 method quantises linear layers, not the vocabulary
+    embedding or LM head; llm-compressor recipes ignore "lm_head" and embeddings; AutoRound
+    quantises the LM head only when asked), so a ModelOpt Llama 3.1 8B checkpoint is ~9 GB in
+    FP8 and ~6 GB in NVFP4, not 8 and 4.5. Counted like the other weights: stored, and read
+    once per decode step (the byte convention the bandwidth prior was measured with)."""
+    arch = work.arch
+    byte = WEIGHT_BYTES[work.precision]
+    return arch.vocab * arch.hidden * (1 if arch.tied else 2) * max(0.0, 2.0 - byte)
 
 
 def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
