@@ -125,6 +125,20 @@ def test_cli_accepts_engines_and_stacks(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0 and json.loads(out)["software"] == "unknown"  # the earlier name
 
 
+def test_cli_sizes_vllm_v0_on_its_fp8_kv_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--engine vllm-v0` (vLLM's V0 engine) with an FP8 KV cache is slower than V1 and says
+    why; the V1 engine has no fitted factor of its own yet and says that."""
+    fp8 = ("--precision", "fp8", "--task", "batch", "--concurrency", "64")
+    code, out, _ = _estimate(capsys, "--engine", "vllm-v0", *fp8)
+    v0 = json.loads(out)
+    assert code == 0 and v0["software"] == "engine:vllm-v0"
+    assert any("PagedAttention" in note for note in v0["notes"])
+    code, out, _ = _estimate(capsys, "--engine", "vllm", *fp8)
+    v1 = json.loads(out)
+    assert code == 0 and v1["tpot_ms"] < v0["tpot_ms"]
+    assert any("no fitted factor for engine vllm" in note for note in v1["notes"])
+
+
 @pytest.mark.parametrize(("option", "value"), [("--engine", "tgi"), ("--stack", "deepspeed")])
 def test_cli_refuses_unknown_engines_and_stacks(
     capsys: pytest.CaptureFixture[str], option: str, value: str
