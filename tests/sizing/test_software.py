@@ -98,10 +98,11 @@ def test_unknown_engine_uses_the_pooled_value_with_the_wider_range() -> None:
     assert unknown.tokens_per_s == pytest.approx(pooled.tokens_per_s)
     assert trt.tokens_per_s < 0.9 * unknown.tokens_per_s
     assert (unknown.uncertainty, trt.uncertainty) == (0.5, 0.31)
-    # A named engine without a fitted factor is sized and ranged as unknown, and says so.
-    sglang = estimate(dataclasses.replace(work, engine="sglang"), "H100-SXM-80GB", 8, 2)
-    assert sglang.tokens_per_s == pytest.approx(unknown.tokens_per_s)
-    assert sglang.uncertainty == 0.5 and any("engine sglang" in n for n in sglang.notes)
+    # A named engine without a fitted factor is sized and ranged as unknown, and says so (LMDeploy:
+    # no separate activation-quantisation kernels, so its FP8 step is the pooled one).
+    lmdeploy = estimate(dataclasses.replace(work, engine="lmdeploy"), "H100-SXM-80GB", 8, 2)
+    assert lmdeploy.tokens_per_s == pytest.approx(unknown.tokens_per_s)
+    assert lmdeploy.uncertainty == 0.5 and any("engine lmdeploy" in n for n in lmdeploy.notes)
 
 
 def test_fitted_ranges_for_unknown_software_are_never_narrower() -> None:
@@ -122,6 +123,20 @@ def test_cli_accepts_engines_and_stacks(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0 and json.loads(out)["software"] == "stack:megatron-core"
     code, out, _ = _estimate(capsys, "--task", "pretrain", "--stack", "modern")
     assert code == 0 and json.loads(out)["software"] == "unknown"  # the earlier name
+
+
+def test_cli_sizes_vllm_v0_on_its_fp8_kv_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--engine vllm-v0` (vLLM's V0 engine) with an FP8 KV cache is slower than V1 and says
+    why; the V1 engine has no fitted factor of its own yet and says that."""
+    fp8 = ("--precision", "fp8", "--task", "batch", "--concurrency", "64")
+    code, out, _ = _estimate(capsys, "--engine", "vllm-v0", *fp8)
+    v0 = json.loads(out)
+    assert code == 0 and v0["software"] == "engine:vllm-v0"
+    assert any("PagedAttention" in note for note in v0["notes"])
+    code, out, _ = _estimate(capsys, "--engine", "vllm", *fp8)
+    v1 = json.loads(out)
+    assert code == 0 and v1["tpot_ms"] < v0["tpot_ms"]
+    assert any("no fitted factor for engine vllm" in note for note in v1["notes"])
 
 
 @pytest.mark.parametrize(("option", "value"), [("--engine", "tgi"), ("--stack", "deepspeed")])

@@ -157,8 +157,11 @@ def estimate_command(
         str,
         typer.Option(
             help="Serving engine: unknown (default: pooled efficiency, wider range), trt-llm, "
-            "vllm, sglang, lmdeploy or fastertransformer. An engine gets its own fitted "
-            "factor only where two or more publications measure it (docs/accuracy.md)."
+            "vllm (its V1 engine, 0.8 and later), vllm-v0 (its V0 engine, earlier releases), "
+            "sglang, lmdeploy or fastertransformer. An engine gets its own fitted factor only "
+            "where two or more publications measure it (docs/accuracy.md). Kernel paths follow "
+            "the engine: vllm/sglang quantise FP8/INT8/FP4 activations in a kernel of their "
+            "own, and vllm-v0 reads an 8-bit KV cache once per query head on NVIDIA parts."
         ),
     ] = "unknown",
     expert_parallel: Annotated[

@@ -52,10 +52,25 @@ NODE_NETWORK_GBS = 50.0
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
 # all-reduce (one per attention and one per MLP block under tensor parallelism) is a few
-# such steps of synchronisation across the group, ~20 µs. AMD parts divide both by their
-# fitted engine efficiency (ENGINE_FACTOR); other vendors keep these values.
+# such steps of synchronisation across the group, ~20 µs. AMD parts divide the all-reduce
+# latency by their fitted engine efficiency (ENGINE_FACTOR); the per-layer time is the same
+# for every vendor.
 LAYER_OVERHEAD_S = 30e-6
 ALLREDUCE_LATENCY_S = 20e-6
+KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
+# Engines that quantise a GEMM's input activations (W8A8 FP8/INT8, FP4) in a kernel of their
+# own before each of a layer's four GEMMs (fused QKV, output projection, fused gate/up, down):
+# vLLM's FP8 linear layer runs `scaled_fp8_quant` and then the scaled GEMM
+# (vllm/model_executor/layers/quantization/utils/w8a8_utils.py, `apply_fp8_linear`), SGLang
+# its `static_quant_fp8`/`per_token_group_quant_fp8` before the FP8 GEMM. Four more kernels per
+# layer (a dynamic scale adds a reduction kernel; the lower count is used). vLLM's V1 engine
+# compiled with Inductor can fuse some into the norm before (an overstatement of at most 12 µs
+# per layer). TensorRT-LLM's FP8 engines emit the quantised activations from the preceding
+# norm/activation kernel; an unknown engine keeps the pooled step. Weight-only INT4
+# dequantises inside its GEMM: no extra kernel.
+SEPARATE_ACTIVATION_QUANT_ENGINES = ("vllm", "vllm-v0", "sglang")
+QUANTISED_ACTIVATION_PRECISIONS = ("fp8", "int8", "fp4")
+GEMMS_PER_LAYER = 4
 # Regime-like factor fitted per fold on the AMD serving/decode cases: the share of NVIDIA's
 # engine efficiency (bandwidth, tensor throughput, collective latency) that ROCm engines
 # reach on the same work. Its prior is 1 (same efficiency); never a hand-picked constant.
@@ -89,9 +104,11 @@ FP4_OVER_FP8 = 1.25
 # known engine/stack has one factor on the regime priors, fitted only where at least two
 # publications state it; "unknown" (the default) uses the pooled regime factors alone and
 # states the wider pooled range. "megatron-2021" is also a layout: A100 TP+PP with full
-# activation recomputation by default (RECOMPUTE, regime train-3d).
+# activation recomputation by default (RECOMPUTE, regime train-3d). "vllm" is vLLM's V1 engine
+# (the default from 0.8, 2025), "vllm-v0" its V0 engine (earlier releases): their kernel
+# paths differ (`kv_reads`), and the published vLLM rows are mostly V0's.
 UNKNOWN = "unknown"
-ENGINES = (UNKNOWN, "trt-llm", "vllm", "sglang", "lmdeploy", "fastertransformer")
+ENGINES = (UNKNOWN, "trt-llm", "vllm", "vllm-v0", "sglang", "lmdeploy", "fastertransformer")
 STACKS = (
     UNKNOWN,
     "megatron-core",
@@ -702,7 +719,9 @@ def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
 def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, float], float]:
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV."""
     arch = work.arch
-    weights = arch.total_params * WEIGHT_BYTES[work.precision] / tp / GIB
+    weights = (
+        (arch.total_params * WEIGHT_BYTES[work.precision] + sixteen_bit_extra(work)) / tp / GIB
+    )
     mlp_width = arch.expert_ffn * arch.experts_per_token if arch.is_moe else arch.ffn
     per_token = arch.vocab * 8 + mlp_width * 8 + arch.hidden * 16
     activation = PREFILL_CHUNK_TOKENS * per_token / tp / GIB
@@ -740,12 +759,24 @@ def weights_read(work: Workload, batch: int) -> float:
     arch = work.arch
     byte = WEIGHT_BYTES[work.precision]
     if not arch.is_moe:
-        return arch.total_params * byte
+        return arch.total_params * byte + sixteen_bit_extra(work)
     k, e = arch.experts_per_token, arch.experts
     expert_total = (arch.total_params - arch.active_params) * e / max(1, e - k)
     shared = arch.total_params - expert_total
     touched = 1 - (1 - k / e) ** max(1, batch)
-    return (shared + expert_total * touched) * byte
+    return (shared + expert_total * touched) * byte + sixteen_bit_extra(work)
+
+
+def sixteen_bit_extra(work: Workload) -> float:
+    """Bytes the embedding table and LM head add beyond the weight precision: quantisation
+    recipes keep them at 16 bit (vLLM's FP8 method quantises linear layers, not the vocabulary
+    embedding or LM head; llm-compressor recipes ignore "lm_head" and embeddings; AutoRound
+    quantises the LM head only when asked), so a ModelOpt Llama 3.1 8B checkpoint is ~9 GB in
+    FP8 and ~6 GB in NVFP4, not 8 and 4.5. Counted like the other weights: stored, and read
+    once per decode step (the byte convention the bandwidth prior was measured with)."""
+    arch = work.arch
+    byte = WEIGHT_BYTES[work.precision]
+    return arch.vocab * arch.hidden * (1 if arch.tied else 2) * max(0.0, 2.0 - byte)
 
 
 def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
@@ -755,17 +786,47 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     token."""
     arch = work.arch
     context = work.input_tokens + work.output_tokens / 2
-    kv = batch * context * kv_per_token(work, tp)
+    kv = batch * context * kv_per_token(work, tp) * kv_reads(work, gpu, tp)
     mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
     memory = (weights_read(work, batch) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
-    memory += layers * LAYER_OVERHEAD_S + (
+    memory += layers * layer_overhead(work) + (
         2 * layers * allreduce_latency(gpu, tp, work.scales) if tp > 1 else 0
     )
     memory += tp_allreduce_seconds(work, gpu, tp, batch)
     mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
     compute = 2 * arch.active_params * batch / (tp * peak_flops(gpu, work.precision) * mfu)
     return memory, compute
+
+
+def kv_reads(work: Workload, gpu: GpuSpec, tp: int = 1) -> float:
+    """Times a decode step reads each cached KV byte. Once in a GQA-aware kernel (FlashAttention,
+    FlashInfer, TensorRT-LLM's); but vLLM's V0 engine on NVIDIA parts cannot run an 8-bit KV
+    cache in FlashAttention-2 ("Cannot use FlashAttention-2 backend for FP8 KV cache") and,
+    unless FlashInfer is installed, decodes it in its own PagedAttention kernel, which gives
+    each query head a thread block of its own (csrc/attention/attention_kernels.cu; vLLM's
+    "Paged Attention" design notes): each KV head is read once per query head of its group.
+    That kernel ran 3x slower than FlashAttention on an A100 at GQA 7 and batch 64
+    (Dao-AILab/flash-attention#797), and inside it an FP8 cache 30 % below a 16-bit one end to
+    end on H200 (vllm-project/vllm#7798). vLLM's V1 engine reads FP8 KV in FlashAttention 3 or
+    FlashInfer (vLLM docs, "Quantized KV Cache"); no AMD row shows the effect. Per GPU under
+    `tp`: heads/tp query heads over max(1, kv_heads/tp) KV heads (replicated beyond kv_heads)."""
+    arch = work.arch
+    paged = work.engine == "vllm-v0" and gpu.vendor == "NVIDIA" and kv_bytes(work) < 2
+    if not paged or not arch.kv_heads:
+        return 1.0
+    return max(1.0, arch.heads / max(tp, arch.kv_heads))
+
+
+def layer_overhead(work: Workload) -> float:
+    """Launch and tail time of one decode layer's kernels: LAYER_OVERHEAD_S, plus one
+    quantisation kernel per GEMM where the engine quantises activations separately
+    (SEPARATE_ACTIVATION_QUANT_ENGINES) at a W8A8/FP4 precision."""
+    separate = (
+        work.engine in SEPARATE_ACTIVATION_QUANT_ENGINES
+        and work.precision in QUANTISED_ACTIVATION_PRECISIONS
+    )
+    return LAYER_OVERHEAD_S + (GEMMS_PER_LAYER * KERNEL_OVERHEAD_S if separate else 0.0)
 
 
 def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
@@ -820,6 +881,12 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     )
     if tp > 1 and not has_fast_interconnect(gpu):
         result.notes.append("tensor parallel over PCIe: expect lower throughput")
+    if kv_reads(work, gpu, tp) > 1:
+        result.notes.append(
+            "vLLM's V0 engine decodes an 8-bit KV cache in its PagedAttention kernel, reading "
+            f"it {kv_reads(work, gpu, tp):g}x (once per query head); its V1 engine (--engine vllm) "
+            "or a 16-bit KV cache (--kv-precision bf16) reads it once"
+        )
     if not work.arch.layers:
         result.notes.append(
             "KV cache sized for a Llama-like GQA layout: give --layers/--kv-heads/--head-dim"
