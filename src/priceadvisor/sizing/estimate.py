@@ -391,7 +391,20 @@ def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
     flops = executed_training_flops(work)
     if work.arch.is_moe:
         return moe_compute_seconds(work, gpu, flops)
-    return flops / (peak_flops(gpu, work.precision) * dense_training_mfu(gpu, work.precision))
+    sixteen = sixteen_bit_training_flops(work)
+    return dense_seconds(gpu, work.precision, flops - sixteen) + dense_seconds(
+        gpu, sixteen_bit(work.precision), sixteen
+    )
+
+
+def dense_seconds(gpu: GpuSpec, precision: str, flops: float) -> float:
+    """Seconds of `flops` of dense training work at the precision's peak and prior."""
+    return flops / (peak_flops(gpu, precision) * dense_training_mfu(gpu, precision))
+
+
+def sixteen_bit(precision: str) -> str:
+    """The 16-bit format the work of a lower-precision run falls back to."""
+    return precision if precision in ("bf16", "fp16") else "bf16"
 
 
 def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
@@ -667,12 +680,28 @@ def executed_training_flops(work: Workload) -> float:
     pass (2·N and a third of the attention FLOPs). Throughput counts trained tokens, so
     recomputation shows as a lower model-FLOPs utilisation at the same hardware efficiency."""
     arch = work.arch
+    return _executed_flops(work, arch.active_params, attention_training_flops(arch, work.seq_len))
+
+
+def sixteen_bit_training_flops(work: Workload) -> float:
+    """The part of `executed_training_flops` that runs at 16 bit whatever the precision:
+    low-precision training recipes quantise only the linear layers inside the transformer
+    blocks ("The default low-precision LLM training recipe applies FP8 computation exclusively
+    to the linear layers within the Transformer block", Megatron-Bridge performance tuning
+    guide, "Low Precision Training"): the dot-product attention (Transformer Engine's FP8
+    attention is off by default) and the vocabulary projection (Megatron's output layer is
+    not a Transformer Engine module; the embedding counts with it, as in 6·N) stay 16-bit."""
+    arch = work.arch
+    vocabulary = arch.vocab * arch.hidden * (1 if arch.tied else 2)
+    return _executed_flops(work, vocabulary, attention_training_flops(arch, work.seq_len))
+
+
+def _executed_flops(work: Workload, params: float, attention: float) -> float:
     k = 6 if work.task in ("pretrain", "finetune") else 4
-    attention = attention_training_flops(arch, work.seq_len)
-    useful = k * arch.active_params + attention
+    useful = k * params + attention
     if recompute_mode(work) != "full":
         return useful
-    return useful + 2 * arch.active_params + attention / 3
+    return useful + 2 * params + attention / 3
 
 
 def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
