@@ -257,5 +257,7 @@ def test_fp8_speeds_up_only_the_gemm_share_of_moe_training(gpu: str) -> None:
     assert prior_compute_seconds(moe, part) == pytest.approx(
         flops / (0.25 * peak_flops(part, "bf16"))
     )
-    assert gain(dense) == pytest.approx(0.35 * 2 / 0.42, rel=0.01)
-    assert gain(moe) == pytest.approx(1 / (0.4 + 0.6 / gain(dense)), rel=0.01)
+    linear_gain = 0.35 * 2 / 0.42  # the dense FP8 prior over the 16-bit one
+    assert gain(moe) == pytest.approx(1 / (0.4 + 0.6 / linear_gain), rel=0.01)
+    # Dense FP8 speeds up its linear layers only: attention and vocabulary stay 16-bit.
+    assert 1 < gain(dense) < linear_gain

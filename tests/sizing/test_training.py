@@ -19,7 +19,10 @@ from priceadvisor.sizing.estimate import (
     executed_training_flops,
     exposed_alltoall_seconds,
     moe_alltoall_seconds,
+    peak_flops,
+    prior_compute_seconds,
     recompute_mode,
+    sixteen_bit_training_flops,
 )
 from tests.conftest import cli
 
@@ -60,6 +63,27 @@ def test_selective_recomputation_adds_no_gemm_flops_and_overrides_the_stack() ->
         estimate(work, "A100-SXM-80GB", 512).tokens_per_s / 0.75
     )
     assert a100.regime == "train-3d"
+
+
+def test_low_precision_training_speeds_up_the_linear_layers_only() -> None:
+    h100 = gpu_catalog().gpus["H100-SXM-80GB"]
+    work = Workload("pretrain", L8, "fp8", seq_len=8192)
+    vocabulary = L8.vocab * L8.hidden * 2  # untied embedding and LM head
+    sixteen = 6 * vocabulary + attention_training_flops(L8, 8192)
+    assert sixteen_bit_training_flops(work) == pytest.approx(sixteen)
+    linear = executed_training_flops(work) - sixteen
+    assert prior_compute_seconds(work, h100) == pytest.approx(
+        linear / (0.35 * peak_flops(h100, "fp8")) + sixteen / (0.42 * peak_flops(h100, "bf16"))
+    )
+    bf16 = dataclasses.replace(work, precision="bf16")  # one rate for all of it at 16 bit
+    assert prior_compute_seconds(bf16, h100) == pytest.approx(
+        executed_training_flops(bf16) / (0.42 * peak_flops(h100, "bf16"))
+    )
+    # A larger model has a smaller 16-bit share, so FP8 gains more on it.
+    gain_8b = prior_compute_seconds(bf16, h100) / prior_compute_seconds(work, h100)
+    big = Workload("pretrain", L70, "fp8", seq_len=8192)
+    big_bf16 = dataclasses.replace(big, precision="bf16")
+    assert gain_8b < prior_compute_seconds(big_bf16, h100) / prior_compute_seconds(big, h100)
 
 
 def test_calibration_rows_carry_the_recomputation_their_source_states() -> None:
