@@ -178,7 +178,7 @@ def fit(training: Sequence[Case]) -> sizing.Scales:
             continue
         current = sizing.Scales(dict(factors))
         ratios = [_speed_ratio(c, predict(c, current)) for c in group]
-        factors[regime] = statistics.median(ratios)
+        factors[regime] = statistics.median(ratios) * current.factor(regime)
     pooled = sizing.Scales(dict(factors))
     return sizing.Scales(factors | fit_software(training, pooled))
 

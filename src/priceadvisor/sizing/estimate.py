@@ -125,6 +125,7 @@ STACK_ALIASES = {"modern": UNKNOWN}
 TRAIN_REGIMES = ("train-dense", "train-3d", "train-moe", "train-lora")
 REGIMES = (*TRAIN_REGIMES, "train-e2e", "prefill", "decode", "serve-throughput")
 SERVING_REGIMES = ("prefill", "decode", "serve-throughput")
+PARENT_REGIME = {"train-lora": "train-dense"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,10 @@ class Scales:
     uncertainty: Mapping[str, float] = field(default_factory=dict)
 
     def factor(self, regime: str) -> float:
-        return self.factors.get(regime, 1.0)
+        """The regime's fitted factor; a regime too small to fit takes its parent's."""
+        if regime in self.factors:
+            return self.factors[regime]
+        return self.factors.get(PARENT_REGIME.get(regime, ""), 1.0)
 
     def software_factor(self, key: str) -> float:
         """The engine's or stack's factor (`software_key`); 1 = the pooled regime factors."""
