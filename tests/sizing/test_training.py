@@ -23,6 +23,7 @@ from priceadvisor.sizing.estimate import (
     prior_compute_seconds,
     recompute_mode,
     sixteen_bit_training_flops,
+    tensor_parallel_training_seconds,
 )
 from tests.conftest import cli
 
@@ -59,10 +60,43 @@ def test_selective_recomputation_adds_no_gemm_flops_and_overrides_the_stack() ->
     selective = dataclasses.replace(work, recompute="selective")
     assert executed_training_flops(selective) == executed_training_flops(Workload("pretrain", L70))
     a100 = estimate(selective, "A100-SXM-80GB", 512)
+    part = gpu_catalog().gpus["A100-SXM-80GB"]
+    full_compute = 512 / estimate(work, "A100-SXM-80GB", 512).tokens_per_s
+    full_compute -= tensor_parallel_training_seconds(work, part, 512)
     assert a100.tokens_per_s == pytest.approx(
-        estimate(work, "A100-SXM-80GB", 512).tokens_per_s / 0.75
+        512 / (0.75 * full_compute + tensor_parallel_training_seconds(selective, part, 512))
     )
     assert a100.regime == "train-3d"
+
+
+def test_the_2021_layout_waits_for_its_tensor_parallel_allreduces() -> None:
+    a100 = gpu_catalog().gpus["A100-SXM-80GB"]
+    gpt = llm.from_numbers("gpt-39b", params_b=39.1, layers=48, hidden=8192, heads=64, vocab=51200)
+    work = Workload("pretrain", gpt, stack="megatron-2021")  # full recomputation: 6 per layer
+    # TP8 inside the node: 8 GPUs each move 2·7/8 of the 16-bit activations over 300 GB/s.
+    per_allreduce = 2 * 7 / 8 * 8192 * 2 / 300e9
+    assert tensor_parallel_training_seconds(work, a100, 512) == pytest.approx(
+        8 * 48 * 6 * per_allreduce
+    )
+    selective = dataclasses.replace(work, recompute="selective")
+    assert tensor_parallel_training_seconds(selective, a100, 512) == pytest.approx(
+        8 * 48 * 4 * per_allreduce
+    )
+    # A wider model spends a smaller share of its time on them (activations ∝ h, GEMMs ∝ h²).
+    wide = llm.from_numbers(
+        "gpt-1t", params_b=1008, layers=128, hidden=25600, heads=160, vocab=51200
+    )
+    share = {
+        arch.name: tensor_parallel_training_seconds(
+            dataclasses.replace(work, arch=arch), a100, 3072
+        )
+        / prior_compute_seconds(dataclasses.replace(work, arch=arch), a100)
+        for arch in (gpt, wide)
+    }
+    assert 0.08 < share["gpt-39b"] < 0.14 and share["gpt-1t"] < 0.05
+    assert tensor_parallel_training_seconds(work, a100, 1) == 0  # one GPU: no group
+    modern = dataclasses.replace(work, stack="megatron-core")  # overlaps them with the GEMMs
+    assert tensor_parallel_training_seconds(modern, a100, 512) == 0
 
 
 def test_low_precision_training_speeds_up_the_linear_layers_only() -> None:
@@ -166,3 +200,28 @@ def test_cli_takes_moe_overlap_for_training_only(capsys: pytest.CaptureFixture[s
     assert code == 2 and not out and "applies to training tasks" in err
     code, out, _ = cli(capsys, "estimate", "--help")
     assert code == 0 and "--moe-overlap" in out
+
+
+def _unknown_stack(case: calibration.Case, case_id: str | None = None) -> calibration.Case:
+    work = dataclasses.replace(case.workload, stack="unknown")
+    return dataclasses.replace(case, case_id=case_id or case.case_id, workload=work)
+
+
+def test_lora_takes_the_dense_factor_until_it_has_cases_of_its_own() -> None:
+    dense = [
+        _unknown_stack(c)
+        for c in calibration.cases()
+        if c.regime == "train-dense" and not c.check_only
+    ]
+    scales = calibration.fit(dense)
+    assert "train-lora" not in scales.factors
+    assert scales.factor("train-lora") == scales.factor("train-dense") != 1
+    lora = Workload("lora", L8, seq_len=2048)
+    prior = estimate(lora, "H100-SXM-80GB", 8).tokens_per_s
+    fitted = estimate(dataclasses.replace(lora, scales=scales), "H100-SXM-80GB", 8).tokens_per_s
+    assert fitted == pytest.approx(prior * scales.factor("train-dense"))
+    # With three LoRA cases of its own, its factor replaces the inherited one (not on top).
+    t14 = next(c for c in calibration.cases() if c.case_id == "T14")
+    own = [_unknown_stack(t14, f"T14-{i}") for i in range(3)]
+    refit = calibration.fit(dense + own)
+    assert calibration.predict(own[0], refit) == pytest.approx(t14.measured)

@@ -170,7 +170,8 @@ def fit_group(case: Case) -> str:
 def fit(training: Sequence[Case]) -> sizing.Scales:
     """Factors per regime fitted on `training`, in FIT_ORDER (each with the earlier ones
     applied), then one per engine/stack (`fit_software`); check-only cases are skipped, and a
-    regime with fewer than MIN_FIT_CASES left keeps its prior."""
+    regime with fewer than MIN_FIT_CASES left keeps its prior, or takes its parent's factor
+    (`estimate.PARENT_REGIME`): a fitted factor is the whole factor, never one on top."""
     factors: dict[str, float] = {}
     for regime in FIT_ORDER:
         group = [c for c in training if fit_group(c) == regime and not c.check_only]

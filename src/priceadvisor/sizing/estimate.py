@@ -125,6 +125,9 @@ STACK_ALIASES = {"modern": UNKNOWN}
 TRAIN_REGIMES = ("train-dense", "train-3d", "train-moe", "train-lora")
 REGIMES = (*TRAIN_REGIMES, "train-e2e", "prefill", "decode", "serve-throughput")
 SERVING_REGIMES = ("prefill", "decode", "serve-throughput")
+# A regime whose prior is another's, sized with that regime's fitted factor until it has the
+# cases to fit its own: LoRA runs the dense training GEMMs (the forward and the activation
+# gradients, 4·N of dense training's 6·N) on the same stacks, at the dense prior.
 PARENT_REGIME = {"train-lora": "train-dense"}
 
 
@@ -419,6 +422,25 @@ def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: f
     if overlap == "full":
         return max(0.0, transfer - compute)
     return transfer if overlap == "none" else MOE_EXPOSED_COMMUNICATION * transfer
+
+
+def tensor_parallel_training_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
+    """GPU-seconds per trained token of the megatron-2021 layout's tensor-parallel all-reduces.
+    That layout splits every layer over the GPUs of one node (Narayanan et al. 2021, SC21:
+    "tensor model parallelism should generally be used up to degree g when using g-GPU
+    servers"; every Table 1 run is TP8) and runs the all-reduces on the critical path: two in
+    the forward and two in the backward pass per layer, each of the layer's b·s·h activations
+    (§3.3.2: 8·b·s·h·(t-1)/t per layer and micro-batch per device), and two more in the
+    recomputed forward under full recomputation. A ring all-reduce moves 2(t-1)/t of the 16-bit
+    activations over one direction of the GPU's link, and all t GPUs of the group wait for it.
+    Later stacks overlap this traffic with the GEMMs (Transformer Engine's tensor-parallel
+    communication overlap), so they are sized without it."""
+    t = min(gpus, scale_up_domain(gpu))
+    if work.stack != "megatron-2021" or t <= 1:
+        return 0.0
+    allreduces = 6 if recompute_mode(work) == "full" else 4
+    per_allreduce = 2 * (t - 1) / t * work.arch.hidden * 2 / link_bandwidth(gpu, t)
+    return t * work.arch.layers * allreduces * per_allreduce
 
 
 def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
@@ -728,6 +750,7 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
     compute = prior_compute_seconds(work, gpu) / scale
     communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
+    communication += tensor_parallel_training_seconds(work, gpu, gpus)
     if communication > 0.2 * compute:
         result.binding = "communication"
     result.tokens_per_s = gpus / (compute + communication)
