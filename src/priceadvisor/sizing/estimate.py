@@ -424,6 +424,11 @@ def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: f
     return transfer if overlap == "none" else MOE_EXPOSED_COMMUNICATION * transfer
 
 
+# The megatron-2021 layout's tensor-parallel degree: the 8 GPUs of a DGX A100 node, as in every
+# Megatron-LM SC21 Table 1 run (pipeline parallelism spans the nodes).
+MEGATRON_2021_TENSOR_PARALLEL = 8
+
+
 def tensor_parallel_training_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     """GPU-seconds per trained token of the megatron-2021 layout's tensor-parallel all-reduces.
     That layout splits every layer over the GPUs of one node (Narayanan et al. 2021, SC21:
@@ -435,7 +440,7 @@ def tensor_parallel_training_seconds(work: Workload, gpu: GpuSpec, gpus: int) ->
     activations over one direction of the GPU's link, and all t GPUs of the group wait for it.
     Later stacks overlap this traffic with the GEMMs (Transformer Engine's tensor-parallel
     communication overlap), so they are sized without it."""
-    t = min(gpus, scale_up_domain(gpu))
+    t = min(gpus, MEGATRON_2021_TENSOR_PARALLEL)
     if work.stack != "megatron-2021" or t <= 1:
         return 0.0
     allreduces = 6 if recompute_mode(work) == "full" else 4
@@ -716,7 +721,8 @@ def sixteen_bit_training_flops(work: Workload) -> float:
     to the linear layers within the Transformer block", Megatron-Bridge performance tuning
     guide, "Low Precision Training"): the dot-product attention (Transformer Engine's FP8
     attention is off by default) and the vocabulary projection (Megatron's output layer is
-    not a Transformer Engine module; the embedding counts with it, as in 6·N) stay 16-bit."""
+    not a Transformer Engine module; the embedding counts with it, as in 6·N) stay 16-bit.
+    Dense models; MoE training's prior splits its time its own way (`moe_compute_seconds`)."""
     arch = work.arch
     vocabulary = arch.vocab * arch.hidden * (1 if arch.tied else 2)
     return _executed_flops(work, vocabulary, attention_training_flops(arch, work.seq_len))
