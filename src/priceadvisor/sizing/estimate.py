@@ -720,8 +720,9 @@ def sixteen_bit_training_flops(work: Workload) -> float:
     blocks ("The default low-precision LLM training recipe applies FP8 computation exclusively
     to the linear layers within the Transformer block", Megatron-Bridge performance tuning
     guide, "Low Precision Training"): the dot-product attention (Transformer Engine's FP8
-    attention is off by default) and the vocabulary projection (Megatron's output layer is
-    not a Transformer Engine module; the embedding counts with it, as in 6·N) stay 16-bit.
+    attention is off by default: recipe option `fp8_dpa=False`) and the vocabulary
+    projection (Megatron's output layer is not a Transformer Engine module; the embedding
+    counts with it, as in 6·N) stay 16-bit.
     Dense models; MoE training's prior splits its time its own way (`moe_compute_seconds`)."""
     arch = work.arch
     vocabulary = arch.vocab * arch.hidden * (1 if arch.tied else 2)
