@@ -39,6 +39,7 @@ from priceadvisor.config_light import ConfigError
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
 from priceadvisor.store import db as store
+from priceadvisor.store import layout
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.validators import (
     StoredValidatorCache,
@@ -261,6 +262,7 @@ def ingest_results(
             }
             for cache in caches:
                 save_validators(con, cache)
+            store.retry_conflicts(layout.keep_clustered)(con)  # the ingests' appended rows
     except store.StoreError as exc:
         _finish_unfinished(settings, path, run_ids, exc, give_up.is_set())
         raise

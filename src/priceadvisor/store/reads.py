@@ -78,6 +78,9 @@ class OfferFilter:
             if wanted:
                 clauses.append(clause)
                 params.append(value)
+        if self.gpu_models:  # the same rows; a range DuckDB's zone maps can skip row groups by
+            clauses.append("gpu_model BETWEEN ? AND ?")
+            params.extend([min(self.gpu_models), max(self.gpu_models)])
         if self.eu:
             clauses.append("is_eu")
         if not self.pricing:  # market averages are not rentable prices: shown only when asked for
