@@ -59,17 +59,16 @@ def appended_rows(con: duckdb.DuckDBPyConnection) -> tuple[int, int | None]:
     return (int(row[0]), row[1]) if row else (0, None)
 
 
-def keep_clustered(
-    con: duckdb.DuckDBPyConnection, share: float = CLUSTER_SHARE, min_rows: int = MIN_ROWS
-) -> bool:
-    """Rewrite core.current_offers in CLUSTER_ORDER when it has drifted; whether it did. Runs
-    in the caller's writer session, in a transaction of its own."""
+def keep_clustered(con: duckdb.DuckDBPyConnection) -> bool:
+    """Rewrite core.current_offers in CLUSTER_ORDER once CLUSTER_SHARE of it was appended since
+    the last rewrite (and it holds MIN_ROWS); whether it did. Runs in the caller's writer
+    session, in a transaction of its own."""
     appended, latest = appended_rows(con)
     if latest is None:
         return False
     found = con.execute("SELECT count(*) FROM core.current_offers").fetchone()
     rows = int(found[0]) if found else 0
-    if rows < min_rows or appended < share * rows:
+    if rows < MIN_ROWS or appended < CLUSTER_SHARE * rows:
         return False
     cluster(con, latest)
     return True
@@ -77,6 +76,7 @@ def keep_clustered(
 
 def cluster(con: duckdb.DuckDBPyConnection, latest_run: int) -> None:
     """Rewrite core.current_offers in CLUSTER_ORDER, as of fetch run `latest_run`."""
+    con.execute("SET enable_progress_bar = false")  # a writer draws no bar over the log
     with db.transaction(con):
         for statement in _REWRITE_SQL:
             con.execute(statement)
