@@ -135,8 +135,10 @@ def cli_sql(db: Path) -> tuple[str, list[Any]]:
 
     reads.fetch_table = capture  # type: ignore[assignment]
     try:
-        flt = reads.OfferFilter(gpu_models=filters.gpu_models("H100"), pricing="spot")
         with store.reader(db) as con:
+            flt = reads.OfferFilter(
+                gpu_models=filters.gpu_models("H100", reads.gpu_families(con)), pricing="spot"
+            )
             reads.prices(con, flt, "gpu-hour", TABLE_ROWS, layout.view_columns(layout.DEFAULT))
     finally:
         reads.fetch_table = original  # type: ignore[assignment]

@@ -150,6 +150,15 @@ def prices(
     return Table(list(columns), rows, total if total > len(rows) else None)
 
 
+def gpu_families(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(id, family) of every GPU in the catalog the database holds: the one its writers load
+    from gpus.toml, which mapped its offers (a lookup instead of parsing the whole file)."""
+    return [
+        (str(gpu), str(family))
+        for gpu, family in con.execute("SELECT gpu_model, family FROM gpus").fetchall()
+    ]
+
+
 def latest_sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
     """Per provider: whether its latest successful run was 'live' or 'recorded'."""
     rows = con.execute(
