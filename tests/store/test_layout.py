@@ -22,7 +22,7 @@ from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import db as store
-from priceadvisor.store import layout, reads
+from priceadvisor.store import lake, layout, reads
 from priceadvisor.store.ingest import ingest
 from tests.conftest import query
 
@@ -222,3 +222,19 @@ def scanned(node: dict[str, Any], table: str) -> int:
     if table in str(node.get("extra_info", {}).get("Table", "")):
         own = int(node.get("operator_rows_scanned", 0))
     return own + sum(scanned(child, table) for child in node.get("children", []))
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_a_lake_is_rewritten_in_order_too(tmp_path: Path) -> None:
+    """The same rewrite in one DuckLake transaction: rows in order, the offers unchanged."""
+    target = lake.Lake(catalog=str(tmp_path / "catalog.ducklake"), data_path=str(tmp_path / "data"))
+    with store.writer(target) as con:
+        merge(con, snapshot(), 0)
+        shuffle(con)
+        con.execute("UPDATE core.table_layout SET clustered_run = NULL")
+        before = query_offers(con)
+        assert store.retry_conflicts(layout.keep_clustered)(con)
+        assert query_offers(con) == before
+    with store.reader(target) as con:
+        assert in_order(con.execute(STORED).fetchall())
+        assert query_offers(con) == before
