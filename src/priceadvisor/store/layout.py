@@ -42,8 +42,8 @@ FROM core.table_layout AS l
 WHERE l.table_name = 'current_offers'
 GROUP BY l.clustered_run
 """
-# A temp table (spilled to disk when large) holds the sorted copy between the delete and the
-# insert: DuckDB appends inserted rows after the table's existing row groups.
+# A temp table holds the sorted copy between the delete and the insert: DuckDB appends inserted
+# rows after the table's existing row groups, so the table is emptied first.
 _REWRITE_SQL = (
     "CREATE OR REPLACE TEMP TABLE _clustered AS "
     f"SELECT * FROM core.current_offers ORDER BY {CLUSTER_ORDER}",
