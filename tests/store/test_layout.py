@@ -238,3 +238,21 @@ def test_a_lake_is_rewritten_in_order_too(tmp_path: Path) -> None:
     with store.reader(target) as con:
         assert in_order(con.execute(STORED).fetchall())
         assert query_offers(con) == before
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_a_failed_rewrite_leaves_the_fetch_stored_and_ok(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def disk_full(con: duckdb.DuckDBPyConnection, latest_run: int) -> None:
+        raise duckdb.IOException("could not write file: No space left on device")
+
+    monkeypatch.setattr(layout, "cluster", disk_full)
+    with store.writer(db_path) as con:
+        run_id = store.start_run(con, "azure")
+    result = FetchResult("azure", RunStatus.OK, snapshot(), finished_at=T0)
+    settings = load_settings(db=db_path)
+    [summary] = ingest_results(settings, db_path, [run_id], [result], threading.Event())
+    assert summary.status is RunStatus.OK and summary.offers_new == len(snapshot())
+    assert query(db_path, "SELECT count(*) FROM core.current_offers") == [(len(snapshot()),)]
+    assert "not rewritten in storage order: could not write file" in caplog.text
