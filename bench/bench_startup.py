@@ -10,7 +10,9 @@ system, all threads) of each process, which a busy machine inflates less.
 templates | tar -x -C DIR` for a before/after), run as `python -m priceadvisor` either way.
 --before DIR: time that checkout's CLI as well, interleaved with this one ("CLI before");
 --before-python PATH runs it with that checkout's own venv (its own dependencies, e.g. another
-Typer) instead of this one's.
+Typer) instead of this one's. It reads a database built by that checkout's own bench and ingest
+(so in its own storage order), and raw DuckDB runs this CLI's SQL on that file too ("raw
+DuckDB, before's file").
 
 --gpuhunt-python PATH: also time gpuhunt (https://github.com/dstackai/gpuhunt, installed in its
 own venv, never a dependency of this project) answering the same question in a fresh process:
@@ -105,6 +107,23 @@ def build(db: Path, offers: int) -> None:
         ingest(con, run_id, result, MANIFEST)
 
 
+# A database built by another checkout's own ingest (its own storage order), for "CLI before".
+BUILD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from bench_startup import build
+build(Path(sys.argv[2]), int(sys.argv[3]))
+"""
+
+
+def build_before(before: Command, db: Path, offers: int) -> None:
+    """`db` built by the checkout of `before` (its bench/ beside its src/), with its python."""
+    (python, *_), env = before
+    bench = Path(env["PYTHONPATH"]).parent / "bench"
+    subprocess.run([python, "-c", BUILD, str(bench), str(db), str(offers)], env=env, check=True)
+
+
 def cli_sql(db: Path) -> tuple[str, list[Any]]:
     """The exact SQL and parameters the CLI runs for CLI_ARGS (captured from reads.prices)."""
     seen: list[tuple[str, list[Any]]] = []
@@ -116,8 +135,10 @@ def cli_sql(db: Path) -> tuple[str, list[Any]]:
 
     reads.fetch_table = capture  # type: ignore[assignment]
     try:
-        flt = reads.OfferFilter(gpu_models=filters.gpu_models("H100"), pricing="spot")
         with store.reader(db) as con:
+            flt = reads.OfferFilter(
+                gpu_models=filters.gpu_models("H100", reads.gpu_families(con)), pricing="spot"
+            )
             reads.prices(con, flt, "gpu-hour", TABLE_ROWS, layout.view_columns(layout.DEFAULT))
     finally:
         reads.fetch_table = original  # type: ignore[assignment]
@@ -171,7 +192,8 @@ Timings = dict[str, list[tuple[float, float]]]  # per command: (wall, CPU) of ea
 def commands(
     db: Path, env: dict[str, str], gpuhunt: Path | None, before: Command | None
 ) -> dict[str, Command]:
-    """What to time: `before` is the python and environment of the CLI before, if any."""
+    """What to time: `before` is the python and environment of the CLI before, if any; it reads
+    a database its own checkout built (db with the suffix .before.duckdb)."""
     sql, params = cli_sql(db)
     args = ["-m", "priceadvisor", "--db", str(db), *CLI_ARGS]
     chosen = {
@@ -179,7 +201,13 @@ def commands(
         "raw DuckDB": ([sys.executable, "-c", RAW, str(db), sql, json.dumps(params)], env),
     }
     if before is not None:
-        chosen["CLI before"] = ([*before[0], *args], before[1])
+        own = str(db.with_suffix(".before.duckdb"))
+        chosen["CLI before"] = ([*before[0], *args[:3], own, *args[4:]], before[1])
+        # The same SQL on the file before built: what its storage order alone costs the query.
+        chosen["raw DuckDB, before's file"] = (
+            [sys.executable, "-c", RAW, own, sql, json.dumps(params)],
+            env,
+        )
     if gpuhunt is not None:
         url = gpuhunt_mirror(db, db.with_suffix(".gpuhunt"))
         hunt_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -231,6 +259,8 @@ def main() -> None:
         for offers in sizes:
             db = Path(tmp) / f"offers-{offers}.duckdb"
             build(db, offers)
+            if before is not None:
+                build_before(before, db.with_suffix(".before.duckdb"), offers)
             chosen = commands(db, env, args.gpuhunt_python, before)
             report(offers, compare(chosen, runs))
 

@@ -59,7 +59,15 @@ _FAMILY_PATTERNS: tuple[tuple[str, str], ...] = (
     ("TPUV5P", r"\bTPU ?V5 ?P\b"),
     ("TPUV6E", r"\bTPU ?V6 ?E\b|\bTRILLIUM\b"),
 )
-_COMPILED_FAMILIES = tuple((fam, re.compile(pat)) for fam, pat in _FAMILY_PATTERNS)
+
+
+# Compiled on the first name to resolve (an ingest), not at import: the read commands only look
+# up ids and families, and compiling every pattern was a few ms of each start.
+@cache
+def _compiled_families() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((fam, re.compile(pat)) for fam, pat in _FAMILY_PATTERNS)
+
+
 _MEMORY = re.compile(r"\b(\d+(?:\.\d+)?) ?G(?:I?B)?\b")
 _VARIANTS = (
     ("NVL", re.compile(r"\bNVL\b")),
@@ -118,7 +126,7 @@ class GpuCatalog:
         text = normalise_name(raw)
         if text in self._aliases:
             return self._aliases[text]
-        family = next((fam for fam, pat in _COMPILED_FAMILIES if pat.search(text)), None)
+        family = next((fam for fam, pat in _compiled_families() if pat.search(text)), None)
         if family is None:
             return None
         variant = next((name for name, pat in _VARIANTS if pat.search(text)), None)

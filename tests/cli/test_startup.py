@@ -1,7 +1,8 @@
 """The read commands start without the collection, web and scheduling stacks: a fresh process
 that runs `prices`, `history` and `sql` never imports the adapters, HTTP, HTML parsing, templates,
 the scheduler or the web server; nor the configuration model (pydantic-settings) or pydantic
-itself, when the configuration sets nothing those commands do not read."""
+itself, when the configuration sets nothing those commands do not read; nor parse gpus.toml
+(`--gpu` resolves against the catalog the database holds)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,11 @@ for args in (
     except SystemExit as done:
         codes.append(done.code)
 heavy = json.loads(sys.argv[2])
-print(json.dumps({"codes": codes, "loaded": [m for m in heavy if m in sys.modules]}))
+loaded = [m for m in heavy if m in sys.modules]
+from priceadvisor import catalog
+if catalog.gpu_catalog.cache_info().currsize:  # --gpu resolves against the database's catalog
+    loaded.append("gpus.toml parsed")
+print(json.dumps({"codes": codes, "loaded": loaded}))
 """
 
 

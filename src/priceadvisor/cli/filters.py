@@ -8,6 +8,7 @@ prefix with a trailing `*` (H100-S*). Comparisons ignore case, spaces and dashes
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from priceadvisor import catalog
 from priceadvisor.cli.common import UsageError
@@ -49,15 +50,15 @@ def country_code(value: str) -> str:
     return names[_key(value)]
 
 
-def gpu_models(value: str) -> list[str]:
-    """Canonical ids matching an id, a family, or (with a trailing *) a prefix of an id."""
-    gpus = catalog.gpu_catalog().gpus.values()
+def gpu_models(value: str, known: Iterable[tuple[str, str]]) -> list[str]:
+    """Canonical ids matching an id, a family, or (with a trailing *) a prefix of an id, among
+    the `known` (id, family) pairs of the GPU catalog."""
     if value.endswith("*"):
         prefix = _key(value[:-1])
-        found = [g.id for g in gpus if _key(g.id).startswith(prefix)]
+        found = [gpu for gpu, _ in known if _key(gpu).startswith(prefix)]
     else:
         wanted = _key(value)
-        found = [g.id for g in gpus if wanted in (_key(g.id), _key(g.family))]
+        found = [gpu for gpu, family in known if wanted in (_key(gpu), _key(family))]
     if not found:
         raise UsageError(
             f"unknown GPU {value!r} (a model such as H100-SXM-80GB, a family such as H100, or a "

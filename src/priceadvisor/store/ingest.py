@@ -32,7 +32,7 @@ import duckdb
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import columns
+from priceadvisor.store import columns, layout
 from priceadvisor.store import db as store
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 
@@ -338,7 +338,8 @@ FROM _changes AS c
 WHERE c.stale AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
-_OPEN_SQL = """
+# Inserted in the table's storage order (store.layout): a first load is written clustered.
+_OPEN_SQL = f"""
 INSERT INTO core.current_offers BY NAME
 SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd,
@@ -347,6 +348,7 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
 FROM _changes WHERE change IN ('new', 'changed')
+ORDER BY {layout.CLUSTER_ORDER}
 """
 
 # This run is the latest sighting of every open interval it covers: one row per region and

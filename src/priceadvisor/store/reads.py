@@ -78,6 +78,9 @@ class OfferFilter:
             if wanted:
                 clauses.append(clause)
                 params.append(value)
+        if self.gpu_models:  # the same rows; a range DuckDB's zone maps can skip row groups by
+            clauses.append("gpu_model BETWEEN ? AND ?")
+            params.extend([min(self.gpu_models), max(self.gpu_models)])
         if self.eu:
             clauses.append("is_eu")
         if not self.pricing:  # market averages are not rentable prices: shown only when asked for
@@ -145,6 +148,15 @@ def prices(
     rows = [row[:-1] for row in found.rows]
     total = found.rows[0][-1] if found.rows else 0
     return Table(list(columns), rows, total if total > len(rows) else None)
+
+
+def gpu_families(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(id, family) of every GPU in the catalog the database holds: the one its writers load
+    from gpus.toml, which mapped its offers (a lookup instead of parsing the whole file)."""
+    return [
+        (str(gpu), str(family))
+        for gpu, family in con.execute("SELECT gpu_model, family FROM gpus").fetchall()
+    ]
 
 
 def latest_sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
