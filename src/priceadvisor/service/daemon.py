@@ -53,7 +53,6 @@ from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
 from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
-from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store import lake, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
@@ -166,6 +165,10 @@ class Daemon:
 
     async def _serve(self) -> None:
         _bound_memory()
+        if self.settings.workloads:
+            # The advisor (and its numpy, ~13 MB) is imported only by a daemon that advises, and
+            # by that one at start: a broken install fails here, not after the first fetch.
+            import priceadvisor.sizing.advisor  # noqa: F401, PLC0415
         await asyncio.to_thread(self._prepare_database)
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
         for provider in self.providers:
@@ -412,6 +415,8 @@ class Daemon:
 
     def _advise(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
+            from priceadvisor.sizing.advisor import store_advice  # noqa: PLC0415 - see _serve
+
             with store.writer(self.path, settings.lock_timeout) as con:
                 store_advice(con, settings.workloads)
 
