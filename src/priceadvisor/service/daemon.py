@@ -113,6 +113,13 @@ def _release_free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
+def _import_advisor(settings: Settings) -> None:
+    """The advisor (and its numpy, ~13 MB) is imported only by a daemon that advises, and by
+    that one at start: a broken install fails there, not after the first fetch."""
+    if settings.workloads:
+        import priceadvisor.sizing.advisor  # noqa: F401, PLC0415
+
+
 class Daemon:
     def __init__(self, settings: Settings, offline: bool = False) -> None:
         self.settings = settings
@@ -165,10 +172,7 @@ class Daemon:
 
     async def _serve(self) -> None:
         _bound_memory()
-        if self.settings.workloads:
-            # The advisor (and its numpy, ~13 MB) is imported only by a daemon that advises, and
-            # by that one at start: a broken install fails here, not after the first fetch.
-            import priceadvisor.sizing.advisor  # noqa: F401, PLC0415
+        _import_advisor(self.settings)
         await asyncio.to_thread(self._prepare_database)
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
         for provider in self.providers:
@@ -415,7 +419,7 @@ class Daemon:
 
     def _advise(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
-            from priceadvisor.sizing.advisor import store_advice  # noqa: PLC0415 - see _serve
+            from priceadvisor.sizing.advisor import store_advice  # noqa: PLC0415 - as at start
 
             with store.writer(self.path, settings.lock_timeout) as con:
                 store_advice(con, settings.workloads)
