@@ -67,15 +67,24 @@ log = logging.getLogger("priceadvisor.service.daemon")
 AfterFetchHook = Callable[[Settings, IngestSummary], None]
 
 
+# Blocks from this size up (DuckDB's 256 KiB blocks, Arrow buffers) are mapped on their own and
+# unmapped when freed, so one ingest step's memory is gone before the next step's: ~10 MB off
+# the peak of a 100,000-offer ingest (docs/benchmarks.md). glibc's default starts at the same
+# 128 KiB but rises to the largest block freed, which put those blocks on the heap.
+_MMAP_THRESHOLD = 128 * 1024
+
+
 def _bound_memory() -> None:
     """A long-running process on a small VM: DuckDB gets a modest buffer pool, and glibc keeps
-    two malloc arenas instead of one per thread that ever touched the database."""
+    two malloc arenas instead of one per thread that ever touched the database and hands large
+    blocks back as soon as they are freed."""
     store.CONNECTION_CONFIG.update(
         {"memory_limit": "128MB", "allocator_flush_threshold": "4MB", "threads": 1}
     )
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-8, 2)  # M_ARENA_MAX (malloc.h)
+        libc.mallopt(-3, _MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass  # not glibc: nothing to tune
 

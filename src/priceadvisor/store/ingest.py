@@ -473,8 +473,8 @@ def _normalise(
     con.register("_resolved", resolution_table(con, manifest))
     fx_table(con, now)
     con.execute(_NORMALISE_SQL)
-    con.execute(_SPOT_CHECK_SQL)
     _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
+    con.execute(_SPOT_CHECK_SQL)
 
 
 def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
