@@ -47,8 +47,10 @@ def _column(objects: Sequence[Any], name: str, kind: Kind) -> Any:
 def _nulls(kind: Kind, length: int) -> Any:
     """An all-null array of `kind`: a zeroed validity bitmap and zeroed values (offsets)."""
     bitmap = bytes(-(-length // 8))
-    values = {"string": bytes(4 * (length + 1)), "bool": bitmap}.get(kind, bytes(8 * length))
-    buffers = [bitmap, values, b""] if kind == "string" else [bitmap, values]
+    if kind == "string":
+        buffers = [bitmap, bytes(4 * (length + 1)), b""]
+    else:
+        buffers = [bitmap, bitmap if kind == "bool" else bytes(8 * length)]
     return na.c_array_from_buffers(_TYPES[kind](), length, buffers, null_count=length)
 
 
