@@ -20,14 +20,19 @@ from priceadvisor.store.ingest import ingest
 from tests.conftest import query
 
 T0 = dt.datetime(2026, 11, 1, 12, 0)
-# Every attribute of an open interval set, so that each column's type takes part in the hash.
-FULL = RawQuote(
+# Every optional attribute unset: the snapshot hands DuckDB all-null columns (store.columns),
+# which must hash like the table's nulls and, once set, like any other value of their type.
+BARE = RawQuote(
     region="eastus",
     instance_type="Standard_NC24ads_A100_v4",
     pricing="on_demand",
     price=3.0,
     gpu_name_raw="A100 80GB",
     gpu_count=1.0,
+)
+# Every attribute of an open interval set, so that each column's type takes part in the hash.
+FULL = dataclasses.replace(
+    BARE,
     gpu_memory_gb=80.0,
     vcpus=24.0,
     ram_gb=220.0,
@@ -106,3 +111,32 @@ def test_tied_duplicates_collapse_into_one_offer_the_same_way_every_run(db_path:
     # the open row is one of the twins, whole: not columns of one and attributes of the other
     [(available, url)] = query(db_path, "SELECT available, source_url FROM offers")
     assert (available, url) in {(True, FULL.source_url), (False, None)}
+
+
+def test_an_unchanged_quote_with_no_optional_attribute_is_not_rewritten(db_path: Path) -> None:
+    run(db_path, 0, [BARE])
+    summary = run(db_path, 1, [BARE])
+    assert (summary.offers_seen, summary.offers_changed, summary.offers_new) == (1, 0, 0)
+    assert query(db_path, "SELECT last_seen FROM core.current_offers") == [(T0,)]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "column", "stored"),
+    [
+        ("available", True, "available", True),
+        ("interruption_rate", 0.2, "interruption_rate", 0.2),
+        ("source_url", "https://example.invalid/b", "source_url", "https://example.invalid/b"),
+        ("offer_count", 4, "offer_count", 4),
+        ("price_date", "2026-11-01", "price_date", dt.date(2026, 11, 1)),
+        ("price_rule", "50 % of on-demand", "price_origin", "derived"),
+    ],
+)
+def test_an_attribute_set_after_runs_without_it_updates_the_open_interval(
+    db_path: Path, field: str, value: object, column: str, stored: object
+) -> None:
+    run(db_path, 0, [BARE])
+    run(db_path, 1, [BARE])
+    summary = run(db_path, 2, [dataclasses.replace(BARE, **{field: value})])
+    assert (summary.offers_changed, summary.offers_new) == (0, 0)
+    assert query(db_path, f"SELECT {column}, first_seen FROM offers") == [(stored, T0)]
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(1,)]

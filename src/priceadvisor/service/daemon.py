@@ -53,7 +53,6 @@ from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
 from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
-from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db as store
 from priceadvisor.store import lake, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
@@ -68,15 +67,24 @@ log = logging.getLogger("priceadvisor.service.daemon")
 AfterFetchHook = Callable[[Settings, IngestSummary], None]
 
 
+# Blocks from this size up (DuckDB's 256 KiB blocks, Arrow buffers) are mapped on their own and
+# unmapped when freed, so one ingest step's memory is gone before the next step's: ~10 MB off
+# the peak of a 100,000-offer ingest (docs/benchmarks.md). glibc's default starts at the same
+# 128 KiB but rises to the largest block freed, which put those blocks on the heap.
+_MMAP_THRESHOLD = 128 * 1024
+
+
 def _bound_memory() -> None:
     """A long-running process on a small VM: DuckDB gets a modest buffer pool, and glibc keeps
-    two malloc arenas instead of one per thread that ever touched the database."""
+    two malloc arenas instead of one per thread that ever touched the database and hands large
+    blocks back as soon as they are freed."""
     store.CONNECTION_CONFIG.update(
         {"memory_limit": "128MB", "allocator_flush_threshold": "4MB", "threads": 1}
     )
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-8, 2)  # M_ARENA_MAX (malloc.h)
+        libc.mallopt(-3, _MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass  # not glibc: nothing to tune
 
@@ -112,6 +120,13 @@ def _release_free_memory() -> None:
     """Hand freed heap pages back to the OS after a job (glibc keeps them otherwise)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _import_advisor(settings: Settings) -> None:
+    """The advisor (and its numpy, ~13 MB) is imported only by a daemon that advises, and by
+    that one at start: a broken install fails there, not after the first fetch."""
+    if settings.workloads:
+        import priceadvisor.sizing.advisor  # noqa: F401, PLC0415
 
 
 class Daemon:
@@ -166,6 +181,7 @@ class Daemon:
 
     async def _serve(self) -> None:
         _bound_memory()
+        _import_advisor(self.settings)
         await asyncio.to_thread(self._prepare_database)
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
         for provider in self.providers:
@@ -412,6 +428,8 @@ class Daemon:
 
     def _advise(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
+            from priceadvisor.sizing.advisor import store_advice  # noqa: PLC0415 - as at start
+
             with store.writer(self.path, settings.lock_timeout) as con:
                 store_advice(con, settings.workloads)
 

@@ -1,0 +1,42 @@
+"""Columns of Python objects handed to DuckDB: an attribute no object sets arrives as nulls of
+its declared type, like one that some objects set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pytest
+
+from priceadvisor.store import columns
+
+SCHEMA: columns.Schema = {"text": "string", "number": "float", "count": "int", "flag": "bool"}
+
+
+@dataclass
+class Row:
+    text: str | None = None
+    number: float | None = None
+    count: int | None = None
+    flag: bool | None = None
+
+
+def _scan(rows: list[Row]) -> tuple[list[tuple[object, ...]], list[str]]:
+    con = duckdb.connect()
+    con.register("t", columns.from_objects(rows, SCHEMA))
+    types = [row[1] for row in con.execute("DESCRIBE t").fetchall()]
+    return con.execute("FROM t").fetchall(), types
+
+
+@pytest.mark.parametrize("length", [0, 1, 7, 8, 9, 1000])
+def test_unset_attributes_arrive_as_typed_nulls(length: int) -> None:
+    rows, types = _scan([Row() for _ in range(length)])
+    assert rows == [(None, None, None, None)] * length
+    assert types == ["VARCHAR", "DOUBLE", "BIGINT", "BOOLEAN"]
+
+
+def test_attributes_set_on_some_objects_keep_their_values() -> None:
+    given = [Row(), Row("x", 1.5, 0, False), Row(number=0.0, flag=True)]
+    rows, types = _scan(given)
+    assert rows == [(None, None, None, None), ("x", 1.5, 0, False), (None, 0.0, None, True)]
+    assert types == ["VARCHAR", "DOUBLE", "BIGINT", "BOOLEAN"]
