@@ -112,3 +112,9 @@ def test_catalog_password_is_used_and_never_shown(pg_server: str, tmp_path: Path
             "SELECT string_agg(secret_string, ' ') FROM duckdb_secrets()"
         ).fetchall()
     assert "hunter2" not in str(shown)
+
+
+def test_a_lake_connection_draws_no_progress_bar(tmp_path: Path) -> None:
+    with lake.connect(duckdb_lake(tmp_path)) as con:
+        row = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    assert row == (False,)

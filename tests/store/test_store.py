@@ -164,3 +164,22 @@ def test_runs_of_dead_processes_are_marked_abandoned(
         status = dict(con.execute("SELECT run_id, status FROM core.fetch_runs").fetchall())
     assert status == {mine: "running", theirs: "abandoned"}
     assert os.getpid() != dead.pid
+
+
+def _progress_bar(con: duckdb.DuckDBPyConnection) -> object:
+    row = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    return row[0] if row else None
+
+
+def test_no_connection_draws_a_progress_bar_and_readers_stay_sealed(
+    db_path: Path, tmp_path: Path
+) -> None:
+    # DuckDB draws its bar on stdout, piped or not, once a statement runs 2 s: into a CSV
+    # the user redirects, or over the daemon's log.
+    with store.writer(db_path) as con:
+        assert _progress_bar(con) is False
+    for folder in (None, tmp_path):
+        with store.reader(db_path, writable_dir=folder) as con:
+            assert _progress_bar(con) is False
+            with pytest.raises(duckdb.InvalidInputException, match="locked"):
+                con.execute("SET enable_progress_bar = true")

@@ -79,11 +79,11 @@ _NO_EXTENSIONS: Config = {
 # Readers (the `sql` command, reports, exports) see the database file and nothing else: no other
 # file, no network, no extension, and the settings cannot be changed by a statement. DuckDB checks
 # these itself, so they hold for any statement that slips past the CLI's own statement check.
+# The configuration is locked by a statement right after the connection is made quiet (`_open`).
 _SEALED: Config = {
     **_NO_EXTENSIONS,
     "enable_external_access": False,
     "allow_community_extensions": False,
-    "lock_configuration": True,
 }
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path | str] = set()
@@ -209,6 +209,8 @@ def _connection(
         try:
             if allowed is not None:
                 _seal_except(con, allowed)
+            elif read_only:
+                con.execute("SET lock_configuration = true")
             yield con
         finally:
             con.close()
@@ -428,7 +430,7 @@ def _open(
     _refuse_sqlite(path)
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=config)
+            return quiet(duckdb.connect(str(path), read_only=read_only, config=config))
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
                 raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
@@ -436,6 +438,14 @@ def _open(
         except duckdb.Error as exc:
             raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
         wait.pause()
+
+
+def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """`con` without DuckDB's progress bar: it draws on stdout, piped or not, once a statement
+    runs for 2 s, into a CSV or JSON the user redirects and over the daemon's log. A setting of
+    each connection (DuckDB refuses it in the connect-time configuration)."""
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def _holder(message: str) -> str:

@@ -229,6 +229,7 @@ def connect(
     if lake.kind == "duckdb" and read_only and not Path(lake.catalog).is_file():
         raise StoreError(f"no lake catalog at {lake.catalog}: run `priceadvisor fetch` first")
     con = duckdb.connect(":memory:", config={**(config or {}), **_NO_EXTENSIONS})
+    con.execute("SET enable_progress_bar = false")  # as db.quiet: it draws on stdout
     try:
         attach(con, lake, read_only, snapshot_time)
         yield con

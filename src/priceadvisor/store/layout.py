@@ -76,7 +76,6 @@ def keep_clustered(con: duckdb.DuckDBPyConnection) -> bool:
 
 def cluster(con: duckdb.DuckDBPyConnection, latest_run: int) -> None:
     """Rewrite core.current_offers in CLUSTER_ORDER, as of fetch run `latest_run`."""
-    con.execute("SET enable_progress_bar = false")  # a writer draws no bar over the log
     with db.transaction(con):
         for statement in _REWRITE_SQL:
             con.execute(statement)
