@@ -40,3 +40,16 @@ def test_attributes_set_on_some_objects_keep_their_values() -> None:
     rows, types = _scan(given)
     assert rows == [(None, None, None, None), ("x", 1.5, 0, False), (None, 0.0, None, True)]
     assert types == ["VARCHAR", "DOUBLE", "BIGINT", "BOOLEAN"]
+
+
+def test_one_attribute_unset_on_the_first_object_and_set_later() -> None:
+    given = [Row("a", 1.0, 2), Row("b", 2.0, 3, False), Row("c", 3.0, 4)]
+    rows, _ = _scan(given)
+    assert rows == [("a", 1.0, 2, None), ("b", 2.0, 3, False), ("c", 3.0, 4, None)]
+
+
+def test_one_attribute_no_object_sets_next_to_set_ones() -> None:
+    given = [Row("a", 0.0, 0), Row("", -1.0, 5)]
+    rows, types = _scan(given)
+    assert rows == [("a", 0.0, 0, None), ("", -1.0, 5, None)]
+    assert types == ["VARCHAR", "DOUBLE", "BIGINT", "BOOLEAN"]

@@ -249,7 +249,8 @@ def ingest_results(
     error goes on."""
     runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
     try:
-        with store.writer(path, settings.lock_timeout, give_up) as con:
+        # no vacuum at the end: the next cycle's run start reclaims the closed rows' space
+        with store.writer(path, settings.lock_timeout, give_up, vacuum=False) as con:
             summaries = {
                 result.provider: store.retry_conflicts(ingest)(
                     con,

@@ -192,6 +192,7 @@ def _connection(
     lock_timeout: float,
     give_up: threading.Event | None = None,
     allowed: Path | None = None,
+    extra: Config | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection opened on this process's turn. In one process a read-only and a read-write
     connection to the same file cannot coexist (DuckDB refuses a second configuration) and two
@@ -204,7 +205,10 @@ def _connection(
     _TURN.held = True
     try:
         con = _open(
-            path, read_only, _config(read_only, allowed), _LockWait(path, lock_timeout, give_up)
+            path,
+            read_only,
+            {**_config(read_only, allowed), **(extra or {})},
+            _LockWait(path, lock_timeout, give_up),
         )
         try:
             if allowed is not None:
@@ -230,7 +234,10 @@ def _take_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
 
 @contextmanager
 def writer(
-    path: Target, lock_timeout: float = 10.0, give_up: threading.Event | None = None
+    path: Target,
+    lock_timeout: float = 10.0,
+    give_up: threading.Event | None = None,
+    vacuum: bool = True,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Read-write connection for one write job: migrated, views fresh; checkpointed on close.
 
@@ -239,7 +246,13 @@ def writer(
     takes, warning every `lock_timeout`, until `give_up` is set (the daemon's shutdown).
     On a lake there is no file lock to wait for: writers run at once and DuckLake orders their
     transactions (a conflicting commit fails with duckdb.TransactionException, see
-    `retry_conflicts`)."""
+    `retry_conflicts`).
+
+    `vacuum=False`: the closing CHECKPOINT leaves the space of deleted rows in place (DuckDB's
+    `max_vacuum_tasks=0`) instead of merging the row groups that hold them; the next writer
+    session's checkpoint merges them (any change makes a checkpoint vacuum every table). For
+    the hourly ingest, whose memory peaks in that merge (docs/benchmarks.md): every fetch cycle
+    starts its runs in a writer session of its own, so the space is reclaimed an hour later."""
     if isinstance(path, lake.Lake):
         with _lake_writer(path) as con:
             yield con
@@ -249,12 +262,16 @@ def writer(
     except OSError as exc:
         raise StoreError(f"cannot create a database at {path}: {exc.strerror or exc}") from None
     with (
-        _connection(path, False, lock_timeout, give_up) as con,
+        _connection(path, False, lock_timeout, give_up, extra=_vacuum_config(vacuum)) as con,
         _write_failures(path),
     ):
         _prepare_once(con, path.resolve())
         yield con
         con.execute("CHECKPOINT")
+
+
+def _vacuum_config(vacuum: bool) -> Config:
+    return {} if vacuum else {"max_vacuum_tasks": 0}
 
 
 @contextmanager

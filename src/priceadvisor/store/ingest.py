@@ -412,17 +412,9 @@ def ingest(
     """Merge one fetch result in a single transaction and finish its fetch_runs row."""
     started = time.perf_counter()
     observed = result.finished_at or utcnow()
-    try:
-        with store.transaction(con):
-            counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
-            return _finish_run(con, run_id, result, status, error, counts, observed, started)
-    finally:
-        _release_inputs(con)
-
-
-def _release_inputs(con: duckdb.DuckDBPyConnection) -> None:
-    for name in ("_raw", "_resolved"):
-        con.unregister(name)
+    with store.transaction(con):
+        counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
+        return _finish_run(con, run_id, result, status, error, counts, observed, started)
 
 
 def _merge_fx(
@@ -479,12 +471,17 @@ def _normalise(
     con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
 ) -> None:
     """The snapshot as the temp table _snap: each quote normalised, with its reject reason."""
-    con.register("_raw", quotes_table(quotes))
+    # _raw and _resolved are read by the SQL under these names: DuckDB scans a Python
+    # variable of the calling function that a query names (a replacement scan). Registering
+    # them would create views, and a view dropped inside the ingest's transaction keeps its
+    # Arrow data alive until COMMIT (kept for a rollback): ~12 MB at 100,000 quotes held
+    # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
+    _raw = quotes_table(quotes)
     distinct = con.execute(_DISTINCT_SQL).fetchall()
-    con.register("_resolved", resolution_table(manifest, [r[:3] for r in distinct if r[4]]))
+    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]])
     fx_table(con, now, [r[3] for r in distinct if not r[4]])
     con.execute(_NORMALISE_SQL)
-    _release_inputs(con)  # _snap holds all the rest needs; the Arrow copy can go now
+    del _raw, _resolved  # _snap holds all the rest needs; the Arrow copy can go now
     con.execute(_SPOT_CHECK_SQL)
 
 
