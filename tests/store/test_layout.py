@@ -89,6 +89,26 @@ def test_a_first_load_is_stored_in_gpu_model_order(db_path: Path) -> None:
     assert rows[-1][0] is None  # the unmapped GPU last
 
 
+def test_a_first_load_larger_than_a_row_group_is_sorted_by_the_fetch_session(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of a row group or more is inserted unsorted (sorting ~1M rows inside the ingest
+    ran out of the daemon's 128 MB) and counts as appended, so the fetch session that stored it
+    rewrites the table in order. Row groups shrunk here so that a small snapshot is "large"."""
+    quotes = snapshot()
+    monkeypatch.setattr(layout, "ROW_GROUP_ROWS", len(quotes) // 2)
+    monkeypatch.setattr(layout, "MIN_ROWS", 0)
+    with store.writer(db_path) as con:
+        merge(con, quotes, 0)
+        assert not in_order(con.execute(STORED).fetchall())  # as the snapshot came
+        assert layout.appended_rows(con)[0] == len(quotes)
+    with store.writer(db_path) as con:
+        run_id = store.start_run(con, "azure")
+    result = FetchResult("azure", RunStatus.OK, changed(quotes, 0.6, seed=4), finished_at=T0)
+    ingest_results(load_settings(db=db_path), db_path, [run_id], [result], threading.Event())
+    assert in_order(query(db_path, STORED))
+
+
 @pytest.mark.usefixtures("small_tables")
 def test_the_ingest_session_restores_the_order_once_enough_rows_were_appended(
     db_path: Path,

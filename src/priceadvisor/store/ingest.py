@@ -346,8 +346,12 @@ FROM _changes AS c
 WHERE c.stale AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
-# Inserted in the table's storage order (store.layout): a first load is written clustered.
-_OPEN_SQL = f"""
+# A batch smaller than a row group is inserted in the table's storage order (store.layout), so
+# the small batches hourly ingests append stay sorted among themselves. A larger one (a first
+# load) is inserted as it comes: sorting it inside the ingest's transaction runs out of the
+# daemon's 128 MB at ~1M rows (the sort and the table's index both hold memory), and the fetch
+# session rewrites the table in order right after (layout.keep_clustered counts it as appended).
+_OPEN_SQL = """
 INSERT INTO core.current_offers BY NAME
 SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd,
@@ -356,8 +360,8 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
 FROM _changes WHERE change IN ('new', 'changed')
-ORDER BY {layout.CLUSTER_ORDER}
 """
+_OPEN_SORTED_SQL = f"{_OPEN_SQL}ORDER BY {layout.CLUSTER_ORDER}\n"
 
 # This run is the latest sighting of every open interval it covers: one row per region and
 # pricing instead of a write per offer (every open offer there was seen, or it was closed).
@@ -570,7 +574,8 @@ def _apply_changes(
         " count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
     ).fetchone()
     assert row is not None
-    for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, _OPEN_SQL, _UNCOVER_SQL, _COVER_SQL):
+    open_sql = _OPEN_SORTED_SQL if row[0] + row[1] < layout.ROW_GROUP_ROWS else _OPEN_SQL
+    for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, open_sql, _UNCOVER_SQL, _COVER_SQL):
         if sql is not _TOUCH_SQL or row[3]:  # an UPDATE with no stale row would still scan
             _run(con, sql, params)
     return {"changed": row[0], "new": row[1], "closed": row[2]}

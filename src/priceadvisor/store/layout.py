@@ -6,11 +6,13 @@ groups whose range cannot match: with rows stored in GPU-model order, `--gpu H10
 few row groups holding H100s instead of all of them (at 1M offers 2 of 8). Nothing else depends
 on the order: it changes how fast a filter runs, never what a query returns.
 
-Each ingest inserts its new intervals in this order (store.ingest), so a first load, however
-large, is written clustered. Later ingests delete a few rows here and there and append a small
-sorted batch each; those batches pile up at the end of the table in row groups holding every
-model. Once the rows so appended since the table was last clustered reach CLUSTER_SHARE of it,
-`keep_clustered` rewrites the table in order (one transaction; core.table_layout remembers the
+Each ingest appends its new intervals at the end of the table: a batch smaller than a row group
+sorted in this order (store.ingest), a larger one (a first load) as it comes, because sorting
+it inside the ingest runs out of the daemon's memory limit. Later ingests delete a few rows
+here and there and append a small sorted batch each; those batches pile up at the end of the
+table in row groups holding every model. Once the rows appended since the table was last
+clustered reach CLUSTER_SHARE of it (a first load: all of them), `keep_clustered` rewrites the
+table in order (one transaction, in the fetch's writer session; core.table_layout remembers the
 last fetch run it covered).
 """
 
@@ -22,10 +24,9 @@ from priceadvisor.store import db
 
 # The storage order (NULLs, the unmapped GPUs no price query shows, sort last).
 CLUSTER_ORDER = "gpu_model, pricing, provider, region"
-# DuckDB's zone maps cover a row group: a batch at least this large is written in row groups of
-# its own, sorted, so it leaves the layout clustered enough.
+# DuckDB's zone maps cover a row group; an ingest sorts a batch smaller than this.
 ROW_GROUP_ROWS = 122_880
-# Rewrite once this share of the rows was appended in small batches since the last rewrite.
+# Rewrite once this share of the rows was appended since the last rewrite.
 CLUSTER_SHARE = 0.2
 # Below two row groups there is nothing to skip: the rewrite would buy nothing.
 MIN_ROWS = 2 * ROW_GROUP_ROWS
@@ -34,7 +35,7 @@ _INSERTED = "coalesce(r.offers_new, 0) + coalesce(r.offers_changed, 0)"
 # A table never clustered (NULL) counts all its rows as appended.
 _APPENDED_SQL = f"""
 SELECT CASE WHEN l.clustered_run IS NULL THEN (SELECT count(*) FROM core.current_offers)
-            ELSE coalesce(sum({_INSERTED}) FILTER (WHERE {_INSERTED} < {ROW_GROUP_ROWS}), 0)
+            ELSE coalesce(sum({_INSERTED}), 0)
        END,
        max(r.run_id)
 FROM core.table_layout AS l
@@ -54,7 +55,7 @@ _REWRITE_SQL = (
 
 
 def appended_rows(con: duckdb.DuckDBPyConnection) -> tuple[int, int | None]:
-    """Rows inserted in small batches since the last rewrite, and the latest run counted."""
+    """Rows inserted since the last rewrite, and the latest run counted."""
     row = con.execute(_APPENDED_SQL).fetchone()
     return (int(row[0]), row[1]) if row else (0, None)
 
