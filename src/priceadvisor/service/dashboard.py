@@ -174,7 +174,8 @@ class Dashboard:
         data = await self._prices_data(request)
         query = request.url.query
         pages = max(1, -(-data["total"] // data["q"].per_page))
-        return self.page("prices", request, query=query, pages=pages, **data)
+        rows = row_dicts(data["offers"])
+        return self.page("prices", request, query=query, pages=pages, offer_rows=rows, **data)
 
     async def api_offers(self, request: Request) -> Response:
         q = offer_query(request)
