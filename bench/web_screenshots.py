@@ -27,11 +27,16 @@ from priceadvisor.store import db as store
 
 SHOTS = [
     ("dashboard-prices", "/", 1280, 1000, False),
+    ("dashboard-prices-phone", "/", 390, 844, False),
     ("dashboard-prices-phone-dark", "/?pricing=spot", 390, 844, True),
     ("dashboard-gpu", "/gpu/H100-SXM-80GB", 1280, 1000, False),
     ("dashboard-gpu-phone-dark", "/gpu/H100-SXM-80GB", 390, 844, True),
-    ("dashboard-workloads", "/workloads", 1280, 500, False),
-    ("dashboard-providers", "/providers", 1280, 500, False),
+    ("dashboard-workloads", "/workloads", 1280, 600, False),
+    ("dashboard-workloads-phone", "/workloads", 390, 844, False),
+    ("dashboard-providers", "/providers", 1280, 700, False),
+    ("dashboard-providers-phone", "/providers", 390, 844, False),
+    ("dashboard-alerts", "/alerts", 1280, 600, False),
+    ("dashboard-alerts-phone", "/alerts", 390, 844, False),
 ]
 
 

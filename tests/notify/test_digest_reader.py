@@ -35,7 +35,11 @@ def test_week_one_is_summarised_not_listed(db_path: Path, settings: Settings) ->
     digest = build(fresh_market(db_path), settings)
     message = digests.render(digest)
     assert digest.first_week and digest.new_offers == [] and digest.movers == []
-    assert message.subject.startswith("First GPU price digest: 13 offers from 5 providers")
+    offers = sum(len(quotes) for quotes in dashboard_data.OFFERS.values())
+    providers = len(dashboard_data.OFFERS)
+    assert message.subject.startswith(
+        f"First GPU price digest: {offers} offers from {providers} providers"
+    )
     assert "First week of data" in message.text and "NEW AND VANISHED" not in message.text
     assert "—" not in message.text.split("CHEAPEST")[1].split("DATA HEALTH")[0]
     assert digests.chart_rows(digest) == []  # nothing to draw yet: no chart

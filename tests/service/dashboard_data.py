@@ -1,5 +1,8 @@
-"""A small database for the dashboard tests: five providers, a hostile instance type, a month
-of history for H100s (spot and on-demand), advice, alert states, notifications and a silence."""
+"""A small database for the dashboard tests: eleven providers (two of them replayed from
+recorded responses), a hostile instance type, a month of history for H100s from enough
+providers (12 series, spot and on-demand) to overfill the chart's eight colours, advice (one
+offer from a marketplace, i.e. with no SLA), alert states, notifications and a silence.
+Prices are round figures of the kind each provider lists, not captures."""
 
 from __future__ import annotations
 
@@ -48,7 +51,15 @@ OFFERS = {
         quote("US", "H100 SXM", "H100 SXM", 1, 1.89, pricing="spot", offer_count=3),
     ],
     "lambda": [quote("global", EVIL, "H100 SXM", 1, 2.49)],
+    "nebius": [quote("global", "gpu-h100-sxm", "H100 SXM", 1, 2.95)],
+    "crusoe": [quote("global", "h100-80gb-sxm-ib", "H100 SXM", 1, 3.90)],
+    "hyperstack": [quote("global", "n3-H100x1", "H100 SXM", 1, 2.40)],
+    "together": [quote("global", "H100 SXM", "H100 SXM", 1, 3.36)],
+    "digitalocean": [quote("global", "gpu-h100x1-80gb", "H100", 1, 3.39)],
+    "coreweave": [quote("US-EAST-04", "gd-8xh100ib-i128", "H100", 8, 49.24)],
 }
+# Providers whose latest run replayed the recorded responses (`run --offline`).
+RECORDED = ("vast", "runpod")
 
 
 def build(db: Path) -> Path:
@@ -57,6 +68,10 @@ def build(db: Path) -> Path:
     with store.writer(db) as con:
         _backdate_h100_history(con)
         _advice_alerts_notifications(con)
+        con.execute(
+            "UPDATE core.fetch_runs SET source = 'recorded' WHERE list_contains(?, provider)",
+            [list(RECORDED)],
+        )
     return db
 
 
@@ -81,14 +96,23 @@ def _advice_alerts_notifications(con: object) -> None:
     run = con.execute  # type: ignore[attr-defined]
     run(
         """INSERT INTO core.advice (workload, task, rank, provider, region, instance_type,
-            gpu_model, gpu_count, pricing, price_hour_usd, usd_per_mtok, tokens_per_s, ttft_ms,
-            tpot_ms, binding, low, high, spot_overhead, computed_at)
+            gpu_model, gpu_count, pricing, price_hour_usd, usd_per_mtok, monthly_usd, replicas,
+            tokens_per_s, ttft_ms, tpot_ms, binding, low, high, spot_overhead, computed_at)
         VALUES ('chat-70b', 'serve', 1, 'vast', 'US', 'H100 SXM', 'H100-SXM-80GB', 1, 'spot',
-                1.89, 0.41, 1280, 180, 22, 'bandwidth', 0.33, 0.52, 1.1, now()::TIMESTAMP),
+                1.89, 0.41, 3035.34, 2, 1280, 180, 22, 'bandwidth', 0.33, 0.52, 1.1,
+                now()::TIMESTAMP),
                ('chat-70b', 'serve', 2, 'lambda', 'global', ?, 'H100-SXM-80GB', 1,
-                'on_demand', 2.49, 0.54, 1280, 180, 22, 'bandwidth', 0.43, 0.68, 1,
+                'on_demand', 2.49, 0.54, 3635.4, 2, 1280, 180, 22, 'bandwidth', 0.43, 0.68, 1,
                 now()::TIMESTAMP)""",
         [EVIL],
+    )
+    run(
+        """INSERT INTO core.advice (workload, task, rank, provider, region, instance_type,
+            gpu_model, gpu_count, pricing, price_hour_usd, cost_usd, tokens_per_s, hours,
+            binding, low, high, spot_overhead, computed_at)
+        VALUES ('finetune-8b', 'train', 1, 'aws', 'us-east-1', 'p5.48xlarge', 'H100-SXM-80GB',
+                8, 'on_demand', 98.32, 482.0, 41000, 4.9, 'compute', 330.0, 700.0, 1,
+                now()::TIMESTAMP)"""
     )
     run(
         """INSERT INTO core.alert_state VALUES

@@ -58,3 +58,11 @@ def test_parquet_download_from_a_lake(both: tuple[Path, lake.Lake]) -> None:
     with serving(both[1]) as on_lake:
         response = on_lake.get("/prices.parquet?gpu=H100")
     assert response.status_code == 200 and response.content.startswith(b"PAR1")
+
+
+def test_pages_render_from_a_lake_with_the_recorded_marker(both: tuple[Path, lake.Lake]) -> None:
+    with serving(both[1]) as on_lake:
+        pages = {p: on_lake.get(p) for p in ("/", "/gpu/H100-SXM-80GB", "/workloads", "/alerts")}
+    assert {p: r.status_code for p, r in pages.items()} == dict.fromkeys(pages, 200)
+    assert 'class="tag recorded"' in pages["/"].text  # the runs' source came along
+    assert "no SLA" in pages["/workloads"].text

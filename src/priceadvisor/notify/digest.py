@@ -20,6 +20,7 @@ from priceadvisor.notify import Message
 from priceadvisor.notify import slack as blocks
 from priceadvisor.notify.chart import CID as price_chart_cid
 from priceadvisor.notify.chart import ChartUnavailable, price_chart
+from priceadvisor.store import reads
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +102,11 @@ WHERE h.valid_to > $week_ago AND h.gpu_model IS NOT NULL AND NOT EXISTS (
 GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
 """
 
-BEST_SQL = """
+BEST_SQL = f"""
 SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
     a.gpu_count, a.pricing, a.price_hour_usd, coalesce(a.cost_usd, a.usd_per_mtok) AS cost,
     a.binding, a.tokens_per_s, a.hours, a.tpot_ms, h.price_hour_usd AS price_week_ago,
-    -- marketplace and community hosts: individual sellers, no SLA (Vast.ai, RunPod Community)
-    a.provider = 'vast' OR a.region = 'community' AS marketplace
+    {reads.no_sla("a")} AS marketplace
 FROM advice AS a
 LEFT JOIN price_history AS h
   ON h.provider = a.provider AND h.region = a.region AND h.instance_type = a.instance_type

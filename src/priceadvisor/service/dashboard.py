@@ -27,14 +27,18 @@ from starlette.staticfiles import StaticFiles
 
 from priceadvisor.notify import render as templates
 from priceadvisor.resources import templates_dir
+from priceadvisor.service import labels
 from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard as queries
 from priceadvisor.store import db as store
-from priceadvisor.store.reads import Table
+from priceadvisor.store.reads import Table, latest_sources
 
 T = TypeVar("T")
 # A page waits at most this long for the writer's turn; past it the reader gets 503, not a hang.
 READ_LOCK_TIMEOUT = 5.0
+# The GPU chart draws this many series at first (the cheapest now), each in its own colour;
+# the rest wait behind a toggle. More than ~8 colours cannot be told apart.
+CHART_SERIES_SHOWN = 8
 
 
 class BadQuery(ValueError):
@@ -94,6 +98,17 @@ def records(table: Table) -> list[dict[str, Any]]:
     return [{c: jsonable(v) for c, v in zip(table.columns, row, strict=True)} for row in table.rows]
 
 
+def row_dicts(table: Table) -> list[dict[str, Any]]:
+    """Rows by column name with their own types, for a template (times stay datetimes)."""
+    return [dict(zip(table.columns, row, strict=True)) for row in table.rows]
+
+
+def recorded_providers(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """Providers whose current prices come from recorded responses, not a live fetch: every
+    price of theirs carries the "recorded" marker."""
+    return frozenset(p for p, source in latest_sources(con).items() if source == "recorded")
+
+
 class Dashboard:
     def __init__(self, db_path: store.Target, mode: str) -> None:
         self.db_path = db_path
@@ -128,8 +143,13 @@ class Dashboard:
             return target.read_bytes()
 
     def page(self, name: str, request: Request, **context: Any) -> HTMLResponse:
+        context.setdefault("recorded", frozenset())
         html = templates.render(
-            f"web/{name}.html.j2", request_path=request.url.path, mode=self.mode, **context
+            f"web/{name}.html.j2",
+            request_path=request.url.path,
+            mode=self.mode,
+            label=labels.column,
+            **context,
         )
         return HTMLResponse(html)
 
@@ -145,6 +165,7 @@ class Dashboard:
                 "total": total,
                 "cheapest": queries.cheapest_per_model(con, q),
                 "choices": self._choices(con),
+                "recorded": recorded_providers(con),
             }
 
         return await self.read(gather)
@@ -153,7 +174,8 @@ class Dashboard:
         data = await self._prices_data(request)
         query = request.url.query
         pages = max(1, -(-data["total"] // data["q"].per_page))
-        return self.page("prices", request, query=query, pages=pages, **data)
+        rows = row_dicts(data["offers"])
+        return self.page("prices", request, query=query, pages=pages, offer_rows=rows, **data)
 
     async def api_offers(self, request: Request) -> Response:
         q = offer_query(request)
@@ -183,6 +205,10 @@ class Dashboard:
 
     # One GPU -----------------------------------------------------------------------------
     async def _gpu_data(self, model: str) -> dict[str, Any]:
+        # the headline: rentable published prices, as the Prices page shows by default
+        now = queries.OfferQuery(gpu=model)
+        on_demand = queries.OfferQuery(gpu=model, pricing="on_demand")
+
         def gather(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             specs = queries.gpu_specs(con, model)
             if specs is None:
@@ -192,13 +218,18 @@ class Dashboard:
                 "specs": specs,
                 "history": queries.gpu_daily_cheapest(con, model),
                 "offers": queries.gpu_offers(con, model),
+                "cheapest_now": row_dicts(queries.cheapest_per_model(con, now)),
+                "cheapest_on_demand": row_dicts(queries.cheapest_per_model(con, on_demand)),
+                "recorded": recorded_providers(con),
             }
 
         return await self.read(gather)
 
     async def gpu(self, request: Request) -> Response:
         data = await self._gpu_data(request.path_params["model"])
-        return self.page("gpu", request, chart=chart_series(data["history"]), **data)
+        chart = chart_series(data["history"])
+        rows = row_dicts(data["offers"])
+        return self.page("gpu", request, chart=chart, offer_rows=rows, **data)
 
     async def api_gpu(self, request: Request) -> Response:
         data = await self._gpu_data(request.path_params["model"])
@@ -213,35 +244,49 @@ class Dashboard:
 
     # Workloads, providers, alerts --------------------------------------------------------
     async def workloads(self, request: Request) -> Response:
-        table = await self.read(queries.workloads)
-        return self.page("workloads", request, groups=_group(records(table), "workload"))
+        def gather(con: duckdb.DuckDBPyConnection) -> tuple[Table, frozenset[str]]:
+            return queries.workloads(con), recorded_providers(con)
+
+        table, recorded = await self.read(gather)
+        groups = _group(row_dicts(table), "workload")
+        return self.page("workloads", request, groups=groups, recorded=recorded)
 
     async def api_workloads(self, request: Request) -> Response:
         return JSONResponse({"advice": records(await self.read(queries.workloads))})
 
     async def providers(self, request: Request) -> Response:
         table = await self.read(queries.providers)
-        return self.page("providers", request, rows=records(table))
+        return self.page("providers", request, rows=row_dicts(table))
 
     async def api_providers(self, request: Request) -> Response:
         table = await self.read(queries.providers)
         return JSONResponse({"mode": self.mode, "providers": records(table)})
 
-    async def _alerts_data(self) -> dict[str, list[dict[str, Any]]]:
-        def gather(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+    async def _alerts_data(self) -> dict[str, Table]:
+        def gather(con: duckdb.DuckDBPyConnection) -> dict[str, Table]:
             return {
-                "alerts": records(queries.alert_states(con)),
-                "notifications": records(queries.recent_notifications(con)),
-                "silences": records(queries.silences(con)),
+                "alerts": queries.alert_states(con),
+                "notifications": queries.recent_notifications(con),
+                "silences": queries.silences(con),
             }
 
         return await self.read(gather)
 
     async def alerts(self, request: Request) -> Response:
-        return self.page("alerts", request, **await self._alerts_data())
+        data = {name: row_dicts(table) for name, table in (await self._alerts_data()).items()}
+        for silence in data["silences"]:
+            silence["matchers"] = labels.matchers(silence["matchers"])
+        return self.page(
+            "alerts",
+            request,
+            alerts=labels.alert_rows(data["alerts"]),
+            notifications=data["notifications"],
+            silences=data["silences"],
+        )
 
     async def api_alerts(self, request: Request) -> Response:
-        return JSONResponse(await self._alerts_data())
+        data = await self._alerts_data()
+        return JSONResponse({name: records(table) for name, table in data.items()})
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(SPEC)
@@ -274,20 +319,29 @@ class Dashboard:
 
 def chart_series(history: Table) -> dict[str, Any]:
     """uPlot's shape: one x axis (days, as Unix seconds) and one series per provider/pricing,
-    with null where that series has no price that day."""
+    with null where that series has no price that day; the cheapest on its latest day first,
+    and `shown`: how many to draw before the reader asks for all."""
     days = sorted({row[0] for row in history.rows})
     index = {day: i for i, day in enumerate(days)}
     series: dict[str, list[float | None]] = {}
     for day, provider, pricing, usd in history.rows:
         label = f"{provider} · {'spot' if pricing == 'spot' else 'on-demand'}"
         series.setdefault(label, [None] * len(days))[index[day]] = round(usd, 4)
+    # offered today before ended ones, then by the last price each had
+    ordered = sorted(series, key=lambda k: (series[k][-1] is None, _latest(series[k]), k))
     x = [int(dt.datetime.combine(d, dt.time(), dt.UTC).timestamp()) for d in days]
     return {
         "x": x,
-        "labels": list(series),
-        "series": list(series.values()),
-        "spot": [label.endswith("spot") for label in series],
+        "labels": ordered,
+        "series": [series[label] for label in ordered],
+        "spot": [label.endswith("spot") for label in ordered],
+        "shown": min(CHART_SERIES_SHOWN, len(ordered)),
     }
+
+
+def _latest(values: list[float | None]) -> float:
+    """A series' last price, on the latest day or, if it has ended, before."""
+    return next((v for v in reversed(values) if v is not None), float("inf"))
 
 
 def _csv(table: Table) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from priceadvisor.models import RENTABLE
-from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table
+from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table, no_sla
 
 OFFER_COLUMNS = (
     "provider",
@@ -198,15 +198,15 @@ def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> 
 
 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
-    """The latest ranking of every workload (top N), with the offer's price change since the
-    ranking's offer first appeared and whether the source is a marketplace."""
+    """The latest ranking of every workload (top N), with the offer's previous price (before
+    its current interval) and whether it comes from a host with no SLA (a marketplace)."""
     return fetch_table(
         con,
-        """
+        f"""
         SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
                a.gpu_count, a.pricing, a.price_hour_usd, a.cost_usd, a.usd_per_mtok,
-               a.monthly_usd, a.tokens_per_s, a.hours, a.ttft_ms, a.tpot_ms, a.binding,
-               a.low, a.high, a.computed_at,
+               a.monthly_usd, a.replicas, a.tokens_per_s, a.hours, a.ttft_ms, a.tpot_ms,
+               a.binding, a.low, a.high, a.computed_at, {no_sla("a")} AS no_sla,
                (SELECT h.price_hour_usd FROM price_history h
                  WHERE h.provider = a.provider AND h.region = a.region
                    AND h.instance_type = a.instance_type AND h.pricing = a.pricing
@@ -246,10 +246,15 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
 
 
 def alert_states(con: duckdb.DuckDBPyConnection) -> Table:
+    """Alert states; `task` is the watched workload's (a 'cheaper' rule's amounts are per run
+    for training, per 1M tokens for serving), else null."""
     return fetch_table(
         con,
-        "SELECT rule, labels, firing, pending, reference, value, last_notified_at, updated_at "
-        "FROM alerts ORDER BY firing DESC, updated_at DESC, fingerprint LIMIT 200",
+        """
+        SELECT rule, labels, firing, pending, reference, value, last_notified_at, updated_at,
+               (SELECT any_value(v.task) FROM advice AS v
+                 WHERE v.workload = (alerts.labels ->> 'workload')) AS task
+        FROM alerts ORDER BY firing DESC, updated_at DESC, fingerprint LIMIT 200""",
     )
 
 

@@ -10,6 +10,13 @@ import duckdb
 
 from priceadvisor.models import RENTABLE
 
+
+def no_sla(alias: str) -> str:
+    """SQL true for an offer from a marketplace or community host: individual sellers with no
+    SLA (Vast.ai, RunPod Community Cloud). `alias` is the offer's table alias in the query."""
+    return f"({alias}.provider = 'vast' OR {alias}.region = 'community')"
+
+
 # An offer's key (core.price_intervals: one open row per key), the last words of every ordered
 # offer listing: equal prices then come back in the same order on every run.
 OFFER_KEY = "provider, region, zone, instance_type, pricing"

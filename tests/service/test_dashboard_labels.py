@@ -1,0 +1,58 @@
+"""The dashboard's wording: column labels with units, alert labels and amounts as text."""
+
+from __future__ import annotations
+
+import pytest
+
+from priceadvisor.service import labels
+from priceadvisor.service.dashboard import chart_series
+from priceadvisor.store.dashboard import OFFER_COLUMNS
+from priceadvisor.store.reads import Table
+
+
+@pytest.mark.parametrize("name", OFFER_COLUMNS)
+def test_every_offer_column_has_its_own_label(name: str) -> None:
+    assert name in labels.COLUMNS
+    assert "_" not in labels.column(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [
+        ("price_gpu_hour_usd", "$/GPU-hour"),
+        ("gpu_memory_gb", "GPU memory (GB)"),
+        ("launch_year", "Launch year"),
+        ("flag_reason", "Flag reason"),  # a column with no label yet: its words
+        ("price_week_ago_usd", "Price week ago ($)"),  # ... and the unit its name ends with
+        ("checked_at", "Checked (UTC)"),
+    ],
+)
+def test_labels_say_the_unit(name: str, label: str) -> None:
+    assert labels.column(name) == label
+
+
+def test_alert_labels_and_amounts_read_as_text() -> None:
+    assert labels.matchers('{"gpu_model": "H100-SXM-80GB", "pricing": "on_demand"}') == (
+        "GPU H100-SXM-80GB · pricing on-demand"
+    )
+    assert labels.matchers("{}") == "everything"
+    assert labels.alert_amount("price_drop", 2.49, None) == "$2.49/GPU-hour"
+    assert labels.alert_amount("cheaper", 0.41, "serve") == "$0.410 per 1M tokens"
+    assert labels.alert_amount("cheaper", 482.0, "train") == "$482.00 per run"
+    assert labels.alert_amount("provider_failing", 1.0, None) == "—"
+
+
+def test_chart_puts_the_cheapest_today_first_and_ended_series_last() -> None:
+    import datetime as dt
+
+    day1, day2 = dt.date(2026, 11, 1), dt.date(2026, 11, 2)
+    rows = [
+        (day1, "gone", "on_demand", 0.5),  # cheapest once, but no price today
+        (day1, "dear", "on_demand", 4.0),
+        (day2, "dear", "on_demand", 3.0),
+        (day2, "cheap", "spot", 2.0),
+    ]
+    chart = chart_series(Table(["day", "provider", "pricing", "usd"], rows))
+    assert chart["labels"] == ["cheap · spot", "dear · on-demand", "gone · on-demand"]
+    assert chart["spot"] == [True, False, False]
+    assert chart["shown"] == 3
