@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -16,8 +17,9 @@ import typer
 
 from priceadvisor.cli.sizing import commands
 from priceadvisor.config import ConfigError, WorkloadProfile, load_settings
-from priceadvisor.models import RawQuote
-from priceadvisor.sizing.advisor import rank
+from priceadvisor.models import RawQuote, utcnow
+from priceadvisor.notify import alerts, digest
+from priceadvisor.sizing.advisor import rank, store_advice
 from priceadvisor.sizing.estimate import Workload
 from priceadvisor.sizing.workloads import SIZED_FIELDS, to_workload
 from priceadvisor.store import db as store
@@ -240,3 +242,47 @@ def test_a_bad_value_is_the_same_one_line_error_in_config_and_cli(
     code, out, err = cli(capsys, *base, *options)
     assert code == 2 and not out and message in err and options[0] in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+
+
+def _workloads_section() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    return text[text.index("## Workloads") : text.index("## Digest and notifications")]
+
+
+def test_the_configuration_doc_describes_every_workload_field(tmp_path: Path) -> None:
+    rows = re.findall(r"^\| ([a-z_, ]+) \|", _workloads_section(), flags=re.M)
+    documented = {name.strip() for row in rows for name in row.split(",")}
+    fields = set(WorkloadProfile.model_fields) | set(ArchitectureNumbers.model_fields)
+    assert fields - documented == set()
+    assert documented - fields - {"key"} == set()  # no row for a field that is not there
+    [example] = re.findall(r"```toml\n(.*?)```", _workloads_section(), flags=re.S)
+    path = tmp_path / "example.toml"
+    path.write_text(example)
+    chat, pretrain = load_settings(path).workloads
+    assert (chat.engine, pretrain.stack, pretrain.pipeline_parallel) == ("vllm", "megatron-core", 8)
+
+
+def test_the_digest_and_cheaper_alerts_rank_a_workload_by_its_knobs(tmp_path: Path) -> None:
+    """What the daemon does after a fetch: advice for `settings.workloads`, then the digest and
+    the alert rules read it. The pipeline knobs reach both: PP 2 on 8 GPUs costs a bubble."""
+    knobs, _ = KNOBS["pretrain"]
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'[[workloads]]\nname = "piped"\ntask = "pretrain"\nmodel = "llama-3.1-8b"\n{knobs}'
+        '[[workloads]]\nname = "flat"\ntask = "pretrain"\nmodel = "llama-3.1-8b"\n'
+        'stack = "megatron-core"\nrecompute = "selective"\nseq_len = 2048\ntrain_tokens = 1e9\n'
+        '[[alerts.rules]]\nkind = "cheaper"\nworkload = "piped"\n'
+    )
+    settings = load_settings(path)
+    db = tmp_path / "d.duckdb"
+    _offers(db, (8,))
+    with store.writer(db) as con:
+        store_advice(con, settings.workloads)
+        best = {r["workload"]: r for r in digest.build(con, settings, utcnow()).workloads}
+        [observed] = alerts.observe(con, settings.alerts.rules[0], [])
+    assert best["piped"]["cost"] > best["flat"]["cost"]  # the bubble of PP 2, 8 micro-batches
+    assert best["piped"]["hours"] == pytest.approx(best["flat"]["hours"] * (1 + 1 / 16), rel=1e-3)
+    assert observed.labels == {"workload": "piped"} and observed.value == best["piped"]["cost"]
