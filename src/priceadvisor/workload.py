@@ -154,12 +154,16 @@ class WorkloadSpec(BaseModel):
         "unknown",
         description="training software (megatron-core covers NeMo/Megatron-Bridge; "
         "megatron-2021 is also the A100 TP+PP layout with full recomputation); unknown: pooled "
-        "efficiency, wider range",
+        "efficiency, wider range. A stack gets its own fitted factor only where two or more "
+        "publications measure it",
     )
     engine: Annotated[Engine, _choice("engine", ENGINES)] = Field(
         "unknown",
         description="serving engine (vllm: its V1 engine, 0.8 and later; vllm-v0: its V0 "
-        "engine); unknown: pooled efficiency, wider range",
+        "engine); unknown: pooled efficiency, wider range. An engine gets its own fitted factor "
+        "only where two or more publications measure it (docs/accuracy.md); kernel paths follow "
+        "the engine: vllm/sglang quantise FP8/INT8/FP4 activations in a kernel of their own, "
+        "vllm-v0 reads an 8-bit KV cache once per query head on NVIDIA parts",
     )
     expert_parallel: int | None = Field(
         None, gt=0, description="MoE training: expert-parallel degree"
@@ -183,14 +187,19 @@ class WorkloadSpec(BaseModel):
     pipeline_parallel: int = Field(
         1,
         ge=1,
-        description="pipeline stages; training needs micro_batches and pays the bubble "
-        "(PP-1)/(VP·micro-batches), serving splits a replica into PP stages",
+        description="pipeline stages. Training: must divide the GPUs, needs micro_batches; the "
+        "step pays the pipeline bubble, (PP-1)/(VP·micro-batches) of its work. Serving: replicas "
+        "of TP x PP GPUs (must divide the GPUs), the batch in PP micro-batches in flight; no "
+        "TTFT speed-up",
     )
     virtual_stages: int = Field(
         1, ge=1, description="training: model chunks per GPU (interleaved 1F1B)"
     )
     micro_batches: int | None = Field(
-        None, ge=1, description="training with a pipeline: micro-batches per pipeline per step"
+        None,
+        ge=1,
+        description="training with a pipeline: micro-batches per pipeline per optimizer step "
+        "(global batch ÷ data-parallel degree ÷ micro-batch size)",
     )
 
     _arch: llm.Architecture | None = PrivateAttr(None)
