@@ -32,6 +32,7 @@ def test_only_the_shared_core_sits_at_the_top() -> None:
     core = {
         "config",
         "config_light",
+        "workload",
         "catalog",
         "manifest",
         "llm",

@@ -32,7 +32,6 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.config_light import (
     CONFIG_ENV,
@@ -46,12 +45,11 @@ from priceadvisor.config_light import (
 )
 from priceadvisor.durations import parse_duration
 from priceadvisor.manifest import RedirectPolicy, manifest, manifest_ids
-from priceadvisor.models import Precision, Task
+from priceadvisor.models import TRAINING_TASKS
+from priceadvisor.workload import WorkloadError, WorkloadSpec, describe
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
-# Largest tensor-parallel group engines run in practice: one NVL72 rack (sizing checks the same).
-MAX_TENSOR_PARALLEL = 72
 _config_file: ContextVar[Path | None] = ContextVar("priceadvisor_config_file", default=None)
 
 
@@ -226,42 +224,15 @@ class DigestSettings(BaseModel):
         return self
 
 
-class ArchitectureNumbers(BaseModel):
-    """Explicit model numbers, for a model the bundled catalog does not have."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    params_b: float | None = Field(None, gt=0)
-    active_params_b: float | None = Field(None, gt=0)
-    layers: int | None = Field(None, gt=0)
-    hidden: int | None = Field(None, gt=0)
-    heads: int | None = Field(None, gt=0)
-    kv_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    ffn: int | None = Field(None, gt=0)
-    vocab: int | None = Field(None, gt=0)
-    tied: bool | None = None
-    experts: int | None = Field(None, ge=0)
-    experts_per_token: int | None = Field(None, ge=0)
-
-
-class WorkloadProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class WorkloadProfile(WorkloadSpec):
+    """A `[[workloads]]` entry: the workload (priceadvisor.workload, the same fields and checks
+    as `estimate`'s options), its name, and the offers advice may rank for it."""
 
     name: str = Field(min_length=1)
-    task: Task
-    model: str | None = Field(None, description="bundled catalog id")
-    model_config_json: Path | None = Field(None, description="a local HF config.json")
-    architecture: ArchitectureNumbers | None = None
-    precision: Precision = "bf16"
-    input_tokens: int = Field(1000, gt=0)
-    output_tokens: int = Field(250, gt=0)
-    concurrency: int = Field(16, gt=0)
-    ttft_ms_max: float | None = Field(None, gt=0)
-    tpot_ms_max: float | None = Field(None, gt=0)
-    monthly_output_tokens: float | None = Field(None, gt=0)
-    train_tokens: float | None = Field(None, gt=0)
-    seq_len: int = Field(4096, gt=0)
+    monthly_output_tokens: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="sizes always-on replicas for monthly_usd"
+    )
+    replicas: int | None = Field(None, gt=0, description="serve/batch: replicas to run")
     spot_ok: bool = False
     providers: list[str] = Field(default_factory=list)
     countries: list[str] = Field(default_factory=list)
@@ -269,38 +240,20 @@ class WorkloadProfile(BaseModel):
     eu_only: bool = False
     max_gpus: int | None = Field(None, gt=0)
     pricing: list[Literal["on_demand", "spot"]] = Field(default_factory=list)
-    # Serving layout: GPUs per replica (only offers whose GPU count it divides are considered)
-    # and replicas to run (else sized from monthly_output_tokens). Absent: as `estimate` does.
-    tensor_parallel: int | None = Field(None, gt=0, le=MAX_TENSOR_PARALLEL)
-    replicas: int | None = Field(None, gt=0)
 
     @model_validator(mode="after")
-    def _one_model(self) -> WorkloadProfile:
-        given = [x for x in (self.model, self.model_config_json, self.architecture) if x]
-        if len(given) != 1:
-            raise ValueError("give exactly one of model, model_config_json or architecture")
-        if self.task in ("pretrain", "finetune", "lora", "qlora") and not self.train_tokens:
-            raise ValueError(f"a {self.task} workload needs train_tokens")
-        self._check_layout(self.arch())  # unknown model, bad config.json: an error now
+    def _advisable(self) -> WorkloadProfile:
+        """Advice costs a training run by its length, and buys replicas for serving only."""
+        if self.task in TRAINING_TASKS and not self.train_tokens:
+            raise WorkloadError(f"a {self.task} workload needs train_tokens", "train_tokens")
+        if self.replicas and self.task in TRAINING_TASKS:
+            raise WorkloadError(
+                f"replicas applies to serve and batch tasks, not {self.task!r}", "replicas"
+            )
         return self
 
-    def _check_layout(self, arch: llm.Architecture) -> None:
-        if (self.tensor_parallel or self.replicas) and self.task not in ("serve", "batch"):
-            raise ValueError("tensor_parallel and replicas apply to serve and batch workloads")
-        tp = self.tensor_parallel
-        if tp and arch.heads > 1 and tp > arch.heads:
-            raise ValueError(
-                f"tensor_parallel {tp} exceeds the model's {arch.heads} attention heads"
-            )
-
-    def arch(self) -> llm.Architecture:
-        if self.model:
-            return llm.lookup(self.model)
-        if self.model_config_json:
-            return llm.from_hf_config(self.model_config_json)
-        assert self.architecture is not None
-        numbers = self.architecture.model_dump(exclude_none=True)
-        return llm.from_numbers(self.name, **numbers)
+    def label(self) -> str:
+        return self.name
 
 
 class S3Settings(BaseModel):
@@ -516,14 +469,11 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
 
 
 def _describe(exc: ValidationError, path: Path | None) -> str:
-    first = exc.errors()[0]
-    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = first["msg"]
-    if first["type"] == "extra_forbidden":
-        message = "unknown key"
-    where = f" in {path}" if path else ""
+    where, message = describe(exc)
+    key = ".".join(str(part) for part in where) or "(top level)"
+    at = f" in {path}" if path else ""
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"invalid config{where}: {key}: {message}{more}"
+    return f"invalid config{at}: {key}: {message}{more}"
 
 
 def secret_dirs(settings: Settings) -> list[Path]:

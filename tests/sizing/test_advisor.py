@@ -465,5 +465,5 @@ def test_a_layout_on_a_training_workload_is_refused(tmp_path: Path) -> None:
         '[[workloads]]\nname = "x"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
         "train_tokens = 1e8\ntensor_parallel = 2\n"
     )
-    with pytest.raises(ConfigError, match="apply to serve and batch workloads"):
+    with pytest.raises(ConfigError, match="tensor_parallel applies to serve and batch tasks"):
         load_settings(path)

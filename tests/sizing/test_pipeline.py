@@ -47,8 +47,8 @@ def test_a_pipeline_slows_the_step_by_its_bubble_and_says_so() -> None:
     [
         (_layout(8), "need the micro-batches per step"),
         (_layout(3, 1, 12), "cannot be split into 3 pipeline stages"),
-        (_layout(1, 2), "give --pp > 1"),
-        (_layout(1, 1, 16), "give --pp > 1"),
+        (_layout(1, 2), "give more than one pipeline stage"),
+        (_layout(1, 1, 16), "give more than one pipeline stage"),
         (_layout(8, 20, 64), "exceed the model's 80 layers"),
         (_layout(8, 1, 0), "must be ≥ 1"),
     ],

@@ -9,49 +9,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel, ValidationError
 
 from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
-from priceadvisor.models import TRAINING_TASKS, Precision, Task
 from priceadvisor.sizing import calibration
-from priceadvisor.sizing.estimate import (
-    ENGINES,
-    MOE_OVERLAP,
-    RECOMPUTE,
-    STACK_ALIASES,
-    STACKS,
-    SizingError,
-    Workload,
-    estimate,
-    pooled_key,
-    software_key,
-)
+from priceadvisor.sizing.estimate import SizingError, estimate, pooled_key, software_key
 from priceadvisor.sizing.tco import rent_vs_buy
+from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
+from priceadvisor.workload import ArchitectureNumbers, WorkloadSpec, describe, field_choices
 
 commands = typer.Typer()
-
-
-def _arch(
-    model: str | None, config_json: Path | None, numbers: dict[str, Any], gated: bool
-) -> llm.Architecture:
-    given = [x for x in (model, config_json) if x] + ([numbers] if any(numbers.values()) else [])
-    if len(given) != 1:
-        raise UsageError(
-            "give one of --model, --config-json or architecture numbers (--params-b …)"
-        )
-    try:
-        if model:
-            return llm.lookup(model)
-        if config_json:
-            return llm.from_hf_config(config_json)
-        given_numbers = {k: v for k, v in numbers.items() if v}
-        return llm.from_numbers("custom", gated=gated, **given_numbers)
-    except llm.ModelError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _gpu(gpu: str) -> str:
@@ -64,212 +36,115 @@ def _gpu(gpu: str) -> str:
     return resolved
 
 
-PRECISIONS = ", ".join(Precision.__args__)  # type: ignore[attr-defined]
-TASKS = ", ".join(Task.__args__)  # type: ignore[attr-defined]
 # Serving GPUs up to the largest training clusters (Llama 3: 16,384 H100; xAI-class 100k).
 MAX_GPUS = 131072
 
 
+def _help(name: str, model: type[BaseModel] = WorkloadSpec) -> str:
+    """An option's help: the workload field's description and its choices (one declaration)."""
+    field = model.model_fields[name]
+    text = field.description or name
+    choices = field_choices(field)
+    if choices:
+        text += f"; one of {', '.join(choices)}"
+    return text[:1].upper() + text[1:] + "."
+
+
+def _default(name: str) -> Any:
+    return WorkloadSpec.model_fields[name].default
+
+
+def _numbers(name: str) -> str:
+    return _help(name, ArchitectureNumbers)
+
+
 @commands.command("estimate")
 def estimate_command(
+    ctx: typer.Context,
     gpu: Annotated[str, typer.Option(help="Canonical GPU id or alias, e.g. H100-SXM-80GB.")],
-    task: Annotated[str, typer.Option(help=f"One of {TASKS}.")] = "serve",
+    task: Annotated[str, typer.Option(help=_help("task"))] = "serve",
     model: Annotated[
         str | None,
-        typer.Option(
-            help=f"Bundled model id or alias (e.g. llama-7b): {', '.join(sorted(llm.catalog()))}."
-        ),
+        typer.Option(help=f"{_help('model')} Bundled: {', '.join(sorted(llm.catalog()))}."),
     ] = None,
-    config_json: Annotated[
-        Path | None, typer.Option(help="A local Hugging Face config.json (architecture keys).")
+    model_config_json: Annotated[
+        Path | None,
+        typer.Option("--config-json", "--model-config-json", help=_help("model_config_json")),
     ] = None,
-    params_b: Annotated[float | None, typer.Option(help="Total parameters, billions.")] = None,
-    active_params_b: Annotated[
-        float | None, typer.Option(help="MoE: parameters active per token, billions.")
+    params_b: Annotated[float | None, typer.Option(help=_numbers("params_b"))] = None,
+    active_params_b: Annotated[float | None, typer.Option(help=_numbers("active_params_b"))] = None,
+    layers: Annotated[int | None, typer.Option(help=_numbers("layers"))] = None,
+    hidden: Annotated[int | None, typer.Option(help=_numbers("hidden"))] = None,
+    heads: Annotated[int | None, typer.Option(help=_numbers("heads"))] = None,
+    kv_heads: Annotated[int | None, typer.Option(help=_numbers("kv_heads"))] = None,
+    head_dim: Annotated[int | None, typer.Option(help=_numbers("head_dim"))] = None,
+    ffn: Annotated[int | None, typer.Option(help=_numbers("ffn"))] = None,
+    vocab: Annotated[int | None, typer.Option(help=_numbers("vocab"))] = None,
+    tied: Annotated[
+        bool | None, typer.Option("--tied/--no-tied", help=_numbers("tied"), show_default=False)
     ] = None,
-    layers: Annotated[int | None, typer.Option(help="Transformer layers.")] = None,
-    hidden: Annotated[int | None, typer.Option(help="Hidden size d_model.")] = None,
-    heads: Annotated[int | None, typer.Option(help="Attention (query) heads.")] = None,
-    kv_heads: Annotated[
-        int | None, typer.Option(help="Key/value heads (GQA); default heads.")
-    ] = None,
-    head_dim: Annotated[
-        int | None, typer.Option(help="Head dimension; default hidden/heads.")
-    ] = None,
-    ffn: Annotated[
-        int | None, typer.Option(help="MLP intermediate size (per expert if MoE).")
-    ] = None,
-    vocab: Annotated[int | None, typer.Option(help="Vocabulary size.")] = None,
     gated: Annotated[
-        bool,
-        typer.Option(
-            "--gated/--no-gated",
-            help="Explicit numbers: gated MLP (SwiGLU, 3 matrices) or GELU (2).",
-        ),
-    ] = True,
-    experts: Annotated[int | None, typer.Option(help="MoE: experts per layer.")] = None,
+        bool | None,
+        typer.Option("--gated/--no-gated", help=_numbers("gated"), show_default=False),
+    ] = None,
+    experts: Annotated[int | None, typer.Option(help=_numbers("experts"))] = None,
     experts_per_token: Annotated[
-        int | None, typer.Option(help="MoE: experts routed per token.")
+        int | None, typer.Option(help=_numbers("experts_per_token"))
     ] = None,
     gpus: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help="Number of GPUs.")] = 1,
     tensor_parallel: Annotated[
         int | None,
         typer.Option(
             "--tp",
-            min=1,
-            help="Serving: GPUs per pipeline stage; --gpus/(--tp x --pp) replicas. Default: "
-            "the smallest power of two that holds the requested concurrency.",
+            "--tensor-parallel",
+            help=_help("tensor_parallel") + " --gpus/(--tp x --pp) replicas.",
         ),
     ] = None,
-    precision: Annotated[
-        str,
-        typer.Option(
-            help=f"One of {PRECISIONS}. fp8/fp4 store and compute at that format (fp4 = "
-            "NVFP4/MXFP4 on B200/B300/GB200/GB300/MI355X); int8/int4 are weight-only "
-            "(AWQ/GPTQ: compute and KV stay 16-bit)."
-        ),
-    ] = "bf16",
-    kv_precision: Annotated[
-        str | None, typer.Option(help="KV-cache format (default fp8 with fp8/fp4, else 16-bit).")
-    ] = None,
-    input_tokens: Annotated[int, typer.Option(min=1, help="Prompt tokens per request.")] = 1000,
-    output_tokens: Annotated[int, typer.Option(min=1, help="Output tokens per request.")] = 250,
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Requests in flight per replica (serve, default 16) or the static batch "
-            "(batch, default 256); never capped silently.",
-        ),
-    ] = None,
-    train_tokens: Annotated[float | None, typer.Option(min=1, help="Training tokens.")] = None,
-    seq_len: Annotated[int, typer.Option(min=1, help="Training sequence length.")] = 4096,
-    stack: Annotated[
-        str,
-        typer.Option(
-            help="Training software: unknown (default: pooled efficiency, wider range), "
-            "megatron-core (NeMo/Megatron-Bridge), nemo-automodel, torchtitan, torchtune, "
-            "llm-foundry, or megatron-2021 (A100 TP+PP with full recomputation). A stack "
-            "gets its own fitted factor only where two or more publications measure it."
-        ),
-    ] = "unknown",
-    engine: Annotated[
-        str,
-        typer.Option(
-            help="Serving engine: unknown (default: pooled efficiency, wider range), trt-llm, "
-            "vllm (its V1 engine, 0.8 and later), vllm-v0 (its V0 engine, earlier releases), "
-            "sglang, lmdeploy or fastertransformer. An engine gets its own fitted factor only "
-            "where two or more publications measure it (docs/accuracy.md). Kernel paths follow "
-            "the engine: vllm/sglang quantise FP8/INT8/FP4 activations in a kernel of their "
-            "own, and vllm-v0 reads an 8-bit KV cache once per query head on NVIDIA parts."
-        ),
-    ] = "unknown",
-    expert_parallel: Annotated[
-        int | None, typer.Option(min=1, help="MoE training: expert-parallel degree.")
-    ] = None,
-    recompute: Annotated[
-        str | None,
-        typer.Option(
-            help="Training: activation recomputation — none, selective (attention core only: "
-            "no extra GEMMs) or full (one more forward pass: 6ND → 8ND, LoRA 4ND → 6ND). "
-            "Default: full for megatron-2021, else none."
-        ),
-    ] = None,
-    moe_overlap: Annotated[
-        str | None,
-        typer.Option(
-            help="MoE training: how the schedule hides the expert all-to-all — none (on the "
-            "critical path), partial (35 % exposed; default) or full (DualPipe-style: hidden "
-            "behind the compute, all but what exceeds it)."
-        ),
-    ] = None,
-    pp: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Pipeline-parallel stages. Training: must divide --gpus, needs "
-            "--micro-batches; the step pays the pipeline bubble, (PP-1)/(VP·micro-batches) "
-            "of its work. Serving: replicas of --tp x --pp GPUs (must divide --gpus), the "
-            "batch in PP micro-batches in flight; no TTFT speed-up.",
-        ),
-    ] = 1,
-    vp: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Training: model chunks per GPU with --pp (interleaved 1F1B; default 1)."
-        ),
-    ] = 1,
-    micro_batches: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Training with --pp: micro-batches per pipeline per optimizer step "
-            "(global batch ÷ data-parallel degree ÷ micro-batch size).",
-        ),
-    ] = None,
-    ttft_ms_max: Annotated[float | None, typer.Option(help="Serving: TTFT target, ms.")] = None,
-    tpot_ms_max: Annotated[float | None, typer.Option(help="Serving: TPOT target, ms.")] = None,
+    precision: Annotated[str, typer.Option(help=_help("precision"))] = _default("precision"),
+    kv_precision: Annotated[str | None, typer.Option(help=_help("kv_precision"))] = None,
+    input_tokens: Annotated[int, typer.Option(help=_help("input_tokens"))] = _default(
+        "input_tokens"
+    ),
+    output_tokens: Annotated[int, typer.Option(help=_help("output_tokens"))] = _default(
+        "output_tokens"
+    ),
+    concurrency: Annotated[int | None, typer.Option(help=_help("concurrency"))] = None,
+    train_tokens: Annotated[float | None, typer.Option(help=_help("train_tokens"))] = None,
+    seq_len: Annotated[int, typer.Option(help=_help("seq_len"))] = _default("seq_len"),
+    stack: Annotated[str, typer.Option(help=_help("stack"))] = _default("stack"),
+    engine: Annotated[str, typer.Option(help=_help("engine"))] = _default("engine"),
+    expert_parallel: Annotated[int | None, typer.Option(help=_help("expert_parallel"))] = None,
+    recompute: Annotated[str | None, typer.Option(help=_help("recompute"))] = None,
+    moe_overlap: Annotated[str | None, typer.Option(help=_help("moe_overlap"))] = None,
+    pipeline_parallel: Annotated[
+        int, typer.Option("--pp", "--pipeline-parallel", help=_help("pipeline_parallel"))
+    ] = _default("pipeline_parallel"),
+    virtual_stages: Annotated[
+        int, typer.Option("--vp", "--virtual-stages", help=_help("virtual_stages"))
+    ] = _default("virtual_stages"),
+    micro_batches: Annotated[int | None, typer.Option(help=_help("micro_batches"))] = None,
+    ttft_ms_max: Annotated[float | None, typer.Option(help=_help("ttft_ms_max"))] = None,
+    tpot_ms_max: Annotated[float | None, typer.Option(help=_help("tpot_ms_max"))] = None,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Memory, fit, throughput, time and binding constraint — no prices needed.
 
-    The model is one of --model, --config-json or explicit numbers (--params-b alone, or
-    --layers/--hidden/--heads/--ffn/--vocab, with --experts/--experts-per-token/
-    --active-params-b for MoE). `uncertainty` is the calibrated relative range of the regime
-    (docs/accuracy.md)."""
-    _check_choice("task", task, Task.__args__)  # type: ignore[attr-defined]
-    _check_choice("precision", precision, Precision.__args__)  # type: ignore[attr-defined]
-    if kv_precision is not None:
-        _check_choice("kv-precision", kv_precision, Precision.__args__)  # type: ignore[attr-defined]
-    _check_choice("stack", stack, STACKS + tuple(STACK_ALIASES))
-    _check_choice("engine", engine, ENGINES)
-    _check_training_choice("recompute", recompute, RECOMPUTE, task)
-    _check_training_choice("moe-overlap", moe_overlap, MOE_OVERLAP, task)
-    numbers = {
-        "params_b": params_b,
-        "active_params_b": active_params_b,
-        "layers": layers,
-        "hidden": hidden,
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "head_dim": head_dim,
-        "ffn": ffn,
-        "vocab": vocab,
-        "experts": experts,
-        "experts_per_token": experts_per_token,
-    }
-    arch = _arch(model, config_json, numbers, gated)
-    work = calibration.calibrated(
-        Workload(
-            task=task,  # type: ignore[arg-type]
-            arch=arch,
-            precision=precision,  # type: ignore[arg-type]
-            kv_precision=kv_precision,  # type: ignore[arg-type]
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            concurrency=concurrency or (256 if task == "batch" else 16),
-            train_tokens=train_tokens,
-            seq_len=seq_len,
-            stack=STACK_ALIASES.get(stack, stack),
-            engine=engine,
-            expert_parallel=expert_parallel,
-            recompute=recompute,
-            moe_overlap=moe_overlap,
-            pipeline_parallel=pp,
-            virtual_stages=vp,
-            micro_batches=micro_batches,
-            ttft_ms_max=ttft_ms_max,
-            tpot_ms_max=tpot_ms_max,
-        )
-    )
+    The options are the fields of a workload in the config (docs/configuration.md),
+    checked the same way. The model is one of --model, --config-json or explicit numbers
+    (--params-b alone, or --layers/--hidden/--heads/--ffn/--vocab, with --experts/
+    --experts-per-token/--active-params-b for MoE). `uncertainty` is the calibrated relative
+    range of the regime (docs/accuracy.md)."""
+    spec = workload_from_options(ctx)
+    work = to_workload(spec)
+    arch = work.arch
     try:
-        result = estimate(work, _gpu(gpu), gpus, tensor_parallel).as_dict()
+        result = estimate(work, _gpu(gpu), gpus, spec.tensor_parallel).as_dict()
     except SizingError as exc:
         raise typer.BadParameter(str(exc)) from None
     result = {
         "model": arch.name,
-        "task": task,
-        "precision": precision,
+        "task": spec.task,
+        "precision": spec.precision,
         "software": software_key(work) or "unknown",
         "params_b": round(arch.total_params / 1e9, 2),
         "active_params_b": round(arch.active_params / 1e9, 2),
@@ -277,21 +152,23 @@ def estimate_command(
     _render_record(result, fmt, "Estimate")
 
 
-def _check_training_choice(
-    name: str, value: str | None, choices: tuple[str, ...], task: str
-) -> None:
-    """A training-only option: a known choice, and given for a training task."""
-    if value is None:
-        return
-    _check_choice(name, value, choices)
-    if task not in TRAINING_TASKS:
-        raise typer.BadParameter(f"--{name} applies to training tasks, not {task!r}")
-
-
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    """Bad choices are usage errors (exit 2), like typer's own option checks."""
-    if value not in choices:
-        raise typer.BadParameter(f"unknown {name} {value!r} (use {', '.join(choices)})")
+def workload_from_options(ctx: typer.Context) -> WorkloadSpec:
+    """`estimate`'s options validated as a workload of the config is: the options named like
+    the workload's fields, the architecture numbers among them nested as the config nests
+    them; an error is the config's one-line message, on the option at fault."""
+    numbers = {k: v for k, v in ctx.params.items() if k in ArchitectureNumbers.model_fields}
+    given = {k: v for k, v in ctx.params.items() if k in WorkloadSpec.model_fields}
+    if any(v is not None for v in numbers.values()):
+        given["architecture"] = {k: v for k, v in numbers.items() if v is not None}
+    try:
+        return WorkloadSpec.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        where, message = describe(exc)
+        options = {p.name: p for p in ctx.command.params}
+        option = options.get(str(where[-1])) if where else None
+        if option is None:
+            raise UsageError(message) from None
+        raise typer.BadParameter(message, ctx=ctx, param=option) from None
 
 
 def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:

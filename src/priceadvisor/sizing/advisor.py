@@ -37,6 +37,7 @@ from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estima
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import columns
 from priceadvisor.store import db as store
+from priceadvisor.workload import WorkloadSpec
 
 CHECKPOINT_OVERHEAD = 0.05
 LOST_WORK_SHARE = 0.5
@@ -70,21 +71,9 @@ _WORKLOAD_SCHEMA: columns.Schema = {
     "spot_ok": "bool",
     "pricing": "string",
 }
-_SIZING_FIELDS = {
-    "task",
-    "model",
-    "model_config_json",
-    "architecture",
-    "precision",
-    "input_tokens",
-    "output_tokens",
-    "concurrency",
-    "ttft_ms_max",
-    "tpot_ms_max",
-    "train_tokens",
-    "seq_len",
-    "tensor_parallel",
-}
+# What sizing reads of a profile: every field of the workload (the rest are constraints on
+# offers, and replicas/monthly volume, which only count the offers a sized result needs).
+_SIZING_FIELDS = set(WorkloadSpec.model_fields)
 
 
 # Offers eligible for sizing (an offer's number is its rowid here), with their effective price

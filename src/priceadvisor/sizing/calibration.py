@@ -46,6 +46,11 @@ MIN_FIT_CASES = 3
 MIN_SOFTWARE_PUBLICATIONS = 2
 SHRINK_PUBLICATIONS = 2
 
+# A case states its workload in the sizing input's own field names (task and model apart).
+CASE_KEYS = tuple(
+    f.name for f in dataclasses.fields(sizing.Workload) if f.name not in {"task", "arch", "scales"}
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Case:
@@ -102,26 +107,8 @@ def _case(case_id: str, entry: dict[str, Any]) -> Case:
         if "model" in entry
         else llm.from_numbers(case_id, **entry["arch"])
     )
-    keys = (
-        "precision",
-        "kv_precision",
-        "input_tokens",
-        "output_tokens",
-        "concurrency",
-        "seq_len",
-        "train_tokens",
-        "stack",
-        "engine",
-        "expert_parallel",
-        "recompute",
-        "moe_overlap",
-        "pipeline_parallel",
-        "virtual_stages",
-        "micro_batches",
-        "tpot_ms_max",
-    )
     workload = sizing.Workload(
-        task=entry["task"], arch=arch, **{k: entry[k] for k in keys if k in entry}
+        task=entry["task"], arch=arch, **{k: entry[k] for k in CASE_KEYS if k in entry}
     )
     return Case(
         case_id,

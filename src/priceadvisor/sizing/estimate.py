@@ -16,6 +16,13 @@ from typing import Any
 from priceadvisor.catalog import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
 from priceadvisor.models import TRAINING_TASKS, Precision, Task
+from priceadvisor.workload import (
+    STACK_ALIASES,
+    UNKNOWN,
+    WorkloadError,
+    check_pipeline_layout,
+    check_tensor_parallel_limit,
+)
 
 WEIGHT_BYTES = {
     "bf16": 2.0,
@@ -43,8 +50,6 @@ ENGINE_DEFAULT_MAX_BATCH = 256
 INTERRUPTIONS_PER_GPU_HOUR = 466 / (54 * 24 * 16384)
 HOURS_LOST_PER_INTERRUPTION = 0.3
 HOURS_PER_MONTH = 730
-# Largest tensor-parallel group engines run in practice (one NVL72 rack is the upper end).
-MAX_TENSOR_PARALLEL = 72
 # Inter-node network per GPU of an HGX/DGX node: 8 × 400 Gb/s ConnectX-7 for 8 GPUs = 50 GB/s
 # (NVIDIA DGX H100/B200 datasheets); parts in an NVL72 rack talk over NVLink instead.
 NODE_NETWORK_GBS = 50.0
@@ -78,48 +83,21 @@ ENGINE_FACTOR = "engine-amd"
 # MoE training: share of the expert all-to-all (dispatch + combine, forward and backward) that
 # is not hidden behind compute in DeepEP-style overlapped schedules.
 MOE_EXPOSED_COMMUNICATION = 0.35
-# How the training schedule overlaps the expert all-to-all with compute
-# (`Workload.moe_overlap`): "partial" (the default) leaves MOE_EXPOSED_COMMUNICATION of it
-# exposed; "full" hides all of it that the compute can cover — DualPipe-style schedules that
-# run one micro-batch's dispatch and combine under another's compute (the DeepSeek-V3 report,
-# arXiv 2412.19437: "near-full computation-communication overlap"); "none" runs it on the
-# critical path (a dispatcher without communication overlap).
-MOE_OVERLAP = ("none", "partial", "full")
 # MoE training prior: model-FLOPs utilisation of the 16-bit peak (published MoE runs 0.15-0.25).
 MOE_TRAINING_MFU = 0.25
 # Dense FP4 (NVFP4/MXFP4) tensor peaks of the parts that have FP4 units (vendor datasheets, as
 # in the catalog notes); other parts store FP4 weights but compute at FP8 or 16 bit.
 FP4_DENSE_TFLOPS = {"B200": 9000, "GB200": 10000, "B300": 15000, "GB300": 15000, "MI355X": 10066}
-# Activation recomputation (`Workload.recompute`): "full" re-runs every layer's forward pass in
-# the backward pass — 8ND executed for 6ND of model FLOPs in full training (Megatron-LM 2021
-# reports hardware FLOPs of that count), 6ND for LoRA's 4ND; "selective" (Korthikanti et al.
-# 2022) re-runs only the attention core, a few percent that FlashAttention's backward pays
-# anyway, so it adds no GEMM FLOPs; "none" keeps every activation. Unset, the stack's layout
-# decides: megatron-2021 recomputes in full, every other stack is sized without recomputation
-# (the pooled priors were fitted that way).
-RECOMPUTE = ("none", "selective", "full")
 FP4_OVER_FP8 = 1.25
 # The software that runs the work carries its own efficiency: the same GPU and model differ
 # 1.3-4x between engines and training stacks in the published rows (docs/accuracy.md). Each
-# known engine/stack has one factor on the regime priors, fitted only where at least two
-# publications state it; "unknown" (the default) uses the pooled regime factors alone and
-# states the wider pooled range. "megatron-2021" is also a layout: A100 TP+PP with full
-# activation recomputation by default (RECOMPUTE, regime train-3d). "vllm" is vLLM's V1 engine
-# (the default from 0.8, 2025), "vllm-v0" its V0 engine (earlier releases): their kernel
-# paths differ (`kv_reads`), and the published vLLM rows are mostly V0's.
-UNKNOWN = "unknown"
-ENGINES = (UNKNOWN, "trt-llm", "vllm", "vllm-v0", "sglang", "lmdeploy", "fastertransformer")
-STACKS = (
-    UNKNOWN,
-    "megatron-core",
-    "nemo-automodel",
-    "torchtitan",
-    "torchtune",
-    "llm-foundry",
-    "megatron-2021",
-)
-# Earlier name of the unknown training stack, still accepted.
-STACK_ALIASES = {"modern": UNKNOWN}
+# known engine/stack (priceadvisor.workload.ENGINES, STACKS) has one factor on the regime
+# priors, fitted only where at least two publications state it; "unknown" (the default) uses
+# the pooled regime factors alone and states the wider pooled range. "megatron-2021" is also a
+# layout: A100 TP+PP with full activation recomputation by default (regime train-3d). "vllm"
+# is vLLM's V1 engine (the default from 0.8, 2025), "vllm-v0" its V0 engine (earlier
+# releases): their kernel paths differ (`kv_reads`), and the published vLLM rows are mostly
+# V0's.
 
 # Calibrated regimes: each scales one efficiency prior (see docs/accuracy.md).
 TRAIN_REGIMES = ("train-dense", "train-3d", "train-moe", "train-lora")
@@ -423,6 +401,12 @@ def sixteen_bit(precision: str) -> str:
     return precision if precision in ("bf16", "fp16") else "bf16"
 
 
+# How the training schedule overlaps the expert all-to-all with compute (`Workload.moe_overlap`,
+# one of priceadvisor.workload.MOE_OVERLAP): "partial" (the default) leaves
+# MOE_EXPOSED_COMMUNICATION of it exposed; "full" hides all of it that the compute can cover —
+# DualPipe-style schedules that run one micro-batch's dispatch and combine under another's
+# compute (the DeepSeek-V3 report, arXiv 2412.19437: "near-full computation-communication
+# overlap"); "none" runs it on the critical path (a dispatcher without communication overlap).
 def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
     """The part of the expert all-to-all per trained token that the schedule does not hide
     behind `compute` seconds of work (MOE_OVERLAP)."""
@@ -665,12 +649,10 @@ def check_tensor_parallel(work: Workload, gpus: int, tp: int) -> None:
         raise SizingError(
             f"{gpus} GPUs cannot be split into replicas of {layout} ({must} must divide)"
         )
-    limit = min(MAX_TENSOR_PARALLEL, max(work.arch.heads, 1))
-    if work.arch.heads > 1 and tp > limit:
-        raise SizingError(
-            f"tensor parallel {tp} exceeds {limit} (the model's attention heads or an NVL72 "
-            "rack): use more replicas instead"
-        )
+    try:
+        check_tensor_parallel_limit(tp, work.arch.heads)
+    except WorkloadError as exc:
+        raise SizingError(str(exc)) from None
 
 
 def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
@@ -715,6 +697,13 @@ def attention_training_flops(arch: Architecture, seq_len: int) -> float:
     return 6.0 * arch.layers * seq_len * arch.heads * arch.dim_head
 
 
+# Activation recomputation (`Workload.recompute`, one of priceadvisor.workload.RECOMPUTE):
+# "full" re-runs every layer's forward pass in the backward pass — 8ND executed for 6ND of
+# model FLOPs in full training (Megatron-LM 2021 reports hardware FLOPs of that count), 6ND for
+# LoRA's 4ND; "selective" (Korthikanti et al. 2022) re-runs only the attention core, a few
+# percent that FlashAttention's backward pays anyway, so it adds no GEMM FLOPs; "none" keeps
+# every activation. Unset, the stack's layout decides: megatron-2021 recomputes in full, every
+# other stack is sized without recomputation (the pooled priors were fitted that way).
 def recompute_mode(work: Workload) -> str:
     """The activation recomputation a training run uses: as given, else the stack's layout."""
     if work.recompute:
@@ -768,31 +757,19 @@ def pipeline_bubble(work: Workload) -> float:
 
 
 def check_pipeline(work: Workload, gpus: float) -> None:
-    """Refuse a pipeline layout the GPUs or the model cannot take: whole GPUs the stages divide
-    (no pipeline on a share of one), at least one layer per stage. Training also needs its
-    micro-batches (the bubble depends on them); serving takes neither virtual stages nor
-    micro-batches (it splits the batch itself)."""
-    p, v, m = work.pipeline_parallel, work.virtual_stages, work.micro_batches
-    training = work.task in TRAINING_TASKS
-    if not training and (v != 1 or m is not None):
-        raise SizingError(
-            "virtual stages and micro-batches (--vp/--micro-batches) apply to training tasks, "
-            "not serving (its layouts are --gpus/--tp/--pp)"
+    """Refuse a pipeline layout the GPUs or the model cannot take: the checks every workload
+    passes (`priceadvisor.workload.check_pipeline_layout`), and whole GPUs the stages divide
+    (no pipeline on a share of one)."""
+    p = work.pipeline_parallel
+    try:
+        check_pipeline_layout(
+            work.task, p, work.virtual_stages, work.micro_batches, work.arch.layers
         )
-    if p < 1 or v < 1 or (m is not None and m < 1):
-        raise SizingError("pipeline stages, virtual stages and micro-batches must be ≥ 1")
+    except WorkloadError as exc:
+        raise SizingError(str(exc)) from None
     if p > 1 and (gpus < 1 or int(gpus) % p):
         raise SizingError(
             f"{gpus:g} GPUs cannot be split into {p} pipeline stages (PP must divide)"
-        )
-    if work.arch.layers and p * v > work.arch.layers:
-        raise SizingError(f"{p}×{v} pipeline stages exceed the model's {work.arch.layers} layers")
-    if training and p == 1 and (v > 1 or m is not None):
-        raise SizingError("virtual stages and micro-batches describe a pipeline: give --pp > 1")
-    if training and p > 1 and m is None:
-        raise SizingError(
-            f"{p} pipeline stages need the micro-batches per step (--micro-batches): "
-            "the bubble is (PP-1)/(VP·micro-batches) of the step"
         )
 
 
