@@ -12,6 +12,7 @@ import typer
 
 from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
+from priceadvisor.cli import advice as advice_layout
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.models import TRAINING_TASKS, Precision, Task
@@ -325,9 +326,15 @@ def advise(
     ctx: typer.Context,
     workload: Annotated[str | None, typer.Option(help="Only this workload.")] = None,
     top: Annotated[int, typer.Option(min=1, max=100, help="Offers per workload.")] = 5,
+    columns: Annotated[
+        str | None,
+        typer.Option(help=f"Comma-separated columns: {', '.join(advice_layout.FIELDS)}."),
+    ] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rank current offers for the configured workloads (cost per run or per 1M tokens)."""
+    shown = advice_layout.chosen(columns, wide)
     settings = state(ctx).settings
     if not settings.workloads:
         raise UsageError(
@@ -336,15 +343,20 @@ def advise(
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
     from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
 
+    # The table heads each workload with its task; machine formats keep the view's columns.
+    wanted = ADVICE_COLUMNS + (", task" if fmt is Format.TABLE else "")
     with store.writer(store.target(settings), settings.lock_timeout) as con:
         store_advice(con, settings.workloads)
         table = reads.fetch_table(
             con,
-            f"SELECT {ADVICE_COLUMNS} FROM advice WHERE list_contains(?, workload) "
+            f"SELECT {wanted} FROM advice WHERE list_contains(?, workload) "
             "AND rank <= ? ORDER BY workload, rank",
             [names, top],
         )
-    render(table, fmt, out, title="Advice (USD)")
+    if fmt is Format.TABLE:
+        out.print(advice_layout.to_rich(table, shown, []), soft_wrap=False)
+    else:
+        render(table, fmt, out, title="Advice (USD)")
 
 
 def _finite(value: float | None) -> float | None:
