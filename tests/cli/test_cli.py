@@ -352,3 +352,36 @@ def test_provider_failing_after_n_consecutive_failures(
         states.append(({p["provider"]: p["state"] for p in report["providers"]}["azure"], code))
     # the good run replayed recordings: never called "fresh", which means live
     assert states == [("recorded, last run failed", 0), ("failing", 1)]
+
+
+def _readme_setup_launcher() -> str:
+    """The README's first command (ci:setup) up to the program's name."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("<!-- ci:setup -->", 1)[1].split("```")[1]
+    [command] = [line for line in block.splitlines()[1:] if line.strip()]
+    return command[: command.index("priceadvisor ") + len("priceadvisor")]
+
+
+def test_demo_next_steps_run_as_shown_after_the_readmes_first_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "uvw").write_text("#!/bin/sh\n")
+    (checkout / "pyproject.toml").write_text("")
+    monkeypatch.chdir(checkout)
+    target = tmp_path / "demo.duckdb"
+    code, out, _ = cli(capsys, "--db", str(target), "demo")
+    launcher = _readme_setup_launcher()
+    steps = [line.strip() for line in out.splitlines() if line.startswith("  ./")]
+    assert code == 0 and len(steps) == 3
+    for step in steps:  # the README's launcher, then arguments that work
+        assert step.startswith(f"{launcher} --db {target} ")
+        args = shlex.split(step.removeprefix(launcher))
+        code, _, err = cli(capsys, *args)
+        assert code == 0, (step, err)
+    monkeypatch.chdir(tmp_path)  # not a checkout: the installed command by its name
+    code, out, _ = cli(capsys, "--db", str(target), "demo", "--replace")
+    assert code == 0 and f"  priceadvisor --db {target} doctor" in out

@@ -475,10 +475,22 @@ def demo(
             offers=offers,
             cheapest=cheapest,
             providers=[s.provider for s in summaries if _offers_source(s.provider)],
+            command=_launcher(),
         ),
         highlight=False,
         end="",
     )
+
+
+# The README's first command: a checkout runs the CLI through uvw, without it on PATH.
+CHECKOUT_LAUNCHER = "./uvw run --locked --no-dev priceadvisor"
+
+
+def _launcher() -> str:
+    """How to run the CLI again from here: through ./uvw in a checkout (where the README's
+    first command leaves it off PATH), else by its name (installed)."""
+    in_checkout = Path("uvw").is_file() and Path("pyproject.toml").is_file()
+    return CHECKOUT_LAUNCHER if in_checkout else "priceadvisor"
 
 
 def _offers_source(provider: str) -> bool:

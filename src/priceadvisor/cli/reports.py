@@ -163,4 +163,3 @@ def break_even(record: dict[str, Any]) -> str:
             f"{share:.0%} of the hours in {years:g} years"
         )
     return f"after {hours:,.0f} GPU-hours: {share:.0%} utilisation over {years:g} years"
-
