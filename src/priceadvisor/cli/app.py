@@ -365,7 +365,7 @@ def _sql_errors() -> Iterator[None]:
     try:
         yield
     except duckdb.PermissionException as exc:
-        raise UsageError(f"refused: {store.first_line(exc)}") from None
+        raise UserError(f"refused: {store.first_line(exc)}") from None
     except duckdb.Error as exc:
         raise UserError(f"SQL error: {_one_line(exc)}") from None
 

@@ -33,7 +33,8 @@ class UserError(Exception):
 
 class UsageError(UserError):
     """A command used in a way it does not accept (an unknown country, GPU or column, an
-    argument out of range, a refused SQL statement); exit 2, like a malformed argument."""
+    argument out of range); exit 2, like a malformed argument. SQL that `sql` refuses is a
+    UserError: the argument is well formed, the request cannot be done."""
 
 
 @dataclass(slots=True)
