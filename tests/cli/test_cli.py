@@ -105,12 +105,12 @@ def test_sql_csv(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["sql", "delete from offers"], 2, "refused: only read queries are allowed here"),
-        (["sql", "copy offers to '/tmp/x.csv'"], 2, "not COPY"),
-        (["sql", "attach '/tmp/other.duckdb'"], 2, "not ATTACH"),
+        (["sql", "delete from offers"], 1, "refused: only read queries are allowed here"),
+        (["sql", "copy offers to '/tmp/x.csv'"], 1, "not COPY"),
+        (["sql", "attach '/tmp/other.duckdb'"], 1, "not ATTACH"),
         (["sql", "selec 1"], 1, "SQL error: Parser Error"),
         (["sql", "select nope from offers"], 1, "SQL error: Binder Error"),
-        (["sql", "select 1; select 2"], 2, "exactly one SQL statement"),
+        (["sql", "select 1; select 2"], 1, "exactly one SQL statement"),
         (["prices", "--provider", "nope"], 2, "unknown provider 'nope'"),
         (["fetch", "--provider", "nope", "--offline"], 2, "unknown provider 'nope'"),
         (["prices", "--pricing", "reserved"], 2, "unknown pricing"),
@@ -310,7 +310,7 @@ def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     done = cli_process("--db", str(db), "fetch", "--offline", "-p", "azure")
     assert done.returncode == 0, done.stderr
     bad = cli_process("--db", str(db), "sql", "insert into offers values (1)")
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith("error: ")
 
 
@@ -352,3 +352,36 @@ def test_provider_failing_after_n_consecutive_failures(
         states.append(({p["provider"]: p["state"] for p in report["providers"]}["azure"], code))
     # the good run replayed recordings: never called "fresh", which means live
     assert states == [("recorded, last run failed", 0), ("failing", 1)]
+
+
+def _readme_setup_launcher() -> str:
+    """The README's first command (ci:setup) up to the program's name."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("<!-- ci:setup -->", 1)[1].split("```")[1]
+    [command] = [line for line in block.splitlines()[1:] if line.strip()]
+    return command[: command.index("priceadvisor ") + len("priceadvisor")]
+
+
+def test_demo_next_steps_run_as_shown_after_the_readmes_first_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "uvw").write_text("#!/bin/sh\n")
+    (checkout / "pyproject.toml").write_text("")
+    monkeypatch.chdir(checkout)
+    target = tmp_path / "demo.duckdb"
+    code, out, _ = cli(capsys, "--db", str(target), "demo")
+    launcher = _readme_setup_launcher()
+    steps = [line.strip() for line in out.splitlines() if line.startswith("  ./")]
+    assert code == 0 and len(steps) == 3
+    for step in steps:  # the README's launcher, then arguments that work
+        assert step.startswith(f"{launcher} --db {target} ")
+        args = shlex.split(step.removeprefix(launcher))
+        code, _, err = cli(capsys, *args)
+        assert code == 0, (step, err)
+    monkeypatch.chdir(tmp_path)  # not a checkout: the installed command by its name
+    code, out, _ = cli(capsys, "--db", str(target), "demo", "--replace")
+    assert code == 0 and f"  priceadvisor --db {target} doctor" in out

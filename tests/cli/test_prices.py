@@ -167,8 +167,12 @@ def test_demo_lists_offer_sources_and_no_unmapped_gpus(
 ) -> None:
     code, out, _ = cli(capsys, "--db", str(tmp_path / "demo.duckdb"), "demo")
     assert code == 0
+    from priceadvisor.manifest import manifest, manifest_ids
+
+    offer_sources = [p for p in manifest_ids() if manifest(p).kind == "prices"]  # not ecb (FX)
     [sources] = [line for line in out.splitlines() if "offers from" in line]
-    assert "aws" in sources and "ecb" not in sources
+    assert f"offers from {len(offer_sources)} providers;" in sources
+    assert len(offer_sources) < len(manifest_ids())
     cheapest = out[out.index("Cheapest current GPU offers") :].split("The demo database")[0]
     rows = [line.split() for line in cheapest.splitlines()[3:] if line.strip()]
     assert rows and all(len(r) >= 7 for r in rows)  # a GPU and a count in every row
@@ -217,3 +221,47 @@ def test_json_shapes_are_as_the_readme_says(
     assert isinstance(parsed, shape)
     if shape is list:
         assert all(isinstance(item, dict) for item in parsed)
+
+
+def test_recorded_providers_are_counted_and_named_on_request(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    from priceadvisor.cli import app as cli_app
+
+    screen = Console(width=80, record=True, color_system=None, soft_wrap=True)
+    monkeypatch.setattr(cli_app, "out", screen)
+    [(recorded,)] = query(
+        offline_db, "select count(distinct provider) from fetch_runs where source = 'recorded'"
+    )
+    code, _, _ = prices(capsys, offline_db, "--limit", "3")
+    lines = screen.export_text().splitlines()
+    assert code == 0 and all(len(line) <= 80 for line in lines)
+    note = f"recorded responses, not live prices, for {recorded - 1} providers"  # less ecb
+    assert any(line.startswith(note) for line in lines), lines
+    code, _, _ = prices(capsys, offline_db, "--limit", "3", "--verbose")
+    lines = screen.export_text().splitlines()
+    text = " ".join(lines)
+    assert code == 0 and all(len(line) <= 80 for line in lines)  # wrapped at the width
+    assert all(f" {p}," in text or f" {p}" in text for p in ("aws", "vultr", "digitalocean"))
+
+
+def test_an_empty_default_database_points_at_the_recorded_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    live = recorded_db_path().with_name("priceadvisor.duckdb")
+    code, _, err = cli(capsys, "prices")  # nothing fetched, nothing recorded: no hint
+    assert code == 1 and "recorded" not in err
+    code, _, _ = cli(capsys, "fetch", "--offline", "-p", "oracle")
+    assert code == 0 and not live.exists()
+    hint = f"add --db {recorded_db_path()}"
+    for command in (["prices"], ["history"], ["sql", "select 1"]):  # no default database
+        code, _, err = cli(capsys, *command)
+        assert code == 1 and err.count("\n") == 1 and err.rstrip().endswith(hint), err
+    with store.writer(live):  # a default database with no fetch in it
+        pass
+    code, out, _ = cli(capsys, "prices")
+    assert code == 0 and " ".join(out.split()).endswith(hint)  # a note, wrapped at the width
+    code, out, _ = cli(capsys, "--db", str(recorded_db_path()), "prices", "--limit", "1")
+    assert code == 0 and hint not in out

@@ -138,7 +138,7 @@ def test_hostile_statement_is_refused_and_changes_nothing(
     before = _snapshot(sandbox)
     db = sandbox / "prices.duckdb"
     code, out, err = cli(capsys, "--db", str(db), "sql", _fill(statement, sandbox, web))
-    assert code in (1, 2), out
+    assert code == 1, out
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith(("error: refused: ", "error: SQL error: ")), err
@@ -154,7 +154,7 @@ def test_explain_analyze_of_copy_is_refused_by_the_cli_itself(
     statement = f"EXPLAIN ANALYZE COPY (select 'x') TO '{db}' (FORMAT csv)"
     code, _, err = cli(capsys, "--db", str(db), "sql", statement)
     assert (code, err.strip()) == (
-        2,
+        1,
         "error: refused: EXPLAIN is allowed of a query only, not of COPY",
     )
 
@@ -165,7 +165,7 @@ def test_local_files_are_refused_by_duckdb(
     """A plain SELECT passes the CLI's check; the sealed connection refuses the file."""
     statement = f"SELECT * FROM read_csv('{sandbox}/secret.csv')"
     code, _, err = cli(capsys, "--db", str(sandbox / "prices.duckdb"), "sql", statement)
-    assert code == 2
+    assert code == 1
     assert err.startswith("error: refused: Permission Error: Cannot access file")
 
 
@@ -216,6 +216,6 @@ def test_refusal_in_a_real_process(sandbox: Path, web: Web) -> None:
     done = cli_process(
         "--db", str(db), "sql", f"EXPLAIN ANALYZE COPY (select 'x') TO '{db}' (FORMAT csv)"
     )
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: refused")
     assert _snapshot(sandbox) == before

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import duckdb
 import typer
+from rich.text import Text
 
 from priceadvisor import __version__
 from priceadvisor.cli import filters
@@ -26,11 +27,17 @@ from priceadvisor.cli.common import (
     UserError,
     err,
     out,
+    recorded_database_hint,
     state,
 )
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
 from priceadvisor.cli.sqlguard import check_read_only
-from priceadvisor.config_light import ConfigError, default_db_path, recorded_db_path
+from priceadvisor.config_light import (
+    ConfigError,
+    DbSettings,
+    default_db_path,
+    recorded_db_path,
+)
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import ResourceError
 from priceadvisor.store import db as store
@@ -254,6 +261,9 @@ def prices(
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
     include_derived: DerivedOpt = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Name every provider the notes count.")
+    ] = False,
     as_of: Annotated[
         str | None,
         typer.Option(
@@ -280,9 +290,11 @@ def prices(
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
     if fmt is Format.TABLE:
-        notes = _price_notes(table, sources)
+        notes = _price_notes(table, sources, verbose) + _recorded_hint(settings, sources)
         title = f"GPU offers as of {as_of} (USD)" if as_of else "Current GPU offers (USD)"
-        out.print(layout.to_rich(table, title, notes))
+        out.print(layout.to_rich(table, title, []))
+        for note in notes:  # wrapped at the terminal's width, not the table's
+            out.print(Text(clean(note)), soft_wrap=False)
     else:
         render(table, fmt, out)
 
@@ -297,7 +309,9 @@ def _moment(text: str) -> dt.datetime:
         ) from None
 
 
-def _price_notes(table: reads.Table, sources: dict[str, str | None]) -> list[str]:
+def _price_notes(
+    table: reads.Table, sources: dict[str, str | None], verbose: bool = False
+) -> list[str]:
     notes = []
     if table.total is not None:
         notes.append(f"showing {len(table.rows)} of {table.total}: --limit N for more")
@@ -306,9 +320,26 @@ def _price_notes(table: reads.Table, sources: dict[str, str | None]) -> list[str
     recorded = sorted(
         p for p, source in sources.items() if source == "recorded" and _offers_source(p)
     )
-    if recorded:
+    if len(recorded) > NAMED_PROVIDERS and not verbose:
+        notes.append(
+            f"recorded responses, not live prices, for {len(recorded)} providers "
+            "(--verbose names them)"
+        )
+    elif recorded:
         notes.append(f"recorded responses, not live prices: {', '.join(recorded)}")
     return notes
+
+
+NAMED_PROVIDERS = 3  # a note names this many providers; more are counted (--verbose names them)
+
+
+def _recorded_hint(settings: DbSettings, sources: dict[str, str | None]) -> list[str]:
+    """The default database holds no fetch yet while `fetch --offline` filled recorded.duckdb:
+    the option that reads it (the README's `prices` line after `fetch --offline`)."""
+    if sources or getattr(settings, "storage", "duckdb") != "duckdb":
+        return []
+    hint = recorded_database_hint(settings.db_path())
+    return [f"no fetch in this database yet; {hint}"] if hint else []
 
 
 @app.command()
@@ -365,7 +396,7 @@ def _sql_errors() -> Iterator[None]:
     try:
         yield
     except duckdb.PermissionException as exc:
-        raise UsageError(f"refused: {store.first_line(exc)}") from None
+        raise UserError(f"refused: {store.first_line(exc)}") from None
     except duckdb.Error as exc:
         raise UserError(f"SQL error: {_one_line(exc)}") from None
 
@@ -475,10 +506,22 @@ def demo(
             offers=offers,
             cheapest=cheapest,
             providers=[s.provider for s in summaries if _offers_source(s.provider)],
+            command=_launcher(),
         ),
         highlight=False,
         end="",
     )
+
+
+# The README's first command: a checkout runs the CLI through uvw, without it on PATH.
+CHECKOUT_LAUNCHER = "./uvw run --locked --no-dev priceadvisor"
+
+
+def _launcher() -> str:
+    """How to run the CLI again from here: through ./uvw in a checkout (where the README's
+    first command leaves it off PATH), else by its name (installed)."""
+    in_checkout = Path("uvw").is_file() and Path("pyproject.toml").is_file()
+    return CHECKOUT_LAUNCHER if in_checkout else "priceadvisor"
 
 
 def _offers_source(provider: str) -> bool:
@@ -535,6 +578,8 @@ def main(argv: list[str] | None = None) -> None:
         code = _app_for(args)(args=args, standalone_mode=False)
     except (ConfigError, UsageError) as exc:
         _fail(str(exc), 2)
+    except store.StoreError as exc:
+        _fail(_with_recorded_hint(str(exc)), 1)
     except _USER_ERRORS as exc:
         _fail(str(exc), 1)
     except typer.Abort:
@@ -548,6 +593,14 @@ def main(argv: list[str] | None = None) -> None:
             _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
         _fail(_unexpected(exc), 1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _with_recorded_hint(message: str) -> str:
+    """A reader that found no default database, where `fetch --offline` wrote recorded.duckdb
+    beside it, says how to read that one."""
+    hint = recorded_database_hint(default_db_path())
+    missing = f"no database at {default_db_path()}"
+    return f"{message}; {hint}" if hint and message.startswith(missing) else message
 
 
 def _unexpected(exc: Exception) -> str:

@@ -16,7 +16,13 @@ from rich.console import Console
 from typer.core import TyperOption
 
 from priceadvisor.cli.output import Format
-from priceadvisor.config_light import DbSettings, ReadSettings, quick_settings
+from priceadvisor.config_light import (
+    DbSettings,
+    ReadSettings,
+    default_db_path,
+    quick_settings,
+    recorded_db_path,
+)
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
@@ -33,7 +39,8 @@ class UserError(Exception):
 
 class UsageError(UserError):
     """A command used in a way it does not accept (an unknown country, GPU or column, an
-    argument out of range, a refused SQL statement); exit 2, like a malformed argument."""
+    argument out of range); exit 2, like a malformed argument. SQL that `sql` refuses is a
+    UserError: the argument is well formed, the request cannot be done."""
 
 
 @dataclass(slots=True)
@@ -68,6 +75,16 @@ class AppState:
             if self._read is not None:
                 _configure_logging(self._read.log_level)
         return self._read or self.settings
+
+
+def recorded_database_hint(reading: Path) -> str | None:
+    """Where `fetch --offline` wrote recorded responses, when `reading` is the default live
+    database (recordings go beside it, never in it) and that file exists: the option to read
+    them. None otherwise (another --db, or no recordings)."""
+    recorded = recorded_db_path()
+    if reading != default_db_path() or not recorded.is_file():
+        return None
+    return f"recorded responses (fetch --offline) are in {recorded}: add --db {recorded}"
 
 
 def _configure_logging(level: str) -> None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 commands = typer.Typer()
 lake_app = typer.Typer(
-    help="Move the history between a DuckDB file and the lake ([lake] settings); maintain it.",
+    help="Move the history between a DuckDB file and the lake (\\[lake] settings); maintain it.",
     no_args_is_help=True,
 )
 commands.add_typer(lake_app, name="lake")

@@ -13,10 +13,13 @@ from pydantic import BaseModel, ValidationError
 
 from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
+from priceadvisor.cli import advice as advice_layout
+from priceadvisor.cli import reports
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.sizing import calibration
-from priceadvisor.sizing.estimate import SizingError, estimate, pooled_key, software_key
+from priceadvisor.sizing.alternatives import what_fits
+from priceadvisor.sizing.estimate import SizingError, Workload, estimate, pooled_key, software_key
 from priceadvisor.sizing.tco import rent_vs_buy
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import db as store
@@ -138,7 +141,7 @@ def estimate_command(
     work = to_workload(spec)
     arch = work.arch
     try:
-        result = estimate(work, _gpu(gpu), gpus, spec.tensor_parallel).as_dict()
+        sized = estimate(work, _gpu(gpu), gpus, spec.tensor_parallel)
     except SizingError as exc:
         raise typer.BadParameter(str(exc)) from None
     result = {
@@ -148,8 +151,27 @@ def estimate_command(
         "software": software_key(work) or "unknown",
         "params_b": round(arch.total_params / 1e9, 2),
         "active_params_b": round(arch.active_params / 1e9, 2),
-    } | result
-    _render_record(result, fmt, "Estimate")
+    } | sized.as_dict()
+    _render_estimate(result, work, tensor_parallel, fmt)
+
+
+def _render_estimate(
+    record: dict[str, Any], work: Workload, tensor_parallel: int | None, fmt: Format
+) -> None:
+    """The estimate with its likely ranges and, when it does not fit, what would."""
+    alternatives = (
+        []
+        if record["fits"]
+        else what_fits(work, record["gpu_model"], int(record["gpu_count"]), tensor_parallel)
+    )
+    record |= {
+        "likely": reports.likely(record),
+        "would_fit": [a.as_dict() for a in alternatives],
+    }
+    if fmt is Format.TABLE:
+        out.print(reports.estimate_view(record, alternatives), soft_wrap=False)
+    else:
+        _render_record(record, fmt, "Estimate")
 
 
 def workload_from_options(ctx: typer.Context) -> WorkloadSpec:
@@ -181,7 +203,7 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
             k,
             ", ".join(f"{a}={b}" for a, b in v.items())
             if isinstance(v, dict)
-            else "; ".join(v)
+            else "; ".join(x if isinstance(x, str) else json.dumps(x) for x in v)
             if isinstance(v, list)
             else v,
         )
@@ -202,9 +224,15 @@ def advise(
     ctx: typer.Context,
     workload: Annotated[str | None, typer.Option(help="Only this workload.")] = None,
     top: Annotated[int, typer.Option(min=1, max=100, help="Offers per workload.")] = 5,
+    columns: Annotated[
+        str | None,
+        typer.Option(help=f"Comma-separated columns: {', '.join(advice_layout.FIELDS)}."),
+    ] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rank current offers for the configured workloads (cost per run or per 1M tokens)."""
+    shown = advice_layout.chosen(columns, wide)
     settings = state(ctx).settings
     if not settings.workloads:
         raise UsageError(
@@ -213,15 +241,20 @@ def advise(
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
     from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
 
+    # The table heads each workload with its task; machine formats keep the view's columns.
+    wanted = ADVICE_COLUMNS + (", task" if fmt is Format.TABLE else "")
     with store.writer(store.target(settings), settings.lock_timeout) as con:
         store_advice(con, settings.workloads)
         table = reads.fetch_table(
             con,
-            f"SELECT {ADVICE_COLUMNS} FROM advice WHERE list_contains(?, workload) "
+            f"SELECT {wanted} FROM advice WHERE list_contains(?, workload) "
             "AND rank <= ? ORDER BY workload, rank",
             [names, top],
         )
-    render(table, fmt, out, title="Advice (USD)")
+    if fmt is Format.TABLE:
+        out.print(advice_layout.to_rich(table, shown, []), soft_wrap=False)
+    else:
+        render(table, fmt, out, title="Advice (USD)")
 
 
 def _finite(value: float | None) -> float | None:
@@ -256,44 +289,87 @@ def tco(
     years: Annotated[float, typer.Option(min=0.5, max=100.0, callback=_positive)] = 4.0,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Rent vs buy: break-even GPU-hours and utilisation against the cheapest suitable rental."""
+    """Rent vs buy: break-even GPU-hours and utilisation against the cheapest suitable rental
+    (the GPU's cheapest on-demand offer, or the workload's best offer). Power and purchase price
+    default to the GPU catalog's TDP and list price."""
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
     with store.reader(store.target(settings), settings.lock_timeout) as con:
-        model, rent = _rental(con, gpu, workload, settings)
-    spec = gpu_catalog().gpus[model]
-    price = purchase_price or spec.specs.get("approx_list_price_usd")
-    watts = power_w or spec.specs.get("tdp_w")
-    if not price or not watts:
-        raise UsageError(
-            f"no list price or TDP for {model} in the catalog: give --purchase-price and --power-w"
-        )
+        offer = _rental(con, gpu, workload, settings)
+    spec = gpu_catalog().gpus[offer["gpu_model"]]
+    price, price_source = _catalog_value(purchase_price, spec.specs, "approx_list_price_usd")
+    watts, power_source = _catalog_value(power_w, spec.specs, "tdp_w")
+    _require(offer["gpu_model"], price, watts)
     result = rent_vs_buy(
-        model, rent, float(price), float(watts), pue, electricity, utilisation, years
-    )
-    _render_record(result.as_dict(), fmt, "Rent vs buy (per GPU)")
+        offer["gpu_model"],
+        offer["usd_per_gpu_hour"],
+        price,
+        watts,
+        pue,
+        electricity,
+        utilisation,
+        years,
+    ).as_dict()
+    result |= {
+        "offer": offer,
+        "purchase_source": price_source,
+        "power_source": power_source,
+        "break_even": reports.break_even(result),
+    }
+    if fmt is Format.TABLE:
+        out.print(reports.tco_view(result), soft_wrap=False)
+    else:
+        _render_record(result, fmt, "Rent vs buy (per GPU)")
 
 
-def _rental(con: Any, gpu: str | None, workload: str | None, settings: Any) -> tuple[str, float]:
+def _catalog_value(given: float | None, specs: dict[str, Any], key: str) -> tuple[float, str]:
+    """The value given on the command line, else the catalog's (0: the catalog has none)."""
+    if given is not None:
+        return given, "given"
+    value = specs.get(key)
+    return (float(value), "catalog") if value else (0.0, "missing")
+
+
+def _require(model: str, price: float, watts: float) -> None:
+    missing = [
+        f"no {what} for {model} in the GPU catalog (providers/gpus.toml): give {option}"
+        for what, option, value in (
+            ("list price", "--purchase-price USD", price),
+            ("TDP", "--power-w WATTS", watts),
+        )
+        if not value
+    ]
+    if missing:
+        raise UsageError("; ".join(missing))
+
+
+RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing"
+
+
+def _rental(con: Any, gpu: str | None, workload: str | None, settings: Any) -> dict[str, Any]:
+    """The offer compared against, with its price per GPU-hour."""
     if gpu is not None:
         model = _gpu(gpu)
         row = con.execute(
-            "SELECT min(price_gpu_hour_usd) FROM offers WHERE gpu_model = ? "
-            "AND pricing = 'on_demand'",
+            f"SELECT {RENTAL_COLUMNS}, price_gpu_hour_usd FROM offers WHERE gpu_model = ? "
+            "AND pricing = 'on_demand' AND price_gpu_hour_usd IS NOT NULL "
+            "ORDER BY price_gpu_hour_usd, provider, region, instance_type LIMIT 1",
             [model],
         ).fetchone()
-        if not row or row[0] is None:
+        if not row:
             raise UserError(f"no current on-demand offer for {model}")
-        return model, float(row[0])
-    name = settings.workload(workload).name
-    row = con.execute(
-        "SELECT gpu_model, price_hour_usd / gpu_count FROM advice WHERE workload = ? AND rank = 1",
-        [name],
-    ).fetchone()
-    if not row:
-        raise UserError(f"no advice for {name!r} yet: run `priceadvisor advise` first")
-    return str(row[0]), float(row[1])
+    else:
+        name = settings.workload(workload).name
+        row = con.execute(
+            f"SELECT {RENTAL_COLUMNS}, price_hour_usd / gpu_count FROM advice "
+            "WHERE workload = ? AND rank = 1",
+            [name],
+        ).fetchone()
+        if not row:
+            raise UserError(f"no advice for {name!r} yet: run `priceadvisor advise` first")
+    keys = [*RENTAL_COLUMNS.split(", "), "usd_per_gpu_hour"]
+    return dict(zip(keys, row, strict=True))
 
 
 @commands.command()

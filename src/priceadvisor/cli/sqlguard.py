@@ -12,21 +12,21 @@ import re
 
 import duckdb
 
-from priceadvisor.cli.common import UsageError, UserError
+from priceadvisor.cli.common import UserError
 
 _WORD = re.compile(rb"\w+")
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    """Raise UsageError (exit 2) unless `query` is exactly one SELECT or an EXPLAIN of one;
-    UserError (exit 1) for SQL that does not parse, like any other SQL error."""
+    """Raise UserError (exit 1, like any SQL that cannot run: README "Using it") unless
+    `query` is exactly one SELECT or an EXPLAIN of one."""
     kind = _single_statement_kind(con, query)
     if kind == "EXPLAIN":
         kind = _single_statement_kind(con, _explained(query))
         if kind != "SELECT":
-            raise UsageError(f"refused: EXPLAIN is allowed of a query only, not of {kind}")
+            raise UserError(f"refused: EXPLAIN is allowed of a query only, not of {kind}")
     elif kind != "SELECT":
-        raise UsageError(f"refused: only read queries are allowed here, not {kind}")
+        raise UserError(f"refused: only read queries are allowed here, not {kind}")
 
 
 def _single_statement_kind(con: duckdb.DuckDBPyConnection, query: str) -> str:
@@ -35,7 +35,7 @@ def _single_statement_kind(con: duckdb.DuckDBPyConnection, query: str) -> str:
     except duckdb.Error as exc:
         raise UserError(f"SQL error: {_one_line(exc)}") from None
     if len(statements) != 1:
-        raise UsageError(f"refused: give exactly one SQL statement (got {len(statements)})")
+        raise UserError(f"refused: give exactly one SQL statement (got {len(statements)})")
     return statements[0].type.name
 
 

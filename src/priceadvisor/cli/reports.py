@@ -1,0 +1,165 @@
+"""The one-record reports of `estimate` and `tco` as a person reads them: figures with their
+units, a calibrated range said as "likely low–high", and what would fit when nothing does.
+JSON keeps every field of the record (these views only add words)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from priceadvisor.cli.advice import approx, gpus, money
+from priceadvisor.cli.output import clean
+from priceadvisor.sizing.alternatives import Alternative
+
+# The estimates a regime's range applies to, with their units.
+RANGED = {"hours": "h", "tokens_per_s": "tok/s", "ttft_ms": "ms", "tpot_ms": "ms"}
+
+
+def bounds(value: float, uncertainty: float) -> tuple[float, float]:
+    """The calibrated range: the truth within a factor (1 + uncertainty) either way."""
+    return value / (1 + uncertainty), value * (1 + uncertainty)
+
+
+def likely(record: dict[str, Any]) -> dict[str, list[float]]:
+    """Each ranged estimate's likely bounds (for JSON: `likely`)."""
+    spread = float(record["uncertainty"])
+    return {
+        key: [round(b, 3) for b in bounds(float(record[key]), spread)]
+        for key in RANGED
+        if record.get(key) is not None
+    }
+
+
+def figure(value: float) -> str:
+    """Three significant figures, thousands grouped."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def ranged(value: float, uncertainty: float, unit: str) -> str:
+    low, high = bounds(value, uncertainty)
+    return f"{figure(value)} {unit}, likely {approx(low)}–{approx(high)} {unit}"
+
+
+def estimate_view(record: dict[str, Any], alternatives: Sequence[Alternative]) -> RichTable:
+    """Field and value, in the record's order, the empty ones left out; ranged figures, the
+    fit and the range in words."""
+    spread = float(record["uncertainty"])
+    rows = []
+    for key, value in record.items():
+        if key == "likely":
+            continue
+        if key in RANGED and value is not None:
+            text = ranged(float(value), spread, RANGED[key])
+        elif key == "fits":
+            text = _fit(record)
+        elif key == "would_fit":
+            text = _would_fit(record, alternatives)
+        elif key == "uncertainty":
+            text = f"×/÷ {1 + spread:.2f}: the {record['regime']} regime's calibrated range"
+        else:
+            text = _plain(value)
+        if text:  # what does not apply (TTFT of a training run) is left out
+            rows.append(("would fit with" if key == "would_fit" else key, text))
+    return two_columns("Estimate", rows)
+
+
+def _fit(record: dict[str, Any]) -> str:
+    need, have = record["memory_needed_gib"], record["memory_available_gib"]
+    memory = f"{need:,.1f} GiB needed, {have:,.1f} GiB usable"
+    return f"yes ({memory})" if record["fits"] else f"no: {record['binding']} ({memory})"
+
+
+def _would_fit(record: dict[str, Any], alternatives: Sequence[Alternative]) -> str:
+    if record["fits"]:
+        return ""
+    if not alternatives:
+        return (
+            "nothing tried fits: more GPUs, a lower precision, LoRA/QLoRA or a GPU with more memory"
+        )
+    return "; ".join(a.as_option() for a in alternatives)
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(map(str, value))
+    return str(value)
+
+
+def two_columns(title: str, rows: list[tuple[str, str]]) -> RichTable:
+    """A report: a name column and a value column that wraps at the terminal's width."""
+    out = RichTable(
+        title=Text(clean(title)),
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE,
+        show_header=False,
+        show_edge=False,
+        pad_edge=False,
+    )
+    out.add_column(no_wrap=True)
+    out.add_column(overflow="fold")
+    for name, value in rows:
+        out.add_row(Text(clean(name)), Text(clean(value)))
+    return out
+
+
+def tco_view(record: dict[str, Any]) -> RichTable:
+    """Rent vs buy in sentences: the offer compared, owning's costs, the break-even."""
+    years, share = record["years"], record["utilisation"]
+    rows = [
+        ("GPU", record["gpu_model"]),
+        ("rental compared", offer(record["offer"])),
+        ("purchase", f"${record['purchase_usd']:,.0f} ({_source(record['purchase_source'])})"),
+        (
+            "power",
+            f"{record['power_kw'] * 1000:,.0f} W ({_source(record['power_source'], 'TDP')}) × PUE "
+            f"{record['pue']:g} × ${record['electricity_usd_kwh']:g}/kWh = "
+            f"${money(record['power_gpu_hour_usd'])}/GPU-h",
+        ),
+        (
+            "owning",
+            f"${money(record['own_gpu_hour_usd'])} per used GPU-hour at {share:.0%} "
+            f"utilisation over {years:g} years",
+        ),
+        ("break-even", break_even(record)),
+        ("cheaper", f"{record['cheaper']} at {share:.0%} utilisation"),
+    ]
+    return two_columns("Rent vs buy (per GPU)", rows)
+
+
+def _source(source: str, what: str = "list price") -> str:
+    return f"the GPU catalog's {what}" if source == "catalog" else source
+
+
+def offer(row: dict[str, Any]) -> str:
+    """An offer as `advise` names it, with its price per GPU-hour."""
+    return (
+        f"{row['provider']} · {row['region']}, {gpus(row['gpu_model'], row['gpu_count'])} "
+        f"({row['instance_type']}), {row['pricing']}: "
+        f"${money(row['usd_per_gpu_hour'])}/GPU-h"
+    )
+
+
+def break_even(record: dict[str, Any]) -> str:
+    """The break-even in words: "never" when owning cannot catch up within its years."""
+    hours, share = record["break_even_gpu_hours"], record["break_even_utilisation"]
+    years = record["years"]
+    if hours is None:
+        return (
+            "never: power alone costs more per GPU-hour than the rental "
+            f"(${money(record['power_gpu_hour_usd'])} vs ${money(record['rent_gpu_hour_usd'])})"
+        )
+    if share > 1:
+        return (
+            f"never within {years:g} years: it takes {hours:,.0f} GPU-hours, "
+            f"{share:.0%} of the hours in {years:g} years"
+        )
+    return f"after {hours:,.0f} GPU-hours: {share:.0%} utilisation over {years:g} years"

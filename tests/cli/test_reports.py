@@ -1,0 +1,162 @@
+"""`estimate` and `tco` as people read them: ranges in words, what would fit, "never" for a
+break-even that never comes, the offer compared, and the catalog's TDP and list price."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from priceadvisor.cli import sizing as sizing_cli
+from priceadvisor.sizing.estimate import estimate
+from tests.conftest import cli
+
+
+@pytest.fixture
+def screen(monkeypatch: pytest.MonkeyPatch) -> Console:
+    """An 80-column terminal in place of the commands' stdout."""
+    console = Console(width=80, record=True, color_system=None, soft_wrap=True)
+    monkeypatch.setattr(sizing_cli, "out", console)
+    return console
+
+
+@pytest.fixture(scope="module")
+def offline_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from priceadvisor.cli.app import main
+
+    db = tmp_path_factory.mktemp("reports") / "offline.duckdb"
+    with pytest.raises(SystemExit):
+        main(["--db", str(db), "fetch", "--offline", "--format", "json"])
+    return db
+
+
+LORA = ("estimate", "--model", "llama-3.1-8b", "--gpu", "H100-SXM-80GB", "--task", "lora")
+
+
+def test_the_range_is_said_as_likely_low_to_high(
+    capsys: pytest.CaptureFixture[str], screen: Console
+) -> None:
+    code, out, _ = cli(capsys, *LORA, "--train-tokens", "1e8", "--format", "json")
+    record = json.loads(out)
+    hours, spread = record["hours"], record["uncertainty"]
+    low, high = record["likely"]["hours"]
+    assert code == 0 and spread > 0
+    assert low == pytest.approx(hours / (1 + spread), rel=1e-3)
+    assert high == pytest.approx(hours * (1 + spread), rel=1e-3)
+    code, _, _ = cli(capsys, *LORA, "--train-tokens", "1e8")
+    text = screen.export_text()
+    assert code == 0
+    assert f"{hours:.3g} h, likely {low:.2g}–{high:.2g} h" in text
+    assert f"×/÷ {1 + spread:.2f}" in text and f"uncertainty {spread}" not in text
+
+
+def test_what_would_fit_is_sized_not_guessed(
+    capsys: pytest.CaptureFixture[str], screen: Console
+) -> None:
+    base = {"--model": "llama-3.1-70b", "--gpu": "H100-SXM-80GB", "--task": "finetune"}
+
+    def run(**changed: str) -> dict:
+        options = base | {f"--{k}": v for k, v in changed.items()}
+        flat = [x for pair in options.items() for x in pair]
+        code, out, err = cli(capsys, "estimate", *flat, "--train-tokens", "1e8", "-f", "json")
+        assert code == 0, err
+        return dict(json.loads(out))
+
+    record = run()
+    assert record["fits"] is False
+    would = {a["option"]: str(a["value"]) for a in record["would_fit"]}
+    assert set(would) >= {"gpus", "task"}
+    for option, value in would.items():  # each suggestion fits when asked for
+        assert run(**{option: value})["fits"] is True, option
+    assert run(gpus=str(int(would["gpus"]) // 2))["fits"] is False  # and it is the fewest GPUs
+    cli(capsys, "estimate", *[x for p in base.items() for x in p], "--train-tokens", "1e8")
+    text = screen.export_text()
+    assert "no: memory" in text
+    assert f"--gpus {would['gpus']}" in text and f"--task {would['task']}" in text
+
+
+def test_a_fitting_estimate_suggests_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, *LORA, "--train-tokens", "1e8", "--format", "json")
+    assert code == 0 and json.loads(out)["would_fit"] == []
+
+
+def test_serving_suggests_a_lower_precision_and_a_larger_gpu() -> None:
+    from priceadvisor import llm
+    from priceadvisor.sizing.alternatives import what_fits
+    from priceadvisor.sizing.estimate import Workload
+
+    work = Workload(task="serve", arch=llm.lookup("llama-3.1-70b"))
+    assert not estimate(work, "H100-SXM-80GB", 1).fits
+    found = {a.option: a for a in what_fits(work, "H100-SXM-80GB", 1)}
+    assert {"gpus", "precision", "gpu"} <= set(found)
+    larger = found["gpu"].value
+    assert estimate(work, str(larger), 1).fits
+    precision = found["precision"].value
+    assert estimate(
+        Workload(task="serve", arch=work.arch, precision=precision), "H100-SXM-80GB", 1
+    ).fits  # type: ignore[arg-type]
+
+
+def tco(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, str, str]:
+    return cli(capsys, "--db", str(db), "tco", *args)
+
+
+def test_tco_names_the_offer_and_takes_power_and_price_from_the_catalog(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, screen: Console
+) -> None:
+    code, out, err = tco(capsys, offline_db, "--gpu", "RTX4090-24GB", "--format", "json")
+    record = json.loads(out)
+    assert code == 0, err
+    assert record["power_kw"] == 0.45 and record["power_source"] == "catalog"  # TDP 450 W
+    assert record["purchase_usd"] == 1599 and record["purchase_source"] == "catalog"
+    offer = record["offer"]
+    assert offer["gpu_model"] == "RTX4090-24GB" and offer["pricing"] == "on_demand"
+    assert offer["usd_per_gpu_hour"] == pytest.approx(record["rent_gpu_hour_usd"], rel=1e-3)
+    tco(capsys, offline_db, "--gpu", "RTX4090-24GB")
+    text = screen.export_text()
+    assert f"{offer['provider']} · {offer['region']}, RTX4090-24GB ×" in text
+    assert "450 W (the GPU catalog's TDP)" in text and "$1,599 (the GPU catalog's" in text
+
+
+def test_a_break_even_past_the_years_or_below_power_is_never(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, screen: Console
+) -> None:
+    gpu = ("--gpu", "RTX4090-24GB")
+    code, out, _ = tco(capsys, offline_db, *gpu, "--purchase-price", "900000", "--format", "json")
+    record = json.loads(out)
+    assert code == 0 and record["break_even_utilisation"] > 1
+    assert record["break_even"].startswith("never within 4 years")
+    code, out, _ = tco(capsys, offline_db, *gpu, "--electricity", "50", "--format", "json")
+    record = json.loads(out)
+    assert record["break_even_utilisation"] is None
+    assert record["break_even"].startswith("never: power alone costs more")
+    tco(capsys, offline_db, *gpu, "--purchase-price", "900000")
+    assert "break-even        never within 4 years" in screen.export_text()
+
+
+def test_tco_says_which_catalog_value_is_missing(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    # A10G: in the recorded offers, with neither a TDP nor a list price in the catalog
+    code, _, err = tco(capsys, offline_db, "--gpu", "A10G-24GB", "--purchase-price", "3000")
+    assert code == 2
+    assert err.strip() == (
+        "error: no TDP for A10G-24GB in the GPU catalog (providers/gpus.toml): give --power-w WATTS"
+    )
+    code, _, err = tco(capsys, offline_db, "--gpu", "H100-SXM-80GB")  # TDP 700 W, no price
+    assert code == 2 and "no list price" in err and "TDP" not in err
+    code, out, _ = tco(
+        capsys,
+        offline_db,
+        "--gpu",
+        "A10G-24GB",
+        "--purchase-price",
+        "3000",
+        "--power-w",
+        "150",
+        "--format",
+        "json",
+    )
+    assert code == 0 and json.loads(out)["power_source"] == "given"
