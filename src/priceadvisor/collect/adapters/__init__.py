@@ -11,6 +11,7 @@ from priceadvisor.collect.adapters.cudo import CudoAdapter
 from priceadvisor.collect.adapters.digitalocean import DigitalOceanAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
+from priceadvisor.collect.adapters.gpuai import GpuAiAdapter
 from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
@@ -40,6 +41,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     DigitalOceanAdapter.id: DigitalOceanAdapter,
     EcbAdapter.id: EcbAdapter,
     GcpAdapter.id: GcpAdapter,
+    GpuAiAdapter.id: GpuAiAdapter,
     HotAisleAdapter.id: HotAisleAdapter,
     HyperbolicAdapter.id: HyperbolicAdapter,
     HyperstackAdapter.id: HyperstackAdapter,
