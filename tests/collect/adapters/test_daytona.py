@@ -70,7 +70,7 @@ def test_the_currency_is_read_not_assumed() -> None:
 
 def test_an_hourly_rate_that_disagrees_with_the_per_second_rate_fails() -> None:
     per_minute = edited(3, onDemandPricePerHour=3.95 / 60)  # a per-minute figure under "Hour"
-    with pytest.raises(SourceFormatError, match="H100: onDemandPricePerHour .* is not 3600"):
+    with pytest.raises(SourceFormatError, match=r"H100: onDemandPricePerHour .* is not 3600"):
         parse_rate_card(per_minute, "u")
 
 
