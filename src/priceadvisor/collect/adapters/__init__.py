@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from priceadvisor.collect.adapters.akash import AkashAdapter
 from priceadvisor.collect.adapters.aws import AwsAdapter
 from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
@@ -34,6 +35,7 @@ from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
 from priceadvisor.collect.adapters.vultr import VultrAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
+    AkashAdapter.id: AkashAdapter,
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
