@@ -24,6 +24,7 @@ from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.ovh import OvhAdapter
+from priceadvisor.collect.adapters.packetai import PacketAiAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.sfcompute import SfComputeAdapter
@@ -56,6 +57,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
     OvhAdapter.id: OvhAdapter,
+    PacketAiAdapter.id: PacketAiAdapter,
     RunPodAdapter.id: RunPodAdapter,
     ScalewayAdapter.id: ScalewayAdapter,
     SfComputeAdapter.id: SfComputeAdapter,
