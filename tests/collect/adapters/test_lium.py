@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.lium import NOT_RENTABLE, parse_feed
+from priceadvisor.collect.adapters.lium import NO_TIER, NOT_RENTABLE, UNLISTED, parse_feed
 from priceadvisor.models import RawQuote, RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
@@ -88,12 +88,17 @@ def test_a_node_without_a_country_is_kept_as_unknown() -> None:
     assert found["", "RTX 5090 x1", "spot"].region == "unknown"
 
 
+def test_nodes_without_a_tier_and_unlisted_nodes_are_counted() -> None:
+    parsed = parse_feed(feed(n2={"tier": None}) | {"count": 7}, "u")
+    assert parsed.skipped == {NOT_RENTABLE: 1, NO_TIER: 1, UNLISTED: 2}
+    assert not any(q.pricing == "spot" for q in parsed.quotes)
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [
         ({"data": []}, "no 'nodes'"),
         (feed(n0={"tier": "community"}), "unknown tier 'community'"),
-        (FEED | {"count": 9}, "says 9 nodes but lists 5"),
         ({"count": 1, "nodes": [{"id": "x"}]}, "a node lacks gpu_model"),
     ],
 )

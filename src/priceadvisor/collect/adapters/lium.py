@@ -8,7 +8,8 @@ currency field, the site shows $), `price_per_node_hour` (= gpu_count × the per
 read), `gpu_memory_gb` (per GPU; 140 for the H200, whose real size the catalog holds), CPU, RAM
 and disk of the whole node, `tier` ("secure" or "spot"), `country_code`, `region` (the ISO
 3166-2 subdivision within the country: "13" Tokyo, "MS" Mississippi), `city`, `rent_url`.
-`count` must equal the number of nodes listed, else the body was cut and the run fails.
+`count` should equal the number of nodes listed; nodes it counts but the list lacks are reported
+in the progress line (not fatal: the meaning of `count` is not documented beyond the capture).
 
 Which offers are published: a node can be rented in any count from `min_rentable_gpu_count` to
 `available_gpu_count`, always at its per-GPU price. Per node, the counts 1, 2, 4 and 8 inside
@@ -19,7 +20,8 @@ whole-node minimum on a partly rented node) is not an offer now: counted and lef
 minimum is read as "whole node only", the safe side. A node whose counts are not numbers is
 passed on without a GPU count, so the core rejects and counts it.
 
-Tiers: `secure` is on-demand, `spot` is spot; any other tier fails the run. The region is the
+Tiers: `secure` is on-demand, `spot` is spot; a node without a tier (null) is counted and left
+out, and any other tier fails the run. The region is the
 node's ISO country code (so country and EU filters work) and the zone its subdivision
 ("US-MS"); a node without a country code is kept under region "unknown". Nodes are aggregated
 (collect/asks.py): one quote per (country, subdivision, GPU model, count, tier) at the cheapest
@@ -65,6 +67,8 @@ TIERS = {"secure": Pricing.ON_DEMAND, "spot": Pricing.SPOT}
 LISTED_COUNTS = (1, 2, 4, 8)
 UNKNOWN_COUNTRY = "unknown"
 NOT_RENTABLE = "nodes with fewer free GPUs than their minimum rental"
+NO_TIER = "nodes without a tier"
+UNLISTED = "nodes counted by the feed but not listed"
 
 
 class LiumAdapter(Adapter):
@@ -80,8 +84,14 @@ class LiumAdapter(Adapter):
 def parse_feed(document: Any, url: str) -> ParsedPage:
     nodes = parse_nodes(document)
     parsed = ParsedPage()
+    count = document.get("count")
+    if isinstance(count, int) and count > len(nodes):
+        parsed.skipped[UNLISTED] = count - len(nodes)
     asks: list[RawQuote] = []
     for node in nodes:
+        if node["tier"] is None:
+            parsed.skipped[NO_TIER] += 1
+            continue
         counts = rentable_counts(node)
         if counts == []:
             parsed.skipped[NOT_RENTABLE] += 1
@@ -94,12 +104,8 @@ def parse_nodes(document: Any) -> list[dict[str, Any]]:
     if not isinstance(document, dict) or "nodes" not in document:
         raise SourceFormatError("no 'nodes' in the Lium feed (format changed?)")
     nodes = json_records(document["nodes"], REQUIRED, "the nodes", "a node")
-    if document.get("count") != len(nodes):
-        raise SourceFormatError(
-            f"the feed says {document.get('count')} nodes but lists {len(nodes)}"
-        )
     for node in nodes:
-        if node["tier"] not in TIERS:
+        if node["tier"] is not None and node["tier"] not in TIERS:
             raise SourceFormatError(f"node {node['id']} has unknown tier {node['tier']!r}")
     return nodes
 
