@@ -52,6 +52,13 @@ PRICE_KEYS = {
     "price_per_hour",
     "spot_price",
     "price_per_hr",
+    # wave 4 (key-free JSON feeds)
+    "price_per_gpu_hour",
+    "price_per_node_hour",
+    "onDemandPricePerHour",
+    "spotPricePerHour",
+    "med",
+    "price_per_gpu_hour_usd",
 }
 # Prices inside JSON that a page embeds in a JS string (Next.js flight data): keys written \"key\".
 ESCAPED_PRICE_KEYS = re.compile(r'(\\"(?:hour|avg)\\":)-?[\d.]+')

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+from priceadvisor.collect.adapters.akash import AkashAdapter
 from priceadvisor.collect.adapters.aws import AwsAdapter
 from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
 from priceadvisor.collect.adapters.cudo import CudoAdapter
+from priceadvisor.collect.adapters.daytona import DaytonaAdapter
 from priceadvisor.collect.adapters.digitalocean import DigitalOceanAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
+from priceadvisor.collect.adapters.gpuai import GpuAiAdapter
 from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.latitude import LatitudeAdapter
+from priceadvisor.collect.adapters.lium import LiumAdapter
 from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.ovh import OvhAdapter
+from priceadvisor.collect.adapters.packetai import PacketAiAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.sfcompute import SfComputeAdapter
@@ -31,23 +36,28 @@ from priceadvisor.collect.adapters.voltagepark import VoltageParkAdapter
 from priceadvisor.collect.adapters.vultr import VultrAdapter
 
 REGISTRY: dict[str, type[Adapter]] = {
+    AkashAdapter.id: AkashAdapter,
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     CrusoeAdapter.id: CrusoeAdapter,
     CudoAdapter.id: CudoAdapter,
+    DaytonaAdapter.id: DaytonaAdapter,
     DigitalOceanAdapter.id: DigitalOceanAdapter,
     EcbAdapter.id: EcbAdapter,
     GcpAdapter.id: GcpAdapter,
+    GpuAiAdapter.id: GpuAiAdapter,
     HotAisleAdapter.id: HotAisleAdapter,
     HyperbolicAdapter.id: HyperbolicAdapter,
     HyperstackAdapter.id: HyperstackAdapter,
     LambdaAdapter.id: LambdaAdapter,
     LatitudeAdapter.id: LatitudeAdapter,
+    LiumAdapter.id: LiumAdapter,
     ModalAdapter.id: ModalAdapter,
     NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
     OvhAdapter.id: OvhAdapter,
+    PacketAiAdapter.id: PacketAiAdapter,
     RunPodAdapter.id: RunPodAdapter,
     ScalewayAdapter.id: ScalewayAdapter,
     SfComputeAdapter.id: SfComputeAdapter,
