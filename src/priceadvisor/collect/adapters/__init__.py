@@ -22,6 +22,7 @@ from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.ovh import OvhAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
+from priceadvisor.collect.adapters.sesterce import SesterceAdapter
 from priceadvisor.collect.adapters.sfcompute import SfComputeAdapter
 from priceadvisor.collect.adapters.tensordock import TensorDockAdapter
 from priceadvisor.collect.adapters.together import TogetherAdapter
@@ -50,6 +51,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     OvhAdapter.id: OvhAdapter,
     RunPodAdapter.id: RunPodAdapter,
     ScalewayAdapter.id: ScalewayAdapter,
+    SesterceAdapter.id: SesterceAdapter,
     SfComputeAdapter.id: SfComputeAdapter,
     TensorDockAdapter.id: TensorDockAdapter,
     TogetherAdapter.id: TogetherAdapter,
