@@ -25,6 +25,7 @@ from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.sesterce import SesterceAdapter
 from priceadvisor.collect.adapters.sfcompute import SfComputeAdapter
 from priceadvisor.collect.adapters.tensordock import TensorDockAdapter
+from priceadvisor.collect.adapters.tensorpool import TensorPoolAdapter
 from priceadvisor.collect.adapters.together import TogetherAdapter
 from priceadvisor.collect.adapters.vast import VastAdapter
 from priceadvisor.collect.adapters.verda import VerdaAdapter
@@ -54,6 +55,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     SesterceAdapter.id: SesterceAdapter,
     SfComputeAdapter.id: SfComputeAdapter,
     TensorDockAdapter.id: TensorDockAdapter,
+    TensorPoolAdapter.id: TensorPoolAdapter,
     TogetherAdapter.id: TogetherAdapter,
     VastAdapter.id: VastAdapter,
     VerdaAdapter.id: VerdaAdapter,
