@@ -5,6 +5,7 @@ from __future__ import annotations
 from priceadvisor.collect.adapters.aws import AwsAdapter
 from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
+from priceadvisor.collect.adapters.civo import CivoAdapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
 from priceadvisor.collect.adapters.cudo import CudoAdapter
@@ -35,6 +36,7 @@ from priceadvisor.collect.adapters.vultr import VultrAdapter
 REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
+    CivoAdapter.id: CivoAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     CrusoeAdapter.id: CrusoeAdapter,
     CudoAdapter.id: CudoAdapter,
