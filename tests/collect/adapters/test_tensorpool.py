@@ -41,7 +41,7 @@ def test_competitor_columns_are_never_offers() -> None:
 
 def test_cpu_row_is_counted_and_left_out() -> None:
     page = parse_page(HTML, "u")
-    assert page.skipped == {"CPU rows": 1, "duplicate grid copies": 0}
+    assert page.skipped == {"CPU rows": 1}
     assert 0.015 not in {q.price for q in page.quotes}
 
 

@@ -11,6 +11,7 @@ from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
 from priceadvisor.collect.adapters.cudo import CudoAdapter
 from priceadvisor.collect.adapters.digitalocean import DigitalOceanAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
+from priceadvisor.collect.adapters.fal import FalAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
 from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
@@ -42,6 +43,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     CudoAdapter.id: CudoAdapter,
     DigitalOceanAdapter.id: DigitalOceanAdapter,
     EcbAdapter.id: EcbAdapter,
+    FalAdapter.id: FalAdapter,
     GcpAdapter.id: GcpAdapter,
     HotAisleAdapter.id: HotAisleAdapter,
     HyperbolicAdapter.id: HyperbolicAdapter,

@@ -103,7 +103,8 @@ def _one_grid(grids: list[FlatGrid], page: ParsedPage) -> FlatGrid:
     unique = {g.texts(): g for g in grids}
     if len(unique) != 1:
         raise SourceFormatError(f"expected one TensorPool price grid, found {len(unique)}")
-    page.skipped["duplicate grid copies"] += len(grids) - 1
+    if len(grids) > 1:
+        page.skipped["duplicate grid copies"] += len(grids) - 1
     return next(iter(unique.values()))
 
 
