@@ -18,6 +18,7 @@ from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
 from priceadvisor.collect.adapters.lambdalabs import LambdaAdapter
 from priceadvisor.collect.adapters.latitude import LatitudeAdapter
+from priceadvisor.collect.adapters.massedcompute import MassedComputeAdapter
 from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
@@ -50,6 +51,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     HyperstackAdapter.id: HyperstackAdapter,
     LambdaAdapter.id: LambdaAdapter,
     LatitudeAdapter.id: LatitudeAdapter,
+    MassedComputeAdapter.id: MassedComputeAdapter,
     ModalAdapter.id: ModalAdapter,
     NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
