@@ -13,6 +13,7 @@ from priceadvisor.collect.adapters.digitalocean import DigitalOceanAdapter
 from priceadvisor.collect.adapters.ecb import EcbAdapter
 from priceadvisor.collect.adapters.fal import FalAdapter
 from priceadvisor.collect.adapters.gcp import GcpAdapter
+from priceadvisor.collect.adapters.gmicloud import GmiCloudAdapter
 from priceadvisor.collect.adapters.hotaisle import HotAisleAdapter
 from priceadvisor.collect.adapters.hyperbolic import HyperbolicAdapter
 from priceadvisor.collect.adapters.hyperstack import HyperstackAdapter
@@ -46,6 +47,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     EcbAdapter.id: EcbAdapter,
     FalAdapter.id: FalAdapter,
     GcpAdapter.id: GcpAdapter,
+    GmiCloudAdapter.id: GmiCloudAdapter,
     HotAisleAdapter.id: HotAisleAdapter,
     HyperbolicAdapter.id: HyperbolicAdapter,
     HyperstackAdapter.id: HyperstackAdapter,
