@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,12 @@ def test_the_ticker_copies_are_never_read() -> None:
     soup_less = HTML.replace("<table", "<div").replace("</table>", "</div>")
     with pytest.raises(SourceFormatError, match="expected one live-offers table, found 0"):
         parse_page(soup_less, "u")
+
+
+def test_flight_data_copies_with_escaped_dollars_are_not_read() -> None:
+    cell = json.dumps(json.dumps(["$", "td", None, {"children": "$$1.83"}]))
+    flight = f"<script>self.__next_f.push([1,{cell}])</script>"
+    assert offers(HTML.replace("</main>", flight + "</main>")) == offers()
 
 
 def test_markup_variants_read_the_same_offers() -> None:

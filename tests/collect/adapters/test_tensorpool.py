@@ -69,6 +69,16 @@ def swap_columns(html: str, first: int, second: int, width: int = 5) -> str:
     return str(soup)
 
 
+def test_mobile_cards_repeating_the_prices_are_not_read() -> None:
+    # Illustrative card markup (the capture cut the real one): the same chips and prices
+    # without "/hr", shown below the md breakpoint.
+    cards = "".join(
+        f'<div class="md:hidden"><div>{gpu}</div><div>TensorPool</div><div>{price}</div></div>'
+        for gpu, price in [("B200 SXM", "$4.99"), ("H100 SXM", "$1.99"), ("H100 SXM", "$3.29")]
+    )
+    assert prices(HTML.replace("</main>", cards + "</main>")) == prices()
+
+
 def test_markup_variants_read_the_same_prices() -> None:
     assert prices(swap_columns(HTML, 2, 3)) == prices()  # the header, not the place, decides
     assert prices(wrap(HTML, "div.md\\:grid")) == prices()
