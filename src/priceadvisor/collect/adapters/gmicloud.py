@@ -8,8 +8,9 @@ GPUs Today", one card per chip, styled by utility classes only: a badge ("AVAILA
 chip whose nearest enclosing block states a per-GPU-hour unit, and holds no other such heading.
 
 Every price on the capture is a "from" floor: the section offers the GPUs "on-demand ... or
-reserved" and the page's FAQ says on-demand and committed prices differ, so a floor is not the
-price an on-demand user pays. Floors are counted and never stored. A card priced without
+reserved", and the page's FAQ (not in the capture; reported by an earlier reading of the page)
+says on-demand and committed prices differ, so a floor is not the price an on-demand user pays.
+Floors are counted and never stored. A card priced without
 "from" would be stored as an on-demand offer per GPU-hour; none exists today, so the run fails
 with a message saying the page shows only floors (the provider is disabled by default in its
 manifest for that reason; enable it in the config once GMI publishes list prices).
