@@ -415,6 +415,13 @@ class Settings(BaseSettings):
     def provider(self, provider_id: str) -> ProviderSettings:
         return self.providers.get(provider_id) or ProviderSettings()
 
+    def provider_enabled(self, provider_id: str) -> bool:
+        """`[providers.<id>] enabled` where the config sets it, else the manifest's default."""
+        configured = self.providers.get(provider_id)
+        if configured is not None and "enabled" in configured.model_fields_set:
+            return configured.enabled
+        return manifest(provider_id).enabled
+
 
 def _known_provider_ids(ids: list[str]) -> None:
     known = manifest_ids()

@@ -65,6 +65,11 @@ class Manifest(BaseModel):
         DEFAULT_MAX_RESPONSE, gt=0, description="largest decompressed body read, e.g. '64 MiB'"
     )
     redirects: RedirectPolicy = "same-origin"
+    enabled: bool = Field(
+        True,
+        description="fetched unless the config says otherwise; false for a source that yields "
+        "no storable offer yet (GMI Cloud shows only 'from' floors)",
+    )
 
 
 class ManifestError(ValueError):

@@ -481,12 +481,14 @@ def demo(
     ] = False,
 ) -> None:
     """The whole pipeline offline into a fresh database, ending with a table of offers."""
+    from priceadvisor.collect.fetch import enabled_providers
     from priceadvisor.manifest import manifest_ids
 
     current = state(ctx)
     settings = current.settings
     path = _demo_path(current.db, replace)
-    summaries = _fetch_with_progress(settings, manifest_ids(), True, path)
+    providers = enabled_providers(settings, manifest_ids())
+    summaries = _fetch_with_progress(settings, providers, True, path)
     render(_summary_table(summaries), Format.TABLE, out, title="Offline fetch (recorded data)")
     with store.reader(path, settings.lock_timeout) as con:
         table = reads.prices(

@@ -116,7 +116,7 @@ def _skip_reason(provider_id: str, credential: SecretStr | None, offline_mode: b
 
 
 def enabled_providers(settings: Settings, registry_ids: list[str]) -> list[str]:
-    return [p for p in registry_ids if settings.provider(p).enabled]
+    return [p for p in registry_ids if settings.provider_enabled(p)]
 
 
 async def fetch_one(

@@ -86,7 +86,7 @@ def _provider_state(
 ) -> tuple[Any, ...]:
     max_age = 2 * interval(settings, provider_id)
     base = (None, format_duration(max_age))
-    if not settings.provider(provider_id).enabled:
+    if not settings.provider_enabled(provider_id):
         return (provider_id, "disabled", None, *base, None, None, None)
     skip = plan(settings, provider_id, offline_mode=False).skip_reason
     if skip and (run is None or run["last_success"] is None):
@@ -142,7 +142,7 @@ def providers_table(settings: Settings) -> Table:
                 provider_id,
                 spec.name,
                 "FX rates" if spec.kind == "fx" else "offers",
-                settings.provider(provider_id).enabled,
+                settings.provider_enabled(provider_id),
                 plan_.skip_reason or "yes",
                 format_duration(interval(settings, provider_id)),
                 plan_.endpoints,

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from priceadvisor.collect.adapters.base import SourceFormatError
+from priceadvisor.collect.adapters.civo import parse_page
+from priceadvisor.collect.pages import BROWSER_HEADERS
+from priceadvisor.models import RunStatus
+from priceadvisor.resources import recordings_dir
+from tests.collect.adapters.page_variants import rename_classes, reorder_columns, wrap
+from tests.conftest import query
+from tests.localserver import fetch_served
+
+HTML = (recordings_dir() / "civo" / "pricing.html").read_text()
+SMALL_ON_DEMAND = '<div id="price-value-hourly" data-option="hourly" class="price-value">$1.29'
+
+
+def offers(html: str = HTML) -> dict[str, tuple[float | None, float | None, str]]:
+    quotes = parse_page(html, "u").quotes
+    return {q.instance_type: (q.price, q.gpu_count, q.price_basis) for q in quotes}
+
+
+def test_rows_are_instance_hour_prices_with_their_gpu_count() -> None:
+    assert offers() == {
+        "Small 1x NVIDIA L40S - 48GB": (1.29, 1, "node"),
+        "Medium 2x NVIDIA L40S - 48GB": (2.58, 2, "node"),  # the core divides: $1.29/GPU-h
+    }
+    medium = parse_page(HTML, "u").quotes[1]
+    assert (medium.vcpus, medium.ram_gb, medium.gpu_memory_gb) == (24, 192, 48)
+
+
+def test_commitment_terms_and_hidden_monthly_copies_are_never_prices() -> None:
+    page = parse_page(HTML, "u")
+    assert page.skipped == {"commitment terms (6-36 months)": 2}
+    stated = {q.price for q in page.quotes}
+    assert stated.isdisjoint({0.89, 1.19, 941.70, 1883.40, 1.78})
+
+
+def test_a_commitment_only_row_is_counted_and_left_out() -> None:
+    # B200 on the live page: on-demand "N/A", the headline price is the 36-month term.
+    b200 = HTML.replace(SMALL_ON_DEMAND, '<div class="price-value">N/A', 1)
+    assert b200 != HTML
+    page = parse_page(b200, "u")
+    assert list(offers(b200)) == ["Medium 2x NVIDIA L40S - 48GB"]
+    assert page.skipped["commitment-only rows (no on-demand price)"] == 1
+
+
+def test_tables_outside_the_gpu_section_are_not_read() -> None:
+    table = HTML[HTML.index("<table") : HTML.index("</table>") + len("</table>")]
+    kubernetes = table.replace("1 x NVIDIA L40S", "3 x NVIDIA L40S").replace("$1.29", "$0.01")
+    other = f'<section class="pricing-product">{kubernetes}</section>'
+    html = HTML.replace("</main>", other + "</main>")
+    assert offers(html) == offers()
+
+
+def test_markup_variants_read_the_same_offers() -> None:
+    assert offers(reorder_columns(HTML, "table", [5, 0, 6, 2, 1, 3, 4])) == offers()
+    assert offers(wrap(HTML, "table")) == offers()
+    assert offers(rename_classes(HTML, "pricing-table", "price-grid")) == offers()
+
+
+@pytest.mark.parametrize(
+    ("html", "message"),
+    [
+        (HTML.replace('id="nvidia-gpus"', 'id="gpus"'), "no element with id 'nvidia-gpus'"),
+        (HTML.replace(">On-demand<", ">Hourly<"), "no GPU table with Size and On-demand"),
+        (HTML.replace("$1.29<span>per hour", "$1.29<span>per month"), "not an instance-hour"),
+        (HTML.replace("1 x NVIDIA L40S", "NVIDIA L40S"), "cannot read 'N x GPU'"),
+        (HTML.replace(SMALL_ON_DEMAND, '<div class="price-value">Ask us'), "cannot read a price"),
+    ],
+)
+def test_layout_changes_are_format_errors(html: str, message: str) -> None:
+    with pytest.raises(SourceFormatError, match=message):
+        parse_page(html, "u")
+
+
+def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
+    summary, server = fetch_served("civo", db_path)
+    assert summary.status is RunStatus.OK and summary.offers_seen == 2
+    assert summary.unmapped == 0 and server.requests == ["/pricing"]
+    assert server.accepts == [BROWSER_HEADERS["Accept"]]
+    rows = query(db_path, "SELECT DISTINCT gpu_model, price_gpu_hour_usd FROM offers")
+    assert rows == [("L40S-48GB", 1.29)]
