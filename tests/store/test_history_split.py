@@ -6,7 +6,6 @@ failed and superseded runs, and migration 0040 moves an old database's history l
 from __future__ import annotations
 
 import dataclasses
-
 import datetime as dt
 from pathlib import Path
 

@@ -368,7 +368,8 @@ _OPEN_SQL = """
 INSERT INTO core.current_offers BY NAME
 SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd,
-    currency, node_original AS price_hour_original, price_basis, available, stock, interruption_rate,
+    currency, node_original AS price_hour_original, price_basis, available, stock,
+    interruption_rate,
     source_url, coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
