@@ -82,11 +82,13 @@ def never_available(
     rows = con.execute(_NEVER_AVAILABLE_SQL, {"since": since}).fetchall()
     return [
         NeverAvailable(
-            *key,
-            reason=(
-                f"never available in {days:g} days: listed since {first:%Y-%m-%d %H:%M} UTC, "
-                "the source said not rentable at every fetch"
-            ),
+            provider,
+            region,
+            zone,
+            instance_type,
+            pricing,
+            f"never available in {days:g} days: listed since {first:%Y-%m-%d %H:%M} UTC, "
+            "the source said not rentable at every fetch",
         )
-        for *key, first in rows
+        for provider, region, zone, instance_type, pricing, first in rows
     ]
