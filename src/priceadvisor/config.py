@@ -263,6 +263,9 @@ class WorkloadProfile(BaseModel):
     train_tokens: float | None = Field(None, gt=0)
     seq_len: int = Field(4096, gt=0)
     spot_ok: bool = False
+    require_available: bool = Field(
+        False, description="rank only offers whose source says they can be rented now"
+    )
     providers: list[str] = Field(default_factory=list)
     countries: list[str] = Field(default_factory=list)
     continents: list[Literal["AF", "AS", "EU", "NA", "OC", "SA"]] = Field(default_factory=list)

@@ -316,7 +316,8 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
 ADVICE_COLUMNS = (
     "workload, rank, provider, region, country, instance_type, gpu_model, gpu_count, pricing, "
     "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, tokens_per_s, hours, binding, low, "
-    "high"
+    "high, interruption_rate, interruption_source, freshness, price_origin, fetched_at, "
+    "round(epoch(computed_at - fetched_at) / 3600, 1) AS age_hours, source_url"
 )
 
 
@@ -325,6 +326,9 @@ def advise(
     ctx: typer.Context,
     workload: Annotated[str | None, typer.Option(help="Only this workload.")] = None,
     top: Annotated[int, typer.Option(min=1, max=100, help="Offers per workload.")] = 5,
+    include_stale: Annotated[
+        bool, typer.Option(help="Rank prices older than 2 fetch intervals too (marked stale).")
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rank current offers for the configured workloads (cost per run or per 1M tokens)."""
@@ -334,10 +338,10 @@ def advise(
             "no workloads configured: add [[workloads]] to the config (see docs/configuration.md)"
         )
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
-    from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
+    from priceadvisor.sizing.advisor import Options, store_advice  # here: numpy for advise only
 
     with store.writer(store.target(settings), settings.lock_timeout) as con:
-        store_advice(con, settings.workloads)
+        store_advice(con, settings.workloads, options=Options.of(settings, include_stale))
         table = reads.fetch_table(
             con,
             f"SELECT {ADVICE_COLUMNS} FROM advice WHERE list_contains(?, workload) "

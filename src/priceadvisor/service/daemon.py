@@ -428,10 +428,13 @@ class Daemon:
 
     def _advise(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
-            from priceadvisor.sizing.advisor import store_advice  # noqa: PLC0415 - as at start
+            from priceadvisor.sizing.advisor import (  # noqa: PLC0415 - as at start
+                Options,
+                store_advice,
+            )
 
             with store.writer(self.path, settings.lock_timeout) as con:
-                store_advice(con, settings.workloads)
+                store_advice(con, settings.workloads, options=Options.of(settings))
 
     def _alert(self, settings: Settings, summary: IngestSummary) -> None:
         """Evaluate after each fetch, one daemon at a time: the lease is taken for the
