@@ -57,6 +57,7 @@ from priceadvisor.store import db as store
 from priceadvisor.store import lake, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
+from priceadvisor.store.freshness import configured_intervals
 from priceadvisor.store.validators import StoredValidatorCache
 
 if TYPE_CHECKING:
@@ -450,7 +451,11 @@ class Daemon:
         try:
             with store.writer(self.path, settings.lock_timeout) as con:
                 queued = alerts.evaluate_and_queue(
-                    con, settings.alerts, sorted(self.channels), utcnow()
+                    con,
+                    settings.alerts,
+                    sorted(self.channels),
+                    utcnow(),
+                    configured_intervals(settings),
                 )
         finally:
             with store.writer(self.path, settings.lock_timeout) as con:
