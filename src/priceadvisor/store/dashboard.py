@@ -219,7 +219,8 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
 
 def providers(con: duckdb.DuckDBPyConnection) -> Table:
     """Per provider: last run, whether it was live or replayed recordings, its status and error,
-    last success, offers, unmapped names."""
+    last success, offers, unmapped names, and its rentable kinds' offers (on-demand and spot)
+    with how many of them the source lists but says cannot be rented now, or says nothing of."""
     return fetch_table(
         con,
         """
@@ -233,13 +234,20 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
                           count(*) FILTER (WHERE gpu_model IS NULL) AS unmapped_offers,
                           list(DISTINCT gpu_name_raw ORDER BY gpu_name_raw)
                               FILTER (WHERE gpu_model IS NULL)[1:5] AS unmapped_names,
-                          max(last_seen) AS last_seen
+                          max(last_seen) AS last_seen,
+                          count(*) FILTER (WHERE pricing IN ('on_demand', 'spot'))
+                              AS rentable_listed,
+                          count(*) FILTER (WHERE pricing IN ('on_demand', 'spot')
+                              AND available = false) AS not_rentable,
+                          count(*) FILTER (WHERE pricing IN ('on_demand', 'spot')
+                              AND available IS NULL) AS availability_unknown
                    FROM offers GROUP BY provider)
         SELECT last.provider, last.source, last.status AS last_status,
                last.finished_at AS last_run,
                ok.last_success, last.error AS last_error,
                coalesce(counts.offers, 0) AS offers, coalesce(counts.unmapped_offers, 0)
-                   AS unmapped_offers, counts.unmapped_names, counts.last_seen
+                   AS unmapped_offers, counts.unmapped_names, counts.last_seen,
+               counts.rentable_listed, counts.not_rentable, counts.availability_unknown
         FROM last LEFT JOIN ok USING (provider) LEFT JOIN counts USING (provider)
         ORDER BY last.provider""",
     )
