@@ -72,9 +72,7 @@ def check(settings: Settings) -> HealthReport:
     return report
 
 
-def _freshness(
-    settings: Settings, runs: Table, rentable: dict[str, ProviderAvailability]
-) -> Table:
+def _freshness(settings: Settings, runs: Table, rentable: dict[str, ProviderAvailability]) -> Table:
     by_provider = {row[0]: dict(zip(runs.columns, row, strict=True)) for row in runs.rows}
     columns = [
         "provider",
@@ -95,7 +93,7 @@ def _freshness(
 
 
 def _not_rentable(found: ProviderAvailability | None) -> str | None:
-    """"3/40 (8%)": current offers the source lists but says cannot be rented now;
+    """ "3/40 (8%)": current offers the source lists but says cannot be rented now;
     "unknown" when the source says nothing about availability."""
     if found is None or not found.listed:
         return None
