@@ -198,19 +198,20 @@ def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> 
 
 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
-    """The latest ranking of every workload (top N), with the offer's price change since the
-    ranking's offer first appeared and whether the source is a marketplace."""
+    """The latest ranking of every workload (top N), with the offer's last different price
+    (a closed interval may differ in availability only), and where each price came from."""
     return fetch_table(
         con,
         """
         SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
                a.gpu_count, a.pricing, a.price_hour_usd, a.cost_usd, a.usd_per_mtok,
                a.monthly_usd, a.tokens_per_s, a.hours, a.ttft_ms, a.tpot_ms, a.binding,
-               a.low, a.high, a.computed_at,
+               a.low, a.high, a.computed_at, a.freshness, a.source_url, a.fetched_at,
+               a.price_origin, a.interruption_source, a.interruption_rate, a.available,
                (SELECT h.price_hour_usd FROM price_history h
                  WHERE h.provider = a.provider AND h.region = a.region
                    AND h.instance_type = a.instance_type AND h.pricing = a.pricing
-                   AND h.valid_to IS NOT NULL
+                   AND h.valid_to IS NOT NULL AND h.price_hour_usd <> a.price_hour_usd
                  ORDER BY h.valid_to DESC LIMIT 1) AS previous_price_hour_usd
         FROM advice a WHERE a.rank <= ? ORDER BY a.workload, a.rank""",
         [top],
