@@ -10,7 +10,6 @@ A price is as old as the last fetch that saw it (`offers.last_seen`). Per provid
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Literal
 
@@ -63,13 +62,3 @@ def freshness_sql(last_seen: str, interval_s: str, now: str) -> str:
         "ELSE 'fresh' END"
     )
 
-
-def provider_tiers(
-    con: duckdb.DuckDBPyConnection, intervals: Mapping[str, float], now: dt.datetime
-) -> dict[str, Freshness]:
-    """Each provider with current offers, by the freshness of its latest sighting."""
-    rows = con.execute("SELECT provider, max(last_seen) FROM offers GROUP BY provider").fetchall()
-    return {
-        provider: tier((now - seen).total_seconds(), intervals.get(provider, 3600.0))
-        for provider, seen in rows
-    }
