@@ -15,6 +15,9 @@ provider's latest merged snapshot is `superseded`: recorded, nothing changed. Ev
 open therefore happens after everything already in the history, so an interval never ends before
 it starts and two intervals of a key never overlap, however late an ingest gets its turn.
 
+A key's interval is its price and its availability (`available`, `stock`): a change of either
+closes the interval and opens another, so the history says when an offer could be rented.
+
 The change log is two tables: the open intervals (core.current_offers) and the closed ones
 (core.price_closed, append-only). A merge writes only what changed: intervals closed and opened,
 open rows whose attributes moved, and one core.provider_coverage row per region and pricing the
