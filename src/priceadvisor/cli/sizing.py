@@ -316,9 +316,11 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
 ADVICE_COLUMNS = (
     "workload, rank, provider, region, country, instance_type, gpu_model, gpu_count, pricing, "
     "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, tokens_per_s, hours, binding, low, "
-    "high, interruption_rate, interruption_source, freshness, price_origin, fetched_at, "
-    "round(epoch(computed_at - fetched_at) / 3600, 1) AS age_hours, source_url"
+    "high, interruption_source, freshness, round(epoch(computed_at - fetched_at) / 3600, 1) "
+    "AS age_hours"
 )
+# Machine formats also get the rest of each row's provenance (too wide for a terminal table).
+ADVICE_PROVENANCE = ", interruption_rate, price_origin, fetched_at, source_url, available"
 
 
 @commands.command()
@@ -344,7 +346,8 @@ def advise(
         store_advice(con, settings.workloads, options=Options.of(settings, include_stale))
         table = reads.fetch_table(
             con,
-            f"SELECT {ADVICE_COLUMNS} FROM advice WHERE list_contains(?, workload) "
+            f"SELECT {ADVICE_COLUMNS}{'' if fmt is Format.TABLE else ADVICE_PROVENANCE} "
+            "FROM advice WHERE list_contains(?, workload) "
             "AND rank <= ? ORDER BY workload, rank",
             [names, top],
         )

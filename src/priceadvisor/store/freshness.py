@@ -61,4 +61,3 @@ def freshness_sql(last_seen: str, interval_s: str, now: str) -> str:
         f"WHEN {age} > {STALE_AFTER_INTERVALS} * coalesce({interval_s}, 3600) THEN 'stale' "
         "ELSE 'fresh' END"
     )
-
