@@ -284,8 +284,9 @@ _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reje
 # open interval this run covers but did not see: vanished (a partial run closes only inside
 # its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
 # the run does not cover it (then its own last_seen must move); core.provider_coverage records
-# the sighting of the others. The join carries only keys, prices and an attributes hash, and
-# only the keys to write are kept (at 2 % change per hour a few thousand of 100,000).
+# the sighting of the others. The join carries only keys, prices, availability and an
+# attributes hash, and only the keys to write are kept (at 2 % change per hour a few thousand of
+# 100,000).
 _CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _verdicts AS
 WITH classified AS (
