@@ -23,6 +23,7 @@ SELECT
     p.price_origin,
     p.price_rule,
     p.available,
+    p.stock,
     p.interruption_rate,
     p.offer_count,
     p.price_hour_median_usd,

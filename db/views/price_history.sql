@@ -16,6 +16,8 @@ SELECT
     price_date,
     price_origin,
     price_rule,
+    available,
+    stock,
     valid_from,
     valid_to,
     last_seen

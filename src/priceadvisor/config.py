@@ -161,8 +161,8 @@ class NotifySettings(BaseModel):
 class AlertRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["cheaper", "price_drop", "new_offer", "provider_failing"]
-    workload: str | None = Field(None, description="cheaper: the workload watched")
+    kind: Literal["cheaper", "price_drop", "new_offer", "provider_failing", "available"]
+    workload: str | None = Field(None, description="cheaper/available: the workload watched")
     gpu_model: str | None = Field(None, description="price_drop/new_offer: canonical GPU id")
     pricing: Literal["on_demand", "spot"] | None = None
     threshold_pct: float = Field(10.0, gt=0, lt=100)
@@ -171,8 +171,8 @@ class AlertRule(BaseModel):
 
     @model_validator(mode="after")
     def _needs(self) -> AlertRule:
-        if self.kind == "cheaper" and not self.workload:
-            raise ValueError("a 'cheaper' rule needs workload")
+        if self.kind in ("cheaper", "available") and not self.workload:
+            raise ValueError(f"a {self.kind!r} rule needs workload")
         if self.kind == "price_drop" and not self.gpu_model:
             raise ValueError("a 'price_drop' rule needs gpu_model")
         if self.gpu_model is not None and self.gpu_model not in gpu_catalog().gpus:
@@ -191,6 +191,9 @@ class AlertSettings(BaseModel):
     repeat_interval: Seconds = Field(86400.0, description="an unchanged alert repeats after")
     failing_after: int = Field(3, ge=1, description="failed runs in a row = provider failing")
     send_resolved: bool = False
+    include_stale: bool = Field(
+        False, description="also alert on prices older than 2 fetch intervals (marked stale)"
+    )
 
 
 _DEFAULT_DIGEST_CRON = "0 8 * * mon"
@@ -234,6 +237,9 @@ class WorkloadProfile(WorkloadSpec):
     )
     replicas: int | None = Field(None, gt=0, description="serve/batch: replicas to run")
     spot_ok: bool = False
+    require_available: bool = Field(
+        False, description="rank only offers whose source says they can be rented now"
+    )
     providers: list[str] = Field(default_factory=list)
     countries: list[str] = Field(default_factory=list)
     continents: list[Literal["AF", "AS", "EU", "NA", "OC", "SA"]] = Field(default_factory=list)

@@ -81,6 +81,9 @@ class RawQuote:
     vcpus: float | None = None
     ram_gb: float | None = None
     available: bool | None = None
+    # The source's own statement of how much can be rented now, where it gives one: a count of
+    # free GPUs ("8") or its level word ("high", "low", "shortage"); stored lower case.
+    stock: str | None = None
     interruption_rate: float | None = None
     source_url: str | None = None
     offer_count: int | None = None  # marketplaces: asks aggregated into this quote

@@ -255,6 +255,9 @@ def test_doctor_on_the_offline_demo_has_no_unmapped_names_and_is_healthy(
     assert code == 0 and report["healthy"] is True
     assert report["unmapped"] == []  # every GPU of every recording is in the catalog
     assert {p["provider"]: p["state"] for p in report["providers"]}["azure"] == "recorded"
+    not_rentable = {p["provider"]: p["not_rentable"] for p in report["providers"]}
+    # the recordings: Verda's availability call lists 11 of 42 offers, Azure says nothing
+    assert (not_rentable["verda"], not_rentable["azure"]) == ("31/42 (74%)", "unknown")
     rejections = report["rejections"]
     assert {"provider": "azure", "reason": "price not positive", "quotes": 1} in rejections
     spot = "spot price not below the on-demand price of the same offer"

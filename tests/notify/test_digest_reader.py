@@ -110,6 +110,14 @@ def test_email_html_fits_a_390_px_phone(db_path: Path, settings: Settings, tmp_p
 def test_timestamps_print_without_microseconds(settings: Settings) -> None:
     now = dt.datetime(2026, 11, 23, 8, 0, 12, 345678)
     digest = digests.Digest(now, now - dt.timedelta(days=7), first_week=True)
-    digest.health = [{"provider": "aws", "state": "fresh", "last_success": now, "last_error": None}]
+    digest.health = [
+        {
+            "provider": "aws",
+            "state": "fresh",
+            "last_success": now,
+            "last_error": None,
+            "not_rentable": None,
+        }
+    ]
     html = digests.render(digest).html
     assert "345678" not in html and "2026-11-23 08:00" in html

@@ -467,3 +467,20 @@ def test_a_layout_on_a_training_workload_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="tensor_parallel applies to serve and batch tasks"):
         load_settings(path)
+
+
+def test_advise_states_each_rows_provenance_and_interruption_source(
+    capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
+) -> None:
+    rows = advice(capsys, config, offline_db, "--top", "20")
+    assert all(r["source_url"] and r["fetched_at"] and r["freshness"] == "fresh" for r in rows)
+    assert {r["price_origin"] for r in rows} == {"published"}
+    spot = [r for r in rows if r["pricing"] == "spot"]
+    # one recorded snapshot is no history to measure: AWS publishes its rate, the rest assume
+    assert spot and {r["interruption_source"] for r in spot} <= {"aws-advisor", "assumed"}
+    assert all(
+        r["interruption_rate"] == 0.15 for r in spot if r["interruption_source"] == "assumed"
+    )
+    assert {r["interruption_source"] for r in rows if r["pricing"] == "on_demand"} == {None}
+    code, out, _ = cli(capsys, "--config", str(config), "--db", str(offline_db), "advise")
+    assert code == 0 and "fresh" in out

@@ -13,6 +13,7 @@ import pytest
 import stamina
 
 from priceadvisor.config import WorkloadProfile
+from priceadvisor.models import utcnow
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import db, lake
 from tests.store.test_lake_ingest_concurrent import ingest_once
@@ -38,7 +39,8 @@ def test_an_advice_refresh_that_loses_its_commit_runs_again(
     pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=str(tmp_path / "data"))
-    ingest_once(target, "lambda", 0, dt.datetime(2026, 11, 1))
+    # a fresh price: advice ranks only prices younger than twice the provider's fetch interval
+    ingest_once(target, "lambda", 0, utcnow() - dt.timedelta(minutes=5))
     real_transaction = db.transaction
     attempts: list[int] = []
 

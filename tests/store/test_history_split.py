@@ -5,6 +5,7 @@ failed and superseded runs, and migration 0040 moves an old database's history l
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
@@ -111,10 +112,10 @@ def test_a_closed_interval_keeps_the_last_sighting_before_it_closed(db_path: Pat
 
 
 def test_an_attribute_change_updates_the_open_interval_in_place(db_path: Path) -> None:
-    run(db_path, 0, [quote("eastus", available=True)])
-    run(db_path, 1, [quote("eastus", available=False)])
-    assert query(db_path, "SELECT available, first_seen, last_seen FROM offers") == [
-        (False, at(0), at(1))
+    run(db_path, 0, [dataclasses.replace(quote("eastus"), interruption_rate=0.1)])
+    run(db_path, 1, [dataclasses.replace(quote("eastus"), interruption_rate=0.2)])
+    assert query(db_path, "SELECT interruption_rate, first_seen, last_seen FROM offers") == [
+        (0.2, at(0), at(1))
     ]
     assert query(db_path, "SELECT count(*) FROM price_history") == [(1,)]
 
@@ -123,13 +124,14 @@ OFFERS_COLUMNS = [
     "provider", "region", "zone", "city", "country", "continent", "is_eu", "instance_type",
     "gpu_model", "gpu_name_raw", "gpu_count", "gpu_memory_gb", "vcpus", "ram_gb", "pricing",
     "price_hour_usd", "price_gpu_hour_usd", "currency", "price_hour_original", "price_origin",
-    "price_rule", "available", "interruption_rate", "offer_count", "price_hour_median_usd",
+    "price_rule", "available", "stock", "interruption_rate", "offer_count", "price_hour_median_usd",
     "price_date", "first_seen", "last_seen", "source_url",
 ]  # fmt: skip
 HISTORY_COLUMNS = [
     "provider", "region", "zone", "instance_type", "pricing", "gpu_model", "gpu_name_raw",
     "gpu_count", "price_hour_usd", "price_gpu_hour_usd", "currency", "price_hour_original",
-    "price_date", "price_origin", "price_rule", "valid_from", "valid_to", "last_seen",
+    "price_date", "price_origin", "price_rule", "available", "stock", "valid_from", "valid_to",
+    "last_seen",
 ]  # fmt: skip
 
 
@@ -201,7 +203,7 @@ def test_ingest_continues_a_migrated_history(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old_database(db_path, monkeypatch)
-    run(db_path, 10, [quote("eastus", 3.0)])  # same price as the open interval
+    run(db_path, 10, [quote("eastus", 3.0, available=True)])  # the open interval, unchanged
     rows = query(
         db_path, "SELECT region, valid_from, valid_to, last_seen FROM price_history ORDER BY ALL"
     )

@@ -37,6 +37,7 @@ FULL = dataclasses.replace(
     vcpus=24.0,
     ram_gb=220.0,
     available=True,
+    stock="high",
     interruption_rate=0.05,
     source_url="https://example.invalid/a100",
     offer_count=3,
@@ -67,8 +68,6 @@ def test_an_unchanged_quote_with_every_attribute_set_is_not_rewritten(db_path: P
 @pytest.mark.parametrize(
     ("field", "value", "column", "stored"),
     [
-        ("available", False, "available", False),
-        ("available", None, "available", None),
         ("interruption_rate", 0.2, "interruption_rate", 0.2),
         ("source_url", "https://example.invalid/b", "source_url", "https://example.invalid/b"),
         ("offer_count", 4, "offer_count", 4),
@@ -87,6 +86,30 @@ def test_one_attribute_change_updates_the_open_interval_in_place(
     assert (summary.offers_changed, summary.offers_new) == (0, 0)
     assert query(db_path, f"SELECT {column}, first_seen FROM offers") == [(stored, T0)]
     assert query(db_path, "SELECT count(*) FROM price_history") == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("available", False), ("available", None), ("stock", "low")]
+)
+def test_an_availability_change_opens_a_new_interval(
+    db_path: Path, field: str, value: object
+) -> None:
+    run(db_path, 0, [FULL])
+    summary = run(db_path, 1, [dataclasses.replace(FULL, **{field: value})])
+    assert (summary.offers_changed, summary.offers_new) == (1, 0)
+    history = query(
+        db_path, f"SELECT {field}, valid_from, valid_to FROM price_history ORDER BY valid_from"
+    )
+    later = T0 + dt.timedelta(hours=1)
+    assert history == [(getattr(FULL, field), T0, later), (value, later, None)]
+    # the offer is the same one: it keeps its first sighting
+    assert query(db_path, "SELECT first_seen FROM offers") == [(T0,)]
+
+
+def test_stock_is_stored_as_the_source_words_it_in_lower_case(db_path: Path) -> None:
+    run(db_path, 0, [dataclasses.replace(FULL, stock=" High ")])
+    run(db_path, 1, [dataclasses.replace(FULL, stock="HIGH")])
+    assert query(db_path, "SELECT stock FROM price_history") == [("high",)]
 
 
 def test_a_spot_quote_failing_an_earlier_check_keeps_that_reason(db_path: Path) -> None:
@@ -123,7 +146,6 @@ def test_an_unchanged_quote_with_no_optional_attribute_is_not_rewritten(db_path:
 @pytest.mark.parametrize(
     ("field", "value", "column", "stored"),
     [
-        ("available", True, "available", True),
         ("interruption_rate", 0.2, "interruption_rate", 0.2),
         ("source_url", "https://example.invalid/b", "source_url", "https://example.invalid/b"),
         ("offer_count", 4, "offer_count", 4),

@@ -95,6 +95,9 @@ FIELDS: dict[str, Field] = {
     "tokens": Field("tok/s", "number", lambda r: _number(r["tokens_per_s"])),
     "range": Field("likely", "number", lambda r: likely(r["low"], r["high"])),
     "binding": Field("binding", "wrap", _text("binding")),
+    "freshness": Field("fresh", "key", _text("freshness")),
+    "age": Field("age h", "number", lambda r: _number(r["age_hours"])),
+    "interruption": Field("interruption", "key", _text("interruption_source")),
 }
 DEFAULT = ("rank", "where", "gpu", "pricing", "cost", "monthly", "hours", "range", "binding")
 WIDE = tuple(name for name in FIELDS if name != "where")  # provider and region apart

@@ -17,6 +17,7 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, Message
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
+from priceadvisor.store.freshness import configured_intervals
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
@@ -166,7 +167,9 @@ def alerts_evaluate(ctx: typer.Context) -> None:
     available = _channels(settings)
     where = store.target(settings)
     with _job_lease(settings, where, "alerts"), store.writer(where, settings.lock_timeout) as con:
-        queued = alerts.evaluate_and_queue(con, settings.alerts, sorted(available), utcnow())
+        queued = alerts.evaluate_and_queue(
+            con, settings.alerts, sorted(available), utcnow(), configured_intervals(settings)
+        )
     _deliver(settings, available, f"{queued} alert notification(s) queued")
 
 

@@ -215,8 +215,11 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
 ADVICE_COLUMNS = (
     "workload, rank, provider, region, country, instance_type, gpu_model, gpu_count, pricing, "
     "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, tokens_per_s, hours, binding, low, "
-    "high"
+    "high, interruption_source, freshness, round(epoch(computed_at - fetched_at) / 3600, 1) "
+    "AS age_hours"
 )
+# Machine formats also get the rest of each row's provenance (too wide for a terminal table).
+ADVICE_PROVENANCE = ", interruption_rate, price_origin, fetched_at, source_url, available"
 
 
 @commands.command()
@@ -229,6 +232,9 @@ def advise(
         typer.Option(help=f"Comma-separated columns: {', '.join(advice_layout.FIELDS)}."),
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
+    include_stale: Annotated[
+        bool, typer.Option(help="Rank prices older than 2 fetch intervals too (marked stale).")
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rank current offers for the configured workloads (cost per run or per 1M tokens)."""
@@ -239,15 +245,16 @@ def advise(
             "no workloads configured: add [[workloads]] to the config (see docs/configuration.md)"
         )
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
-    from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
+    from priceadvisor.sizing.advisor import Options, store_advice  # here: numpy for advise only
 
     # The table heads each workload with its task; machine formats keep the view's columns.
     wanted = ADVICE_COLUMNS + (", task" if fmt is Format.TABLE else "")
     with store.writer(store.target(settings), settings.lock_timeout) as con:
-        store_advice(con, settings.workloads)
+        store_advice(con, settings.workloads, options=Options.of(settings, include_stale))
         table = reads.fetch_table(
             con,
-            f"SELECT {wanted} FROM advice WHERE list_contains(?, workload) "
+            f"SELECT {wanted}{'' if fmt is Format.TABLE else ADVICE_PROVENANCE} "
+            "FROM advice WHERE list_contains(?, workload) "
             "AND rank <= ? ORDER BY workload, rank",
             [names, top],
         )

@@ -18,6 +18,7 @@ from priceadvisor.durations import format_duration
 from priceadvisor.manifest import manifest
 from priceadvisor.models import utcnow
 from priceadvisor.store import db as store
+from priceadvisor.store.availability import ProviderAvailability, listed_not_rentable
 from priceadvisor.store.reads import Table, provider_health, recent_rejections, unmapped_names
 
 
@@ -56,16 +57,22 @@ def check(settings: Settings) -> HealthReport:
     with store.reader(path, settings.lock_timeout) as con:
         runs, unmapped = provider_health(con), unmapped_names(con)
         rejections = recent_rejections(con)
+        rentable = {a.provider: a for a in listed_not_rentable(con)}
         version = store.latest_version()
     size = path.stat().st_size if isinstance(path, Path) else None
     report = HealthReport(
-        store.describe(path), size, version, _freshness(settings, runs), unmapped, rejections
+        store.describe(path),
+        size,
+        version,
+        _freshness(settings, runs, rentable),
+        unmapped,
+        rejections,
     )
     report.problems = _problems(report.providers)
     return report
 
 
-def _freshness(settings: Settings, runs: Table) -> Table:
+def _freshness(settings: Settings, runs: Table, rentable: dict[str, ProviderAvailability]) -> Table:
     by_provider = {row[0]: dict(zip(runs.columns, row, strict=True)) for row in runs.rows}
     columns = [
         "provider",
@@ -76,9 +83,23 @@ def _freshness(settings: Settings, runs: Table) -> Table:
         "consecutive_failures",
         "offers",
         "last_error",
+        "not_rentable",
     ]
-    rows = [_provider_state(settings, p, by_provider.get(p)) for p in sorted(REGISTRY)]
+    rows = [
+        (*_provider_state(settings, p, by_provider.get(p)), _not_rentable(rentable.get(p)))
+        for p in sorted(REGISTRY)
+    ]
     return Table(columns, rows)
+
+
+def _not_rentable(found: ProviderAvailability | None) -> str | None:
+    """ "3/40 (8%)": current offers the source lists but says cannot be rented now;
+    "unknown" when the source says nothing about availability."""
+    if found is None or not found.listed:
+        return None
+    if found.unknown == found.listed:
+        return "unknown"
+    return f"{found.not_rentable}/{found.listed} ({found.not_rentable_share:.0%})"
 
 
 def _provider_state(

@@ -6,6 +6,7 @@ DeliveryError (each channel sends one rendered message or raises it).
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,3 +43,21 @@ class Channel(Protocol):
     async def send(self, message: Message, skip: int = 0) -> None:
         """Deliver the message's parts after the first `skip` (already accepted)."""
         ...
+
+
+def provenance(
+    provider: str,
+    source_url: str | None,
+    fetched_at: dt.datetime | None,
+    origin: str | None,
+    now: dt.datetime,
+) -> str:
+    """Where a price came from, for a line of an alert or digest: "runpod, published, fetched
+    2026-11-27 04:00 UTC (2.0 h ago), https://…"."""
+    parts = [provider, origin or "published"]
+    if fetched_at is not None:
+        age = (now - fetched_at).total_seconds() / 3600
+        parts.append(f"fetched {fetched_at:%Y-%m-%d %H:%M} UTC ({age:.1f} h ago)")
+    if source_url:
+        parts.append(source_url)
+    return ", ".join(parts)

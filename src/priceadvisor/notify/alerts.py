@@ -11,6 +11,12 @@ that explain it. Per fingerprint the state machine is:
     firing alert after `repeat_interval`;
   - silences (label matchers with an expiry) mute notification, not evaluation; a failing
     provider inhibits price alerts about its own offers (they are left out of the observation).
+`available` is a state rather than a drop: it holds while a workload's ranked offers include
+one its source says is rentable now, and may fire only after an evaluation that found none (the
+reference is 0 then), so a workload that has always been rentable never alerts; it resolves
+when the last rentable one goes away.
+Only fresh prices are observed (store.freshness): stale ones when `include_stale` is set, those
+past the exclusion limit never. Every line says where its price came from.
 The machine runs set-based (STEP_SQL): a rule's observations go into a temporary table and
 every series steps at once, so a rule over thousands of GPU/provider/region series costs a few
 statements, not one per series. State and queued notifications are written in the caller's
@@ -22,14 +28,16 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import duckdb
 
 from priceadvisor.config import AlertRule, AlertSettings
-from priceadvisor.notify import Message
+from priceadvisor.notify import Message, provenance
 from priceadvisor.notify import slack as blocks
 from priceadvisor.store import db as store
+from priceadvisor.store import freshness
 
 
 @dataclass(slots=True)
@@ -57,9 +65,11 @@ INSERT INTO alert_obs
 SELECT 'new_offer:gpu_model=' || gpu_model || ',provider=' || provider || ',region=' || region,
     'new_offer', json_object('gpu_model', gpu_model, 'provider', provider, 'region', region),
     1.0, true, 'new ' || gpu_model || ' offer',
-    [format('{} at {} {} from ${:.3f}/GPU-h', gpu_model, provider, region,
-            coalesce(min(price_gpu_hour_usd), 0))]
-FROM offers
+    [format('{} at {} {} from ${:.3f}/GPU-h ({}, fetched {} UTC)', gpu_model, provider, region,
+            coalesce(min(price_gpu_hour_usd), 0),
+            coalesce(arg_min(source_url, price_gpu_hour_usd), 'no source URL'),
+            strftime(max(last_seen), '%Y-%m-%d %H:%M'))]
+FROM _alert_offers
 WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu) AND pricing <> 'market'
   AND (len($providers) = 0 OR list_contains($providers, provider))
 GROUP BY gpu_model, provider, region
@@ -91,6 +101,7 @@ prior AS (
 judged AS (  -- holds: may fire; still: stays firing (half the threshold: hysteresis)
     SELECT *,
         CASE WHEN rule = 'new_offer' THEN (first AND $seeded) OR (NOT first AND pending > 0)
+             WHEN rule = 'available' THEN condition AND (pending > 0 OR reference = 0)
              WHEN condition IS NOT NULL THEN condition
              ELSE (NOT first OR $baseline IS NOT NULL) AND value <= reference * (1 - $share)
         END AS holds,
@@ -109,7 +120,8 @@ stepped AS (
 decided AS (
     SELECT *, NOT firing AND counted >= $for_fetches AND NOT muted AS fires FROM stepped)
 SELECT fingerprint, rule, labels,
-    CASE WHEN resolved THEN coalesce(notified_value, reference) ELSE reference END AS reference,
+    CASE WHEN rule = 'available' AND NOT condition THEN 0
+         WHEN resolved THEN coalesce(notified_value, reference) ELSE reference END AS reference,
     value,
     CASE WHEN NOT firing THEN counted WHEN resolved THEN 0 ELSE pending END AS pending,
     (firing AND NOT resolved) OR fires AS firing,
@@ -146,6 +158,8 @@ def observe(
         return _cheaper(con, rule, failing)
     if rule.kind == "price_drop":
         return _price_drop(con, rule, failing)
+    if rule.kind == "available":
+        return _available(con, rule, failing)
     return [
         Observation(
             "provider_failing",
@@ -165,16 +179,19 @@ def _cheaper(
     rows = con.execute(
         """
         SELECT coalesce(cost_usd, usd_per_mtok) AS cost, task, provider, region, instance_type,
-               pricing, gpu_count, gpu_model
+               pricing, gpu_count, gpu_model, source_url, fetched_at, price_origin
         FROM advice WHERE workload = ? AND NOT list_contains(?, provider)
+          AND (freshness = 'fresh' OR (freshness = 'stale' AND ?))
         ORDER BY rank LIMIT 5""",
-        [rule.workload, failing],
+        [rule.workload, failing, _include_stale(con)],
     ).fetchall()
     if not rows:
         return []
     unit = "per run" if rows[0][1] not in ("serve", "batch") else "per 1M tokens"
+    now = _now(con)
     lines = [
-        f"${c:,.4g} {unit}: {p} {r} {i} ({int(n)}x {g}, {pr})" for c, _, p, r, i, pr, n, g in rows
+        f"${c:,.4g} {unit}: {p} {r} {i} ({int(n)}x {g}, {pr}) [{provenance(p, u, at, o, now)}]"
+        for c, _, p, r, i, pr, n, g, u, at, o in rows
     ]
     return [
         Observation(
@@ -192,7 +209,9 @@ def _price_drop(
 ) -> list[Observation]:
     rows = con.execute(
         """
-        SELECT price_gpu_hour_usd, provider, region, instance_type, pricing FROM offers
+        SELECT price_gpu_hour_usd, provider, region, instance_type, pricing, source_url,
+            last_seen, price_origin
+        FROM _alert_offers
         WHERE gpu_model = ? AND coalesce(pricing = ?, pricing <> 'market')
           AND NOT list_contains(?, provider)
           AND price_gpu_hour_usd IS NOT NULL AND price_origin = 'published'
@@ -202,7 +221,11 @@ def _price_drop(
     if not rows:
         return []
     labels = {"gpu_model": str(rule.gpu_model), "pricing": rule.pricing or "any"}
-    lines = [f"${v:.3f}/GPU-h: {p} {r} {i} ({pr})" for v, p, r, i, pr in rows]
+    now = _now(con)
+    lines = [
+        f"${v:.3f}/GPU-h: {p} {r} {i} ({pr}) [{provenance(p, u, at, o, now)}]"
+        for v, p, r, i, pr, u, at, o in rows
+    ]
     return [
         Observation(
             "price_drop",
@@ -214,6 +237,84 @@ def _price_drop(
     ]
 
 
+def _available(
+    con: duckdb.DuckDBPyConnection, rule: AlertRule, failing: list[str]
+) -> list[Observation]:
+    """One series per workload: 1 while one of its ranked offers is rentable now (the source
+    says `available`), else 0; the lines name the cheapest few rentable ones."""
+    rows = con.execute(
+        """
+        SELECT a.provider, a.region, a.instance_type, a.gpu_count, a.gpu_model, a.pricing,
+               a.price_hour_usd, o.stock, a.source_url, a.fetched_at, a.price_origin
+        FROM advice AS a JOIN _alert_offers AS o
+            ON o.provider = a.provider AND o.region = a.region
+            AND o.zone IS NOT DISTINCT FROM a.zone AND o.instance_type = a.instance_type
+            AND o.pricing = a.pricing
+        WHERE a.workload = ? AND o.available AND NOT list_contains(?, a.provider)
+        ORDER BY a.rank""",
+        [rule.workload, failing],
+    ).fetchall()
+    now = _now(con)
+    lines = [
+        f"rentable now: {p} {r} {i} ({int(n)}x {g}, {pr}) ${h:,.4g}/h"
+        + (f", stock {st}" if st else "")
+        + f" [{provenance(p, u, at, o, now)}]"
+        for p, r, i, n, g, pr, h, st, u, at, o in rows[:5]
+    ]
+    if not rows:
+        lines = [f"{rule.workload}: no suitable offer is rentable now"]
+    return [
+        Observation(
+            "available",
+            {"workload": str(rule.workload)},
+            1.0 if rows else 0.0,
+            condition=bool(rows),
+            lines=lines,
+            title=f"a suitable GPU for {rule.workload} is rentable",
+        )
+    ]
+
+
+# Offers alerts look at: fresh ones, and stale ones when asked for (never those past the
+# exclusion limit). A view over the connection's temp tables, made once per evaluation.
+_ALERT_OFFERS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _alert_now AS SELECT $now::TIMESTAMP AS now, $stale AS stale;
+CREATE OR REPLACE TEMP VIEW _alert_offers AS
+SELECT * FROM (
+    SELECT o.*, {freshness.freshness_sql("o.last_seen", "f.interval_s", "n.now")} AS freshness
+    FROM offers AS o CROSS JOIN _alert_now AS n
+    LEFT JOIN _fetch_intervals AS f ON f.provider = o.provider
+) WHERE freshness = 'fresh' OR (freshness = 'stale' AND (SELECT stale FROM _alert_now))
+"""
+
+
+def _now(con: duckdb.DuckDBPyConnection) -> dt.datetime:
+    [(now,)] = con.execute("SELECT now FROM _alert_now").fetchall()
+    return now  # type: ignore[no-any-return]
+
+
+def _include_stale(con: duckdb.DuckDBPyConnection) -> bool:
+    [(stale,)] = con.execute("SELECT stale FROM _alert_now").fetchall()
+    return bool(stale)
+
+
+def _prepare_offers(
+    con: duckdb.DuckDBPyConnection,
+    settings: AlertSettings,
+    now: dt.datetime,
+    intervals: Mapping[str, float] | None,
+) -> None:
+    freshness.load_intervals(con, intervals)
+    for statement in _ALERT_OFFERS_SQL.split(";"):
+        if statement.strip():
+            params = {
+                k: v
+                for k, v in {"now": now, "stale": settings.include_stale}.items()
+                if f"${k}" in statement
+            }
+            con.execute(statement, params)
+
+
 @dataclass(slots=True)
 class Decision:
     observation: Observation
@@ -222,17 +323,28 @@ class Decision:
 
 
 def evaluate(
-    con: duckdb.DuckDBPyConnection, settings: AlertSettings, now: dt.datetime
+    con: duckdb.DuckDBPyConnection,
+    settings: AlertSettings,
+    now: dt.datetime,
+    intervals: Mapping[str, float] | None = None,
 ) -> list[Decision]:
     """Advance every alert's state one evaluation; return what should be notified. Set-based:
-    a few statements per rule whatever its number of series (GPU x provider x region)."""
+    a few statements per rule whatever its number of series (GPU x provider x region).
+    `intervals`: each provider's configured fetch interval (freshness), else its manifest's."""
     failing = failing_providers(con, settings.failing_after)
     decisions: list[Decision] = []
-    for rule in settings.rules:
-        seeded = _known(con, rule.kind)
-        _load_observations(con, rule, failing)
-        decisions += _step(con, settings, rule, now, seeded)
-    con.execute("DROP TABLE IF EXISTS alert_obs; DROP TABLE IF EXISTS alert_next")
+    _prepare_offers(con, settings, now, intervals)
+    try:
+        for rule in settings.rules:
+            seeded = _known(con, rule.kind)
+            _load_observations(con, rule, failing)
+            decisions += _step(con, settings, rule, now, seeded)
+    finally:
+        con.execute(
+            "DROP TABLE IF EXISTS alert_obs; DROP TABLE IF EXISTS alert_next; "
+            "DROP VIEW IF EXISTS _alert_offers; DROP TABLE IF EXISTS _alert_now; "
+            "DROP TABLE IF EXISTS _fetch_intervals"
+        )
     return decisions
 
 
@@ -349,6 +461,7 @@ def evaluate_and_queue(
     settings: AlertSettings,
     channel_names: list[str],
     now: dt.datetime,
+    intervals: Mapping[str, float] | None = None,
 ) -> int:
     """One transaction: advance alert state and queue its notifications together."""
     from priceadvisor.notify.outbox import enqueue  # noqa: PLC0415 - outbox imports the channels
@@ -356,5 +469,5 @@ def evaluate_and_queue(
     with store.transaction(con):
         return sum(
             enqueue(con, "alert", m, channel_names)
-            for m in messages(evaluate(con, settings, now), now)
+            for m in messages(evaluate(con, settings, now, intervals), now)
         )

@@ -46,13 +46,17 @@ SELECT gpu_model, pricing,
     min(price) FILTER (WHERE w = 1) AS week_ago,
     list({{'w': w, 'price': price}}) AS series,
     any_value(c.provider) AS provider, any_value(c.region) AS region,
-    any_value(c.offers) AS offers
+    any_value(c.offers) AS offers, any_value(c.source_url) AS source_url,
+    any_value(c.fetched_at) AS fetched_at, any_value(c.price_origin) AS price_origin
 FROM weekly
 LEFT JOIN (
     -- who offers it cheapest now, and where (ties: alphabetical, so the digest is stable)
     SELECT gpu_model, pricing, count(*) AS offers,
         arg_min(provider, (price_gpu_hour_usd, provider, region)) AS provider,
-        arg_min(region, (price_gpu_hour_usd, provider, region)) AS region
+        arg_min(region, (price_gpu_hour_usd, provider, region)) AS region,
+        arg_min(source_url, (price_gpu_hour_usd, provider, region)) AS source_url,
+        arg_min(last_seen, (price_gpu_hour_usd, provider, region)) AS fetched_at,
+        arg_min(price_origin, (price_gpu_hour_usd, provider, region)) AS price_origin
     FROM offers WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
     GROUP BY ALL
 ) AS c USING (gpu_model, pricing)
@@ -76,7 +80,8 @@ WITH earlier AS (
     FROM price_history
     WHERE valid_from <= $week_ago AND coalesce(valid_to, 'infinity'::TIMESTAMP) > $week_ago
 )
-SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_origin, t.before,
+SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_origin,
+    o.source_url, o.last_seen AS fetched_at, t.before,
     o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
 FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
 WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
@@ -106,6 +111,7 @@ BEST_SQL = f"""
 SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
     a.gpu_count, a.pricing, a.price_hour_usd, coalesce(a.cost_usd, a.usd_per_mtok) AS cost,
     a.binding, a.tokens_per_s, a.hours, a.tpot_ms, h.price_hour_usd AS price_week_ago,
+    a.source_url, a.fetched_at, a.price_origin, a.freshness,
     {reads.no_sla("a")} AS marketplace
 FROM advice AS a
 LEFT JOIN price_history AS h
@@ -331,6 +337,12 @@ def _slack_lines(digest: Digest) -> list[str]:
         )
     if digest.new_offers or digest.vanished:
         lines.append(_slack_new_gone(digest))
+    unrentable = [h for h in digest.health if h.get("not_rentable") not in (None, "unknown")]
+    if unrentable:
+        lines.append(
+            "*Listed but not rentable*: "
+            + ", ".join(f"{e(str(h['provider']))} {e(str(h['not_rentable']))}" for h in unrentable)
+        )
     if not digest.healthy:
         stale = [h for h in digest.health if h["state"] not in ("fresh", "disabled")]
         lines.append(
@@ -357,8 +369,15 @@ def _slack_workload(r: dict[str, Any]) -> str:
     return (
         f"{e(r['workload'])}: ${r['cost']:,.2f} {unit} on {e(r['provider'])} {e(r['region'])}"
         f"{market}, {r['gpu_count']:g}× {e(r['gpu_model'])} {_kind(r['pricing'])}, "
-        f"{e(r['binding'])}-bound, {figure}"
+        f"{e(r['binding'])}-bound, {figure} ({e(_source(r))})"
     )
+
+
+def _source(r: dict[str, Any]) -> str:
+    """Where a digest line's price came from: published or derived, and when it was fetched."""
+    fetched = r["fetched_at"]
+    when = f", fetched {fetched:%Y-%m-%d %H:%M} UTC" if fetched is not None else ""
+    return f"{r['price_origin'] or 'published'}{when}"
 
 
 def _slack_price(r: dict[str, Any], digest: Digest) -> str:

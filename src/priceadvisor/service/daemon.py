@@ -57,6 +57,7 @@ from priceadvisor.store import db as store
 from priceadvisor.store import lake, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
+from priceadvisor.store.freshness import configured_intervals
 from priceadvisor.store.validators import StoredValidatorCache
 
 if TYPE_CHECKING:
@@ -428,10 +429,13 @@ class Daemon:
 
     def _advise(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.workloads and summary.status in (RunStatus.OK, RunStatus.PARTIAL):
-            from priceadvisor.sizing.advisor import store_advice  # noqa: PLC0415 - as at start
+            from priceadvisor.sizing.advisor import (  # noqa: PLC0415 - as at start
+                Options,
+                store_advice,
+            )
 
             with store.writer(self.path, settings.lock_timeout) as con:
-                store_advice(con, settings.workloads)
+                store_advice(con, settings.workloads, options=Options.of(settings))
 
     def _alert(self, settings: Settings, summary: IngestSummary) -> None:
         """Evaluate after each fetch, one daemon at a time: the lease is taken for the
@@ -447,7 +451,11 @@ class Daemon:
         try:
             with store.writer(self.path, settings.lock_timeout) as con:
                 queued = alerts.evaluate_and_queue(
-                    con, settings.alerts, sorted(self.channels), utcnow()
+                    con,
+                    settings.alerts,
+                    sorted(self.channels),
+                    utcnow(),
+                    configured_intervals(settings),
                 )
         finally:
             with store.writer(self.path, settings.lock_timeout) as con:

@@ -81,8 +81,14 @@ SPEC: dict[str, Any] = {
         "/api/offers": _get("Current offers, filtered, sorted and paged", OFFER_FILTERS),
         "/api/cheapest": _get("Cheapest offer per GPU model under the filters", OFFER_FILTERS),
         "/api/gpus/{model}": _get("Specs, cheapest $/GPU-hour per day and current offers", _MODEL),
-        "/api/workloads": _get("The latest ranked options per configured workload (top 10)"),
-        "/api/providers": _get("Per provider: last run, status, error, offers, unmapped names"),
+        "/api/workloads": _get(
+            "The latest ranked options per configured workload (top 10), with each price's "
+            "provenance and freshness"
+        ),
+        "/api/providers": _get(
+            "Per provider: last run, status, error, offers, listed-but-not-rentable counts, "
+            "unmapped names"
+        ),
         "/api/alerts": _get("Alert states, recent notifications and silences"),
     },
     "components": {

@@ -12,7 +12,14 @@ thread (see _one_thread).
 
 Spot offers are eligible only for workloads with `spot_ok`, and cost more than their price:
 checkpointing (+5 %) plus the work lost to interruptions (half the interval between checkpoints
-on average, i.e. +50 % of the interruption rate; 15 % where the rate is unknown).
+on average, i.e. +50 % of the interruption rate). The rate is AWS's published one
+(`aws-advisor`), else one measured from the history (`measured`, store.interruption), else an
+assumed 15 % (`assumed`); each advice row names its source.
+
+Offers are ranked only while their price is fresh (store.freshness): stale ones only when asked
+for, those beyond the exclusion limit never. A workload with `require_available` ranks only
+offers whose source says they can be rented now. Each row carries its price's provenance
+(source URL, fetched at, published or derived, freshness).
 
 Ties in cost are broken by hourly price, then by the offer's key (provider, region, zone,
 instance type, pricing), so a ranking is the same on every run.
@@ -20,9 +27,10 @@ instance type, pricing), so a ranking is the same on every run.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -30,12 +38,12 @@ from typing import Any, NamedTuple
 import duckdb
 import numpy as np
 
-from priceadvisor.config import WorkloadProfile
+from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.models import TRAINING_TASKS, utcnow
 from priceadvisor.sizing import topk
 from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import columns
+from priceadvisor.store import columns, freshness, interruption
 from priceadvisor.store import db as store
 from priceadvisor.workload import WorkloadSpec
 
@@ -69,6 +77,7 @@ _WORKLOAD_SCHEMA: columns.Schema = {
     "eu_only": "bool",
     "max_gpus": "int",
     "spot_ok": "bool",
+    "require_available": "bool",
     "pricing": "string",
 }
 # What sizing reads of a profile: every field of the workload (the rest are constraints on
@@ -84,22 +93,44 @@ PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
 SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
     instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
-    price_hour_usd * spot_overhead AS effective_price
+    price_hour_usd * spot_overhead AS effective_price, coalesce(available, false) AS rentable,
+    available, interruption_rate, interruption_source, source_url, last_seen AS fetched_at,
+    price_origin, freshness
 FROM (
     SELECT *,
         CASE WHEN pricing = 'spot'
-             THEN 1 + {CHECKPOINT_OVERHEAD}
-                  + coalesce(interruption_rate, {DEFAULT_INTERRUPTION_RATE}) * {LOST_WORK_SHARE}
+             THEN 1 + {CHECKPOINT_OVERHEAD} + interruption_rate * {LOST_WORK_SHARE}
              ELSE 1.0 END AS spot_overhead
-    FROM offers
+    FROM (
+        SELECT o.* REPLACE (
+                CASE WHEN o.pricing = 'spot' THEN coalesce(
+                    o.interruption_rate, m.rate, {DEFAULT_INTERRUPTION_RATE}) END
+                AS interruption_rate),
+            CASE WHEN o.pricing <> 'spot' THEN NULL
+                 WHEN o.interruption_rate IS NOT NULL THEN 'aws-advisor'
+                 WHEN m.rate IS NOT NULL THEN 'measured'
+                 ELSE 'assumed' END AS interruption_source,
+            {freshness.freshness_sql("o.last_seen", "f.interval_s", "$now")} AS freshness
+        FROM offers AS o
+        LEFT JOIN _measured_interruption AS m
+            ON m.provider = o.provider AND m.gpu_model = o.gpu_model
+            AND {interruption.USABLE}
+        LEFT JOIN _fetch_intervals AS f ON f.provider = o.provider
+    )
     WHERE gpu_model IS NOT NULL AND gpu_count > 0
         AND (gpu_count < 1 OR gpu_count = floor(gpu_count))
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
-);
+      AND (freshness = 'fresh' OR (freshness = 'stale' AND $include_stale))
+)
+"""
+GROUPS_SQL = """
 CREATE OR REPLACE TEMP TABLE _advice_classes AS
 SELECT *, row_number() OVER () - 1 AS class_id
-FROM (SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count FROM _advice_offers);
+FROM (
+    SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count, rentable
+    FROM _advice_offers
+);
 CREATE OR REPLACE TEMP TABLE _advice_shapes AS
 SELECT *, row_number() OVER () - 1 AS shape_id
 FROM (SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers);
@@ -112,12 +143,13 @@ FROM _advice_offers AS o
 JOIN _advice_classes AS c ON o.provider = c.provider
     AND o.country IS NOT DISTINCT FROM c.country AND o.continent IS NOT DISTINCT FROM c.continent
     AND o.is_eu = c.is_eu AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
+    AND o.rentable = c.rentable
 JOIN _advice_shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count
 """
 
 WORKLOADS_SQL = """
 CREATE OR REPLACE TEMP TABLE _workloads AS
-SELECT widx, name, eu_only, max_gpus, spot_ok,
+SELECT widx, name, eu_only, max_gpus, spot_ok, require_available,
     from_json(providers, '["VARCHAR"]') AS providers,
     from_json(countries, '["VARCHAR"]') AS countries,
     from_json(continents, '["VARCHAR"]') AS continents,
@@ -135,6 +167,7 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
   AND (NOT w.eu_only OR c.is_eu)
   AND (w.max_gpus IS NULL OR c.gpu_count <= w.max_gpus)
   AND (c.pricing = 'on_demand' OR w.spot_ok)
+  AND (NOT w.require_available OR c.rentable)
   AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
 """
 
@@ -156,7 +189,8 @@ SELECT e.workload, e.task,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
     c.cost / (1 + e.uncertainty) AS low, c.cost * (1 + e.uncertainty) AS high,
-    o.spot_overhead, $now AS computed_at
+    o.spot_overhead, $now AS computed_at, o.interruption_rate, o.interruption_source,
+    o.source_url, o.fetched_at, o.price_origin, o.freshness, o.available
 FROM _cheapest AS c
 JOIN _advice_offers AS o ON o.rowid = c.oid
 JOIN _estimates AS e ON e.est = c.est
@@ -371,6 +405,7 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
             "eu_only": p.eu_only,
             "max_gpus": p.max_gpus,
             "spot_ok": p.spot_ok,
+            "require_available": p.require_available,
             "pricing": json.dumps(list(p.pricing)),
         }
         for widx, p in enumerate(profiles)
@@ -378,18 +413,45 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
     return columns.from_rows(rows, _WORKLOAD_SCHEMA)
 
 
-_TEMP_TABLES = ("_advice_offers", "_advice_classes", "_advice_shapes", "_workloads")
+_TEMP_TABLES = (
+    "_advice_offers",
+    "_advice_classes",
+    "_advice_shapes",
+    "_workloads",
+    "_measured_interruption",
+    "_fetch_intervals",
+)
 _VIEWS = ("_workloads_json", "_estimates", "_cheapest")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a ranking takes beyond the workloads: each provider's fetch interval in seconds
+    (freshness; the manifests' defaults for any not given) and whether stale prices rank."""
+
+    intervals: Mapping[str, float] | None = None
+    include_stale: bool = False
+
+    @classmethod
+    def of(cls, settings: Settings, include_stale: bool = False) -> Options:
+        return cls(freshness.configured_intervals(settings), include_stale)
 
 
 @contextmanager
 def _prepared(
-    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], keep: int
+    con: duckdb.DuckDBPyConnection,
+    profiles: Sequence[WorkloadProfile],
+    keep: int,
+    options: Options,
+    now: dt.datetime,
 ) -> Iterator[None]:
     """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`."""
     with _one_thread(con):
         try:
-            con.execute(PREPARE_SQL)
+            interruption.measure(con, now)
+            freshness.load_intervals(con, options.intervals)
+            con.execute(PREPARE_SQL, {"now": now, "include_stale": options.include_stale})
+            con.execute(GROUPS_SQL)
             con.register("_workloads_json", workloads_table(profiles))
             con.execute(WORKLOADS_SQL)
             shapes = _shapes(con)
@@ -423,10 +485,12 @@ def rank(
     con: duckdb.DuckDBPyConnection,
     profiles: Sequence[WorkloadProfile],
     keep: int = KEEP_PER_WORKLOAD,
+    options: Options | None = None,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Rank offers for the workloads without storing: (columns, rows)."""
-    with _prepared(con, profiles, keep):
-        cursor = con.execute(RANK_SQL, {"now": utcnow(), "keep": keep})
+    now = utcnow()
+    with _prepared(con, profiles, keep, options or Options(), now):
+        cursor = con.execute(RANK_SQL, {"now": now, "keep": keep})
         names = [d[0] for d in cursor.description]
         return names, cursor.fetchall()
 
@@ -436,12 +500,14 @@ def store_advice(
     con: duckdb.DuckDBPyConnection,
     profiles: Sequence[WorkloadProfile],
     keep: int = KEEP_PER_WORKLOAD,
+    options: Options | None = None,
 ) -> int:
     """Replace core.advice with the latest ranking, in one transaction; returns rows stored.
     On a lake a refresh that loses its commit to another daemon's runs again on its rows."""
-    with _prepared(con, profiles, keep), store.transaction(con):
+    now = utcnow()
+    with _prepared(con, profiles, keep, options or Options(), now), store.transaction(con):
         store.next_id(con, "core.advice_refreshes")  # serialises refreshes on a lake (0080)
         con.execute("DELETE FROM core.advice")
-        con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow(), "keep": keep})
+        con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": now, "keep": keep})
         row = con.execute("SELECT count(*) FROM core.advice").fetchone()
     return int(row[0]) if row else 0

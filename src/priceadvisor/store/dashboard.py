@@ -198,8 +198,9 @@ def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> 
 
 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
-    """The latest ranking of every workload (top N), with the offer's previous price (before
-    its current interval) and whether it comes from a host with no SLA (a marketplace)."""
+    """The latest ranking of every workload (top N), with the offer's last different price
+    (a closed interval may differ in availability only), whether it comes from a host with no
+    SLA (a marketplace), and where each price came from."""
     return fetch_table(
         con,
         f"""
@@ -207,10 +208,12 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
                a.gpu_count, a.pricing, a.price_hour_usd, a.cost_usd, a.usd_per_mtok,
                a.monthly_usd, a.replicas, a.tokens_per_s, a.hours, a.ttft_ms, a.tpot_ms,
                a.binding, a.low, a.high, a.computed_at, {no_sla("a")} AS no_sla,
+               a.freshness, a.source_url, a.fetched_at, a.price_origin,
+               a.interruption_source, a.interruption_rate, a.available,
                (SELECT h.price_hour_usd FROM price_history h
                  WHERE h.provider = a.provider AND h.region = a.region
                    AND h.instance_type = a.instance_type AND h.pricing = a.pricing
-                   AND h.valid_to IS NOT NULL
+                   AND h.valid_to IS NOT NULL AND h.price_hour_usd <> a.price_hour_usd
                  ORDER BY h.valid_to DESC LIMIT 1) AS previous_price_hour_usd
         FROM advice a WHERE a.rank <= ? ORDER BY a.workload, a.rank""",
         [top],
@@ -219,7 +222,8 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
 
 def providers(con: duckdb.DuckDBPyConnection) -> Table:
     """Per provider: last run, whether it was live or replayed recordings, its status and error,
-    last success, offers, unmapped names."""
+    last success, offers, unmapped names, and its rentable kinds' offers (on-demand and spot)
+    with how many of them the source lists but says cannot be rented now, or says nothing of."""
     return fetch_table(
         con,
         """
@@ -233,13 +237,20 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
                           count(*) FILTER (WHERE gpu_model IS NULL) AS unmapped_offers,
                           list(DISTINCT gpu_name_raw ORDER BY gpu_name_raw)
                               FILTER (WHERE gpu_model IS NULL)[1:5] AS unmapped_names,
-                          max(last_seen) AS last_seen
+                          max(last_seen) AS last_seen,
+                          count(*) FILTER (WHERE pricing IN ('on_demand', 'spot'))
+                              AS rentable_listed,
+                          count(*) FILTER (WHERE pricing IN ('on_demand', 'spot')
+                              AND available = false) AS not_rentable,
+                          count(*) FILTER (WHERE pricing IN ('on_demand', 'spot')
+                              AND available IS NULL) AS availability_unknown
                    FROM offers GROUP BY provider)
         SELECT last.provider, last.source, last.status AS last_status,
                last.finished_at AS last_run,
                ok.last_success, last.error AS last_error,
                coalesce(counts.offers, 0) AS offers, coalesce(counts.unmapped_offers, 0)
-                   AS unmapped_offers, counts.unmapped_names, counts.last_seen
+                   AS unmapped_offers, counts.unmapped_names, counts.last_seen,
+               counts.rentable_listed, counts.not_rentable, counts.availability_unknown
         FROM last LEFT JOIN ok USING (provider) LEFT JOIN counts USING (provider)
         ORDER BY last.provider""",
     )

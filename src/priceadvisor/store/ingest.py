@@ -15,6 +15,9 @@ provider's latest merged snapshot is `superseded`: recorded, nothing changed. Ev
 open therefore happens after everything already in the history, so an interval never ends before
 it starts and two intervals of a key never overlap, however late an ingest gets its turn.
 
+A key's interval is its price and its availability (`available`, `stock`): a change of either
+closes the interval and opens another, so the history says when an offer could be rented.
+
 The change log is two tables: the open intervals (core.current_offers) and the closed ones
 (core.price_closed, append-only). A merge writes only what changed: intervals closed and opened,
 open rows whose attributes moved, and one core.provider_coverage row per region and pricing the
@@ -61,6 +64,7 @@ _QUOTE_SCHEMA: columns.Schema = {
     "vcpus": "float",
     "ram_gb": "float",
     "available": "bool",
+    "stock": "string",
     "interruption_rate": "float",
     "source_url": "string",
     "offer_count": "int",
@@ -158,7 +162,8 @@ WITH joined AS (
         coalesce(r.gpu_memory_gb, m.catalog_memory_gb) AS gpu_memory_gb,
         coalesce(r.vcpus, m.spec_vcpus) AS vcpus,
         coalesce(r.ram_gb, m.spec_ram_gb) AS ram_gb,
-        r.available, r.interruption_rate, r.source_url, r.offer_count, r.price_median,
+        r.available, lower(trim(r.stock)) AS stock, r.interruption_rate, r.source_url,
+        r.offer_count, r.price_median,
         TRY_CAST(r.price_date AS DATE) AS price_date,
         r.price_rule, CASE WHEN r.price_rule IS NULL THEN 'published' ELSE 'derived' END
             AS price_origin,
@@ -185,7 +190,7 @@ usd AS (
     FROM priced
 )
 SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_model,
-    gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, available, interruption_rate,
+    gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, available, stock, interruption_rate,
     source_url, offer_count, price_date, price_rule, price_origin, node_original,
     price_hour_usd, price_gpu_hour_usd, price_hour_median_usd,
     CASE
@@ -227,6 +232,8 @@ WHERE s.pricing = 'spot' AND s.reject_reason IS NULL AND s.region = o.region
 """
 
 # Columns of an open interval that follow the latest snapshot without opening a new interval.
+# Availability (`available`, `stock`) is not among them: a change of it opens a new interval
+# like a price change, so the history says when an offer could be rented (_AVAILABILITY).
 _ATTRIBUTES = (
     "gpu_model",
     "gpu_name_raw",
@@ -236,7 +243,6 @@ _ATTRIBUTES = (
     "ram_gb",
     "price_hour_usd",
     "price_gpu_hour_usd",
-    "available",
     "interruption_rate",
     "source_url",
     "offer_count",
@@ -266,6 +272,11 @@ _KEYS = ", ".join(_KEY_COLUMNS)
 _ATTRIBUTES_HASH = f"hash({', '.join(_ATTRIBUTES)}) AS attributes"
 
 
+# Whether a key's availability is what its open interval says (else the key has 'changed').
+_AVAILABILITY = (
+    "h.available IS NOT DISTINCT FROM g.available AND h.stock IS NOT DISTINCT FROM g.stock"
+)
+
 # The snapshot's valid quotes, one per key (duplicates are marked in _snap by then).
 _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
 
@@ -273,8 +284,9 @@ _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reje
 # open interval this run covers but did not see: vanished (a partial run closes only inside
 # its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
 # the run does not cover it (then its own last_seen must move); core.provider_coverage records
-# the sighting of the others. The join carries only keys, prices and an attributes hash, and
-# only the keys to write are kept (at 2 % change per hour a few thousand of 100,000).
+# the sighting of the others. The join carries only keys, prices, availability and an
+# attributes hash, and only the keys to write are kept (at 2 % change per hour a few thousand of
+# 100,000).
 _CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _verdicts AS
 WITH classified AS (
@@ -283,14 +295,19 @@ WITH classified AS (
         CASE
             WHEN g.region IS NULL THEN 'vanished'
             WHEN h.provider IS NULL THEN 'new'
-            WHEN h.price_hour_original = g.node_original AND h.currency = g.currency THEN 'same'
+            WHEN h.price_hour_original = g.node_original AND h.currency = g.currency
+                AND {_AVAILABILITY} THEN 'same'
             ELSE 'changed'
         END AS change,
         NOT {_COVERED.format(t="g")} OR h.attributes <> g.attributes AS outdated,
         {_COVERED.format(t="h")} AS covered
-    FROM (SELECT {_KEYS}, node_original, currency, {_ATTRIBUTES_HASH} FROM _good) AS g
+    FROM (
+        SELECT {_KEYS}, node_original, currency, available, stock, {_ATTRIBUTES_HASH}
+        FROM _good
+    ) AS g
     FULL JOIN (
-        SELECT {_KEYS}, provider, first_seen, price_hour_original, currency, {_ATTRIBUTES_HASH}
+        SELECT {_KEYS}, provider, first_seen, price_hour_original, currency, available, stock,
+            {_ATTRIBUTES_HASH}
         FROM core.current_offers WHERE provider = $provider
     ) AS h
         ON {_key_match("h", "g")}
@@ -355,7 +372,8 @@ _OPEN_SQL = """
 INSERT INTO core.current_offers BY NAME
 SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, price_hour_usd, price_gpu_hour_usd,
-    currency, node_original AS price_hour_original, price_basis, available, interruption_rate,
+    currency, node_original AS price_hour_original, price_basis, available, stock,
+    interruption_rate,
     source_url, coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
     price_date, price_origin, price_rule
@@ -389,7 +407,8 @@ _COLLAPSE_SQL = f"""
 UPDATE _snap SET reject_reason = '{DUPLICATE_KEY}' WHERE rowid IN (
     SELECT rowid FROM _snap WHERE reject_reason IS NULL
     QUALIFY row_number() OVER (
-        PARTITION BY region, zone, instance_type, pricing ORDER BY price_hour_usd, gpu_name_raw
+        PARTITION BY region, zone, instance_type, pricing
+        ORDER BY price_hour_usd, gpu_name_raw, available DESC NULLS LAST, stock, source_url
     ) > 1
 )
 """

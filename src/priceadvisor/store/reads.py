@@ -192,7 +192,8 @@ def history(
         params.append(instance_type)
     sql = f"""
         SELECT provider, region, instance_type, gpu_model, gpu_count, pricing,
-               price_hour_usd, price_gpu_hour_usd, price_origin, valid_from, valid_to, last_seen
+               price_hour_usd, price_gpu_hour_usd, price_origin, available, stock, valid_from,
+               valid_to, last_seen
         FROM (SELECT h.*, r.country, r.country_name, r.continent, r.is_eu
               FROM price_history AS h LEFT JOIN regions AS r USING (provider, region))
         WHERE {where}{extra}

@@ -44,6 +44,7 @@ def test_gpu_count_scales_the_whole_shape_and_never_the_per_gpu_price_alone() ->
 def test_free_gpus_on_one_host_decide_availability() -> None:
     available = {q.gpu_count: q.available for q in offers(entry("RTX A5000"), SHAPE, "u")}
     assert available == {1.0: True, 2.0: True, 4.0: True, 8.0: False}  # maxGpuFree 4
+    assert {q.stock for q in offers(entry("RTX A5000"), SHAPE, "u")} == {"4"}
     assert not any(q.available for q in offers(entry("NVIDIA V100"), SHAPE, "u"))
 
 

@@ -47,6 +47,8 @@ def test_missing_availability_is_unknown_not_sold_out() -> None:
     assert found["us-east-1", "h100-sxm5 x1 virtual-machine ethernet"].available is None
     assert found["us-east-2", "h200-sxm5 x1 virtual-machine ethernet"].available is False
     assert found["ca-east-1", "h100-pcie x1 virtual-machine ethernet"].available is True
+    assert found["us-east-1", "h100-sxm5 x1 virtual-machine ethernet"].stock is None
+    assert found["us-east-2", "h200-sxm5 x1 virtual-machine ethernet"].stock == "0"
 
 
 def test_form_factor_region_and_fabric_are_part_of_the_identity() -> None:

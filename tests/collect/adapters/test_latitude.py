@@ -49,6 +49,8 @@ def test_cpu_plans_are_skipped_and_stock_does_not_gate_the_price() -> None:
     assert not any(k[0].startswith(("c3-", "m4-")) for k in quotes)
     assert quotes[("g4-b300-large", "united-states")].available is False  # "unavailable"
     assert quotes[("g4-rtx6kpro-large", "japan")].available is True
+    assert quotes[("g4-b300-large", "united-states")].stock == "unavailable"
+    assert {q.stock for q in quotes.values()} <= {"high", "medium", "low", "unavailable"}
 
 
 def test_gpu_facts_come_from_the_plan_specs() -> None:

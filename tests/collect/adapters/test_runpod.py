@@ -71,6 +71,8 @@ def test_enrichment_prices_are_per_gpu_with_bid_as_spot() -> None:
         assert by_pricing["on_demand"].price == h100["lowestPrice"]["uninterruptablePrice"]
         assert by_pricing["spot"].price == h100["lowestPrice"]["minimumBidPrice"]
         assert by_pricing["spot"].price < by_pricing["on_demand"].price
+        status = h100["lowestPrice"]["stockStatus"]
+        assert {q.stock for q in by_pricing.values()} == {status}  # stored lower-cased at ingest
     assert all(q.price_basis == "gpu" and q.gpu_count == 1.0 for q in quotes)
 
 
@@ -92,10 +94,11 @@ def test_not_offered_and_zero_prices_are_skipped_and_stock_is_availability() -> 
         }
     }
     [quote] = parse_lowest_prices(doc, "EU-RO-1", "u")
-    assert (quote.instance_type, quote.pricing, quote.available) == (
+    assert (quote.instance_type, quote.pricing, quote.available, quote.stock) == (
         "NVIDIA L4",
         "on_demand",
         False,
+        None,
     )
 
 

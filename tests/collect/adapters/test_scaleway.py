@@ -42,6 +42,8 @@ def test_availability_states() -> None:
     }
     assert states == {"available": True, "scarce": True, "shortage": False, "unknown-state": None}
     assert parse_server("z", "L4-1-24G", spec, None, "u").available is None
+    scarce = parse_server("z", "L4-1-24G", spec, {"availability": "scarce"}, "u")
+    assert scarce.stock == "scarce"  # the level itself is kept: scarce is still rentable
 
 
 @pytest.mark.parametrize("document", [{"products": {}}, {"servers": []}, {"servers": {"X": 1}}, []])

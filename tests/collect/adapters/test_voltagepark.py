@@ -40,6 +40,7 @@ def test_zero_availability_keeps_the_published_price() -> None:
     quotes = {q.instance_type.rsplit(" ", 1)[-1]: q for q in parse_row(location(), "u")}
     assert quotes["infiniband"].available is False and quotes["infiniband"].price == 2.49
     assert quotes["ethernet"].available is True
+    assert quotes["infiniband"].stock == "0" and int(quotes["ethernet"].stock or 0) > 0
 
 
 def test_a_fabric_without_a_price_is_not_sold_and_reserved_counts_are_not_prices() -> None:

@@ -170,3 +170,9 @@ def json_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def gpus_free(value: Any) -> str | None:
+    """A source's count of GPUs free now as a stock level ("8"), or None when it gives none."""
+    number = json_number(value)
+    return None if number is None or number < 0 else str(int(number))

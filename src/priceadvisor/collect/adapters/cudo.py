@@ -30,6 +30,7 @@ from priceadvisor.collect.adapters.base import (
     AdapterOutput,
     ProgressCallback,
     SourceFormatError,
+    gpus_free,
     json_number,
     json_object,
     sum_of_units,
@@ -115,6 +116,7 @@ def _quote(
         vcpus=float(vcpus),
         ram_gb=float(memory),
         available=None if free is None else free >= gpus,
+        stock=gpus_free(free),
         source_url=url,
     )
 

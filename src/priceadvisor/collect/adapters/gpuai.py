@@ -14,7 +14,8 @@ not in the published schema but on every row), `gpu_type` (a slug: "a100_40gb", 
 Traps: `price_per_hour` is for the whole configuration (all `gpu_count` GPUs: the 8× B300 row
 is $50.62, $6.33 per GPU), so it is stored per node and the core divides. Pages can replay
 rows already served: rows are deduplicated by `offering_id` (the first seen is kept) and the
-replays counted in the progress line. An empty `capacity_class` falls back to the `community` flag. Rows with
+replays counted in the progress line. An empty `capacity_class` falls back to the `community`
+flag. Rows with
 `available: 0` are sold out (the API leaves them out unless asked). A tier other than
 on-demand or spot, a page without `data`, a cursor that repeats or a walk longer than
 MAX_PAGES fails the run. The demo host `api.demo.gpu.ai` in the OpenAPI document is never used.

@@ -24,6 +24,7 @@ from priceadvisor.collect.adapters.base import (
     AdapterOutput,
     ProgressCallback,
     exact_price,
+    gpus_free,
     json_number,
     json_records,
 )
@@ -62,6 +63,7 @@ def parse_option(option: dict[str, Any], url: str) -> RawQuote:
         vcpus=json_number(node.get("vcpuCount", node.get("cpuCount"))),
         ram_gb=json_number(node.get("ramGb")),
         available=available > 0 if isinstance(available, int | float) else None,
+        stock=gpus_free(available),
         source_url=url,
     )
 

@@ -74,6 +74,7 @@ def _quotes(
             gpu_count=float(gpu["count"]),
             gpu_memory_gb=gpu.get("vram_per_gpu"),
             available=region.get("stock_level") not in ("unavailable", None),
+            stock=stock_level(region.get("stock_level")),
             source_url=url,
         )
     ]
@@ -82,3 +83,8 @@ def _quotes(
 def _region_code(name: str) -> str:
     """ "United States" -> "united-states": Latitude prices per country, named in English."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def stock_level(value: Any) -> str | None:
+    """Latitude's own level word ("high", "medium", "low", "unavailable"), when it gives one."""
+    return value if isinstance(value, str) and value else None

@@ -163,13 +163,14 @@ def parse_lowest_prices(document: Any, region: str, url: str) -> list[RawQuote]:
         lowest = gpu.get("lowestPrice")
         if not isinstance(lowest, dict):
             continue
-        stocked = lowest.get("stockStatus") is not None
+        status = lowest.get("stockStatus")
+        stocked = status is not None
         prices = {
             Pricing.ON_DEMAND: _price(lowest.get("uninterruptablePrice")),
             Pricing.SPOT: _price(lowest.get("minimumBidPrice")),
         }
         quotes += [
-            _quote(gpu, region, pricing, price, url, available=stocked)
+            _quote(gpu, region, pricing, price, url, available=stocked, stock=_text(status))
             for pricing, price in prices.items()
             if price is not None
         ]
@@ -183,6 +184,7 @@ def _quote(
     price: float,
     url: str,
     available: bool | None = None,
+    stock: str | None = None,
 ) -> RawQuote:
     return RawQuote(
         region=region,
@@ -194,6 +196,7 @@ def _quote(
         gpu_count=1.0,
         gpu_memory_gb=_price(gpu.get("memoryInGb")),
         available=available,
+        stock=stock,
         source_url=url,
     )
 
@@ -204,3 +207,8 @@ def _price(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value == 0:
         return None
     return float(value)
+
+
+def _text(value: Any) -> str | None:
+    """A stock level as RunPod words it ("High", "Low"), or None when it gives none."""
+    return value if isinstance(value, str) and value.strip() else None

@@ -110,6 +110,7 @@ def parse_server(
         vcpus=json_number(spec.get("ncpus")),
         ram_gb=_gib(spec.get("ram")),
         available=IN_STOCK.get(str(status)),
+        stock=status if isinstance(status, str) and status else None,
         source_url=url,
     )
 

@@ -31,6 +31,7 @@ from priceadvisor.collect.adapters.base import (
     AdapterOutput,
     ProgressCallback,
     SourceFormatError,
+    gpus_free,
     json_number,
     json_object,
     sum_of_units,
@@ -141,5 +142,6 @@ def _quote(
         vcpus=float(vcpus),
         ram_gb=float(ram),
         available=None if free is None else free >= count,
+        stock=gpus_free(free),
         source_url=url,
     )

@@ -29,6 +29,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     exact_price,
+    gpus_free,
     json_number,
 )
 from priceadvisor.collect.http import HttpSession
@@ -92,5 +93,6 @@ def _quote(row: dict[str, Any], specs: dict[str, Any], fabric: str, url: str) ->
         vcpus=json_number(specs.get("cpu_count")),
         ram_gb=json_number(specs.get("ram_gb")),
         available=free > 0 if isinstance(free, int) and not isinstance(free, bool) else None,
+        stock=gpus_free(free),
         source_url=url,
     )

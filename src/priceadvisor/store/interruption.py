@@ -1,0 +1,91 @@
+"""Spot interruption rates measured from the project's own history, per provider and GPU model.
+
+Only AWS publishes an interruption figure (its Spot Instance Advisor). For every other spot
+market the rate is measured here, where the history holds enough of it:
+
+- a *sighting* is a complete (`ok`) fetch of the provider that saw a spot offer rentable
+  (`available` not false) for the GPU model;
+- a sighting is *interrupted* when, within an hour after it, that offer's interval ended in a
+  loss: the offer vanished (no interval follows, or the next one starts later: it was gone in
+  between), the source said it was no longer rentable, or its price rose (a bid at the old
+  price is outbid);
+- the rate is interrupted sightings / sightings, over the MEASURE_DAYS before now; a sighting
+  less than an hour old is not judged yet.
+
+A rate is used only where its sightings span at least MIN_SPAN_DAYS and number at least
+MIN_SIGHTINGS; elsewhere advice falls back to the assumed rate. Limits: a listing that vanishes
+may simply have been rented by someone else (which interrupts nobody), and a fetch interval
+longer than an hour sees several changes as one; so the figure is an upper bound on what a
+running instance sees, at the resolution of the provider's fetch interval (docs/sql.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+MEASURE_DAYS = 30
+MIN_SPAN_DAYS = 7
+MIN_SIGHTINGS = 100
+LOSS_WINDOW_HOURS = 1
+# Providers with a published interruption figure: theirs is used, never a measured one.
+PUBLISHED = ("aws",)
+
+MEASURED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _measured_interruption AS
+WITH runs AS (
+    SELECT provider, observed_at AS seen_at FROM core.fetch_runs
+    WHERE status = 'ok' AND observed_at > $since
+      AND observed_at <= $now - INTERVAL {LOSS_WINDOW_HOURS} HOUR
+),
+spot AS (
+    SELECT provider, gpu_model, available, price_hour_usd, valid_from, valid_to, last_seen,
+        lead(valid_from) OVER w AS next_from, lead(available) OVER w AS next_available,
+        lead(price_hour_usd) OVER w AS next_price
+    FROM core.price_intervals
+    WHERE pricing = 'spot' AND gpu_model IS NOT NULL AND NOT list_contains($published, provider)
+      AND coalesce(valid_to, last_seen) > $since
+    WINDOW w AS (PARTITION BY provider, region, zone, instance_type ORDER BY valid_from)
+),
+rentable AS (
+    SELECT *, valid_to IS NOT NULL AND (
+            next_from IS NULL OR next_from > valid_to OR next_available = false
+            OR next_price > price_hour_usd) AS lost
+    FROM spot WHERE available IS NOT FALSE
+),
+sightings AS (
+    SELECT s.provider, s.gpu_model, r.seen_at,
+        s.lost AND s.valid_to <= r.seen_at + INTERVAL {LOSS_WINDOW_HOURS} HOUR AS interrupted
+    FROM rentable AS s JOIN runs AS r
+        ON r.provider = s.provider AND r.seen_at >= s.valid_from AND r.seen_at <= s.last_seen
+)
+SELECT provider, gpu_model, count(*) AS sightings,
+    count(*) FILTER (WHERE interrupted) AS interrupted,
+    count(*) FILTER (WHERE interrupted) / count(*) AS rate,
+    epoch(max(seen_at) - min(seen_at)) / 86400 AS span_days
+FROM sightings GROUP BY provider, gpu_model
+"""
+
+
+def measure(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> None:
+    """Every (provider, GPU model) with spot sightings, as the temp table
+    _measured_interruption(provider, gpu_model, sightings, interrupted, rate, span_days);
+    `usable` (the SQL condition USABLE) says which rates are enough to use."""
+    since = now - dt.timedelta(days=MEASURE_DAYS)
+    con.execute(MEASURED_SQL, {"since": since, "now": now, "published": list(PUBLISHED)})
+
+
+# Whether a measured row (aliased m) holds enough history to be used.
+USABLE = f"(m.sightings >= {MIN_SIGHTINGS} AND m.span_days >= {MIN_SPAN_DAYS})"
+
+
+def measured_rates(
+    con: duckdb.DuckDBPyConnection, now: dt.datetime
+) -> dict[tuple[str, str], float]:
+    """The usable measured rates, by (provider, GPU model)."""
+    measure(con, now)
+    rows = con.execute(
+        f"SELECT provider, gpu_model, rate FROM _measured_interruption AS m WHERE {USABLE}"
+    ).fetchall()
+    return {(provider, gpu): float(rate) for provider, gpu, rate in rows}

@@ -1,0 +1,171 @@
+"""Advice rows: the spot interruption rate's source (AWS's advisor, measured from the history,
+or assumed), freshness tiers, `require_available`, and each row's price provenance."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from priceadvisor.config import WorkloadProfile
+from priceadvisor.manifest import manifest
+from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from priceadvisor.sizing.advisor import (
+    CHECKPOINT_OVERHEAD,
+    DEFAULT_INTERRUPTION_RATE,
+    LOST_WORK_SHARE,
+    Options,
+    rank,
+)
+from priceadvisor.store import db as store
+from priceadvisor.store import interruption
+from priceadvisor.store.ingest import ingest
+
+
+@pytest.fixture
+def now() -> dt.datetime:
+    """This test's now: the histories are built back from it (never from import time, which
+    in a long run of the suite is long past)."""
+    return utcnow()
+
+
+LORA = WorkloadProfile(name="t", task="lora", model="llama-3.1-8b", train_tokens=1e8, spot_ok=True)
+
+
+def spot(key: int, available: bool | None = True, price: float = 0.40) -> RawQuote:
+    return RawQuote(
+        region="US",
+        instance_type=f"RTX 4090 x1 host{key}",
+        pricing="spot",
+        price=price,
+        gpu_name_raw="RTX 4090",
+        gpu_count=1.0,
+        available=available,
+        source_url="https://vast.example/bundles",
+    )
+
+
+def run(db: Path, provider: str, at: dt.datetime, quotes: list[RawQuote]) -> None:
+    with store.writer(db) as con:
+        run_id = store.start_run(con, provider)
+        result = FetchResult(provider, RunStatus.OK, quotes, finished_at=at)
+        ingest(con, run_id, result, manifest(provider))
+
+
+def ranked(db: Path, profile: WorkloadProfile = LORA, **options: Any) -> list[dict[str, Any]]:
+    with store.writer(db) as con:
+        names, rows = rank(con, [profile], keep=50, options=Options(**options))
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def interrupted_history(db: Path, now: dt.datetime) -> None:
+    """Twelve rentable spot offers fetched daily for eight days; three vanish half an hour
+    after the fifth fetch (a fetch then sees the rest): 9 x 10 + 3 x 5 = 105 sightings, 3 of
+    them followed by a loss within the hour."""
+    first = now - dt.timedelta(days=8, hours=2)
+    for day in range(9):
+        at = first + dt.timedelta(days=day)
+        keys = range(12) if day <= 4 else range(3, 12)
+        run(db, "vast", at, [spot(k) for k in keys])
+        if day == 4:
+            run(db, "vast", at + dt.timedelta(minutes=30), [spot(k) for k in range(3, 12)])
+
+
+def test_a_rate_measured_from_the_history_prices_spot_offers(
+    db_path: Path, now: dt.datetime
+) -> None:
+    interrupted_history(db_path, now)
+    with store.writer(db_path) as con:
+        interruption.measure(con, now)
+        [row] = con.execute(
+            "SELECT provider, gpu_model, sightings, interrupted, span_days "
+            "FROM _measured_interruption"
+        ).fetchall()
+    assert row[:4] == ("vast", "RTX4090-24GB", 105, 3)
+    assert row[4] == pytest.approx(8.0)
+    rows = ranked(db_path, intervals={"vast": 86400})  # fetched daily here: still fresh
+    assert {r["interruption_source"] for r in rows} == {"measured"}
+    assert rows[0]["interruption_rate"] == pytest.approx(3 / 105)
+    expected = 1 + CHECKPOINT_OVERHEAD + 3 / 105 * LOST_WORK_SHARE
+    assert rows[0]["spot_overhead"] == pytest.approx(expected)
+
+
+def test_too_short_a_history_falls_back_to_the_assumed_rate(
+    db_path: Path, now: dt.datetime
+) -> None:
+    # hourly fetches of 13 offers: 8 x 13 = 104 sightings old enough to judge, but over 7 hours
+    for hours in range(8, -1, -1):
+        at = now - dt.timedelta(hours=hours, minutes=10)
+        run(db_path, "vast", at, [spot(k) for k in range(13)])
+    with store.writer(db_path) as con:
+        interruption.measure(con, now)
+        [(sightings, span)] = con.execute(
+            "SELECT sightings, span_days FROM _measured_interruption"
+        ).fetchall()
+    assert sightings >= interruption.MIN_SIGHTINGS and span < interruption.MIN_SPAN_DAYS
+    [first, *_] = ranked(db_path)
+    assert (first["interruption_source"], first["interruption_rate"]) == (
+        "assumed",
+        DEFAULT_INTERRUPTION_RATE,
+    )
+
+
+def test_aws_spot_uses_the_advisor_rate_and_on_demand_has_none(
+    db_path: Path, now: dt.datetime
+) -> None:
+    base = {"region": "us-east-1", "instance_type": "g6e.xlarge", "gpu_count": 1.0}
+    quotes = [
+        RawQuote(pricing="on_demand", price=1.86, gpu_name_raw="L40S", **base),
+        RawQuote(pricing="spot", price=0.70, gpu_name_raw="L40S", interruption_rate=0.075, **base),
+    ]
+    run(db_path, "aws", now - dt.timedelta(minutes=10), quotes)
+    by_pricing = {r["pricing"]: r for r in ranked(db_path)}
+    assert (by_pricing["spot"]["interruption_source"], by_pricing["spot"]["interruption_rate"]) == (
+        "aws-advisor",
+        0.075,
+    )
+    assert (
+        by_pricing["on_demand"]["interruption_source"],
+        by_pricing["on_demand"]["spot_overhead"],
+    ) == (
+        None,
+        1.0,
+    )
+
+
+def test_stale_prices_rank_only_when_asked_and_excluded_ones_never(
+    db_path: Path, now: dt.datetime
+) -> None:
+    # vast fetches every 30 minutes: 3 hours old is stale; 8 days old is past the limit
+    run(db_path, "vast", now - dt.timedelta(hours=3), [spot(1)])
+    assert ranked(db_path) == []
+    [row] = ranked(db_path, include_stale=True)
+    assert row["freshness"] == "stale"
+    assert ranked(db_path, include_stale=True, intervals={"vast": 4 * 3600})[0]["freshness"] == (
+        "fresh"
+    )
+    old = db_path.with_name("old.duckdb")
+    run(old, "vast", now - dt.timedelta(days=8), [spot(1)])
+    assert ranked(old, include_stale=True) == []
+
+
+def test_each_row_says_where_its_price_came_from(db_path: Path, now: dt.datetime) -> None:
+    seen = now - dt.timedelta(minutes=10)
+    run(db_path, "vast", seen, [spot(1)])
+    [row] = ranked(db_path)
+    assert (row["source_url"], row["fetched_at"], row["price_origin"], row["freshness"]) == (
+        "https://vast.example/bundles",
+        seen,
+        "published",
+        "fresh",
+    )
+
+
+def test_a_workload_may_require_offers_rentable_now(db_path: Path, now: dt.datetime) -> None:
+    quotes = [spot(1, True, 0.50), spot(2, False, 0.30), spot(3, None, 0.35)]
+    run(db_path, "vast", now - dt.timedelta(minutes=10), quotes)
+    strict = LORA.model_copy(update={"require_available": True})
+    assert [r["instance_type"] for r in ranked(db_path, strict)] == ["RTX 4090 x1 host1"]
+    assert len(ranked(db_path)) == 3  # by default availability does not filter
