@@ -57,6 +57,7 @@ class AppState:
                     highlight=False,
                 )
             _configure_logging(self._settings.log_level)
+            _limit_readers(self._settings)
         return self._settings
 
     @property
@@ -67,7 +68,14 @@ class AppState:
             self._read = quick_settings(self.config, self.db)
             if self._read is not None:
                 _configure_logging(self._read.log_level)
+                _limit_readers(self._read)
         return self._read or self.settings
+
+
+def _limit_readers(settings: DbSettings) -> None:
+    from priceadvisor.store import db as store
+
+    store.limit_readers(settings.readers)
 
 
 def _configure_logging(level: str) -> None:

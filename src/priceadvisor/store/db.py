@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 import duckdb
 
 from priceadvisor.catalog import gpu_catalog, region_catalog
+from priceadvisor.config_light import ReaderBounds, ReaderDefaults, reader_config
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
 from priceadvisor.store import asof, lake, lakesql
@@ -85,6 +86,10 @@ _SEALED: Config = {
     "enable_external_access": False,
     "allow_community_extensions": False,
 }
+# Every reader's memory limit and threads ([readers]), part of its connect-time configuration so
+# the lock that follows keeps a statement from raising them. The process's CONNECTION_CONFIG
+# (the daemon's tighter bound) wins where both set a value.
+READER_LIMITS: Config = dict(reader_config(ReaderDefaults()))
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path | str] = set()
 
@@ -352,7 +357,7 @@ def reader(
     that moment (store.asof says how each store answers)."""
     if isinstance(path, lake.Lake):
         snapshot = asof.naive_utc(as_of) if as_of else None
-        with lake.connect(path, True, CONNECTION_CONFIG, snapshot) as con:
+        with lake.connect(path, True, _reader_base(), snapshot) as con:
             _seal_lake(con, path, writable_dir)
             _check_version(con, path.describe())
             yield con
@@ -408,12 +413,21 @@ class _LockWait:
             raise StoreError(f"stopped waiting for database {self.path}: shutting down")
 
 
+def limit_readers(bounds: ReaderBounds) -> None:
+    """Readers opened from now on run within `bounds` ([readers] of the configuration)."""
+    READER_LIMITS.update(reader_config(bounds))
+
+
+def _reader_base() -> Config:
+    return {**READER_LIMITS, **CONNECTION_CONFIG}
+
+
 def _config(read_only: bool, allowed: Path | None) -> Config:
     if not read_only:
         return {**CONNECTION_CONFIG, **_NO_EXTENSIONS}
     if allowed is None:
-        return {**CONNECTION_CONFIG, **_SEALED}
-    return {**CONNECTION_CONFIG, **_NO_EXTENSIONS, "allow_community_extensions": False}
+        return {**_reader_base(), **_SEALED}
+    return {**_reader_base(), **_NO_EXTENSIONS, "allow_community_extensions": False}
 
 
 def _seal_lake(con: duckdb.DuckDBPyConnection, target: lake.Lake, writable: Path | None) -> None:
