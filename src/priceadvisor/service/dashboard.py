@@ -31,6 +31,7 @@ from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard as queries
 from priceadvisor.store import db as store
 from priceadvisor.store.reads import Table
+from priceadvisor.store.spreadsheet import csv_cell
 
 T = TypeVar("T")
 # A page waits at most this long for the writer's turn; past it the reader gets 503, not a hang.
@@ -293,8 +294,8 @@ def chart_series(history: Table) -> dict[str, Any]:
 def _csv(table: Table) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(table.columns)
-    writer.writerows(table.rows)
+    writer.writerow([csv_cell(c) for c in table.columns])
+    writer.writerows([[csv_cell(v) for v in row] for row in table.rows])
     return buffer.getvalue()
 
 
