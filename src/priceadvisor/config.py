@@ -518,6 +518,7 @@ def _secret_env_names(settings: Settings) -> set[str]:
     names = {manifest(p).credential_env for p in manifest_ids()}
     names |= {EmailSettings.model_fields["password_env"].default}
     names |= {SlackSettings.model_fields["webhook_env"].default}
+    names |= {DaemonSettings.model_fields["web_token_env"].default, settings.daemon.web_token_env}
     if settings.notify.email is not None:
         names.add(settings.notify.email.password_env)
     if settings.notify.slack is not None:

@@ -12,6 +12,7 @@ import csv
 import datetime as dt
 import io
 import json
+import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,8 @@ from priceadvisor.store.spreadsheet import csv_cell
 T = TypeVar("T")
 # A page waits at most this long for the writer's turn; past it the reader gets 503, not a hang.
 READ_LOCK_TIMEOUT = 5.0
+# Far past any real result (200 rows a page), small enough that its row offset is a valid BIGINT.
+MAX_PAGE = 10**9
 
 
 class BadQuery(ValueError):
@@ -50,9 +53,19 @@ def _one(request: Request, name: str) -> str | None:
 def _number(request: Request, name: str) -> float | None:
     value = _one(request, name)
     try:
-        return None if value is None else float(value)
+        number = None if value is None else float(value)
     except ValueError:
         raise BadQuery(f"{name} must be a number, not {value!r}") from None
+    if number is not None and not math.isfinite(number):
+        raise BadQuery(f"{name} must be a finite number, not {value!r}")
+    return number
+
+
+def _page(request: Request) -> int:
+    page = _number(request, "page") or 1
+    if page > MAX_PAGE:
+        raise BadQuery(f"page must be at most {MAX_PAGE}")
+    return max(1, int(page))
 
 
 def _choice(request: Request, name: str, allowed: tuple[str, ...] | list[str], default: str) -> str:
@@ -67,7 +80,6 @@ def offer_query(request: Request) -> queries.OfferQuery:
     pricing = _one(request, "pricing")
     if pricing is not None and pricing not in queries.PRICINGS:
         raise BadQuery("pricing must be on_demand, spot or market")
-    page = _number(request, "page") or 1
     return queries.OfferQuery(
         gpu=_one(request, "gpu"),
         vram_min=_number(request, "vram_min"),
@@ -80,7 +92,7 @@ def offer_query(request: Request) -> queries.OfferQuery:
         available_only=_one(request, "available") == "1",
         include_derived=_one(request, "derived") == "1",
         sort=_choice(request, "sort", list(queries.OFFER_SORTS), "gpu-hour"),
-        page=max(1, int(page)),
+        page=_page(request),
         per_page=int(_choice(request, "per_page", [str(n) for n in queries.PAGE_SIZES], "50")),
     )
 

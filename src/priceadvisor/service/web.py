@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import socket
 from collections.abc import Iterator
@@ -178,6 +179,32 @@ async def serve(host: str, port: int, app: Starlette) -> HealthServer:
     if task.done():
         task.result()  # startup failed: raise its error
     return HealthServer(server, task, sock.getsockname()[1])
+
+
+def exposed(host: str) -> bool:
+    """Whether a server bound to `host` can be reached from other machines (anything but a
+    loopback address or localhost)."""
+    if host.strip("[]").lower() == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return True  # a host name: whatever it resolves to may be reachable
+
+
+def urls(host: str, port: int) -> list[str]:
+    """Addresses a browser can open for a server bound to `host`: a wildcard address (0.0.0.0,
+    ::) is no destination, so this machine's loopback and its host name stand in for it."""
+    bare = host.strip("[]")
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(bare)
+    except ValueError:
+        address = None  # a host name
+    if address is not None and address.is_unspecified:
+        loopback = "127.0.0.1" if address.version == 4 else "[::1]"
+        return [f"http://{loopback}:{port}/", f"http://{socket.gethostname()}:{port}/"]
+    shown = f"[{bare}]" if address is not None and address.version == 6 else bare
+    return [f"http://{shown}:{port}/"]
 
 
 def _listen(host: str, port: int) -> socket.socket:
