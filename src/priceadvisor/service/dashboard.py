@@ -1,9 +1,11 @@
 """The web dashboard: server-rendered pages, downloads and a JSON API over the public views.
 
-Pages and API share one set of handlers: each reads through `store.reader` in a worker thread
-(the event loop keeps serving /healthz and the scheduler meanwhile) and renders either Jinja
-(templates/web/, autoescaped) or JSON. Filters live in the query string, so every view is a
-shareable URL, and downloads take the same query string: they contain exactly the page shown.
+Pages and API share one set of handlers: each reads in a worker thread (the event loop keeps
+serving /healthz and the scheduler meanwhile), on a cursor of the read-only instance that
+concurrent requests share (store.sharedreader; a lake: a connection per request), and renders
+either Jinja (templates/web/, autoescaped) or JSON. Filters live in the query string, so every
+view is a shareable URL, and downloads take the same query string: they contain exactly the page
+shown.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard as queries
 from priceadvisor.store import db as store
 from priceadvisor.store.reads import Table
+from priceadvisor.store.sharedreader import SharedReader
 from priceadvisor.store.spreadsheet import csv_cell
 
 T = TypeVar("T")
@@ -112,6 +115,11 @@ class Dashboard:
         self.db_path = db_path
         self.mode = mode  # "live", "recorded responses" (run --offline) or "read-only"
         self._cached_choices: tuple[int, dict[str, list[Any]]] | None = None
+        # A DuckDB file: requests share one read-only instance. A lake: each request reads
+        # its own snapshot through a connection of its own (store.reader).
+        self._shared = (
+            SharedReader(db_path, READ_LOCK_TIMEOUT) if isinstance(db_path, Path) else None
+        )
 
     def _choices(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
         """The filter controls' values change only when the data does: kept per change stamp
@@ -126,6 +134,9 @@ class Dashboard:
         folder) may be written by it."""
 
         def work() -> T:
+            if self._shared is not None and writable_dir is None:
+                with self._shared.cursor() as cursor:
+                    return fn(cursor, *args)
             with store.reader(self.db_path, READ_LOCK_TIMEOUT, writable_dir) as con:
                 return fn(con, *args)
 

@@ -205,7 +205,7 @@ def _connection(
     if _TURN.held:
         # Waiting for its own turn would never end: a nested use is a programming error.
         raise StoreError(f"{path} is already open in this thread")
-    if not _take_turn(lock_timeout, give_up):
+    if not _wait_for_turn(lock_timeout, give_up):
         raise StoreError(f"another use of {path} in this process did not finish in time")
     _TURN.held = True
     try:
@@ -226,6 +226,28 @@ def _connection(
     finally:
         _TURN.held = False
         _WRITE_LOCK.release()
+
+
+class _Waiting:
+    """How many threads wait for the process's turn: a holder that can hand it back early (the
+    dashboard's shared reader) does so when anyone waits, so a write is never starved."""
+
+    count = 0
+    lock = threading.Lock()
+
+
+def turn_wanted() -> bool:
+    return _Waiting.count > 0
+
+
+def _wait_for_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
+    with _Waiting.lock:
+        _Waiting.count += 1
+    try:
+        return _take_turn(lock_timeout, give_up)
+    finally:
+        with _Waiting.lock:
+            _Waiting.count -= 1
 
 
 def _take_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
@@ -369,6 +391,34 @@ def reader(
         if as_of is not None:
             asof.shadow_offers(con, as_of)
         yield con
+
+
+def open_shared_reader(path: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+    """A sealed read-only connection to be shared by many threads (store.sharedreader): it
+    holds the process's turn, in any thread, until `close_shared_reader`."""
+    if not path.is_file():
+        raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
+    if not _take_turn(lock_timeout, None):
+        raise StoreError(f"another use of {path} in this process did not finish in time")
+    try:
+        con = _open(path, True, _config(True, None), _LockWait(path, lock_timeout, None))
+    except BaseException:
+        _WRITE_LOCK.release()
+        raise
+    try:
+        con.execute("SET lock_configuration = true")
+        _check_version(con, path)
+    except BaseException:
+        close_shared_reader(con)
+        raise
+    return con
+
+
+def close_shared_reader(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.close()
+    finally:
+        _WRITE_LOCK.release()
 
 
 @dataclass
