@@ -84,6 +84,19 @@ def test_a_bad_memory_limit_is_a_config_error(
     assert code == 2 and "memory_limit" in err and "25%" in err
 
 
+def test_a_query_past_the_memory_limit_fails_with_one_line_naming_the_setting(
+    capsys: pytest.CaptureFixture[str], migrated_db: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "priceadvisor.toml"
+    config.write_text('[readers]\nmemory_limit = "256MiB"\n')
+    query = "select length(string_agg(repeat('x', 100), ',')) from range(10000000)"  # ~1 GB
+    code, out, err = cli(capsys, "--config", str(config), "--db", str(migrated_db), "sql", query)
+    assert code == 1 and out == ""
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: query needs more memory than readers.memory_limit allows: ")
+    assert "SET memory_limit" not in line  # DuckDB's advice, which this command refuses
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks of 1/100 s

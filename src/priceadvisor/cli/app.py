@@ -399,6 +399,12 @@ def _sql_errors(timeout: float) -> Iterator[None]:
         ) from None
     except QueryInterrupted:
         raise typer.Abort from None
+    except duckdb.OutOfMemoryException as exc:
+        # DuckDB's advice (SET memory_limit, SET threads) is refused here: the limit is config.
+        cause = _one_line(exc).removeprefix("Out of Memory Error: ").split(" Possible solutions")
+        raise UserError(
+            f"query needs more memory than readers.memory_limit allows: {cause[0]}"
+        ) from None
     except duckdb.PermissionException as exc:
         raise UsageError(f"refused: {store.first_line(exc)}") from None
     except duckdb.Error as exc:
