@@ -37,11 +37,15 @@ from priceadvisor.config_light import (
     CONFIG_ENV,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_LOG_LEVEL,
+    DEFAULT_READER_MEMORY,
+    DEFAULT_READER_THREADS,
+    DEFAULT_SQL_TIMEOUT,
     ENV_PREFIX,
     LOG_LEVELS,
     ConfigError,
     db_or_default,
     find_config_file,
+    memory_size,
 )
 from priceadvisor.durations import parse_duration
 from priceadvisor.manifest import RedirectPolicy, manifest, manifest_ids
@@ -85,6 +89,26 @@ class HttpSettings(BaseModel):
     attempts: int = Field(4, ge=1, le=20)
     max_retry_after: Seconds = 120.0
     contact: str | None = Field(None, description="appended to the User-Agent, e.g. an email")
+
+
+class ReaderSettings(BaseModel):
+    """[readers]: bounds of every read-only connection (sql, prices, exports, the dashboard)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_limit: str = Field(
+        DEFAULT_READER_MEMORY, description="DuckDB memory limit: a size (2GiB) or a share of RAM"
+    )
+    threads: int = Field(DEFAULT_READER_THREADS, ge=1, le=256, description="DuckDB threads")
+    sql_timeout: Seconds = Field(
+        DEFAULT_SQL_TIMEOUT, gt=0, description="`sql` stops a query after this long"
+    )
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _size(cls, value: str) -> str:
+        memory_size(value)
+        return value
 
 
 class DaemonSettings(BaseModel):
@@ -351,6 +375,7 @@ class Settings(BaseSettings):
     lock_timeout: Seconds = DEFAULT_LOCK_TIMEOUT
     secrets_dir: Path | None = None
     http: HttpSettings = Field(default_factory=HttpSettings)
+    readers: ReaderSettings = Field(default_factory=ReaderSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     workloads: list[WorkloadProfile] = Field(default_factory=list)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
@@ -459,6 +484,7 @@ def _secret_env_names(settings: Settings) -> set[str]:
     names = {manifest(p).credential_env for p in manifest_ids()}
     names |= {EmailSettings.model_fields["password_env"].default}
     names |= {SlackSettings.model_fields["webhook_env"].default}
+    names |= {DaemonSettings.model_fields["web_token_env"].default, settings.daemon.web_token_env}
     if settings.notify.email is not None:
         names.add(settings.notify.email.password_env)
     if settings.notify.slack is not None:

@@ -13,6 +13,7 @@ config file, or one of only these keys, starts without importing pydantic (~100 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,28 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 DEFAULT_LOG_LEVEL = "INFO"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 QUICK_KEYS = frozenset({"db", "lock_timeout", "log_level"})
+# Every reader's bounds ([readers]): a share of the machine's RAM and two threads fit a 2-core
+# VM beside the daemon; a `sql` query stops after the timeout.
+DEFAULT_READER_MEMORY = "25%"
+DEFAULT_READER_THREADS = 2
+DEFAULT_SQL_TIMEOUT = 300.0
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+_SHARE = re.compile(r"^\s*(\d+(\.\d+)?)\s*%\s*$")
 
 
 class ConfigError(ValueError):
     """Invalid configuration: the message is one line naming the key."""
+
+
+class ReaderBounds(Protocol):
+    """[readers]: what bounds a read-only connection and a `sql` query."""
+
+    @property
+    def memory_limit(self) -> str: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def sql_timeout(self) -> float: ...
 
 
 class DbSettings(Protocol):
@@ -42,8 +61,17 @@ class DbSettings(Protocol):
 
     @property
     def lock_timeout(self) -> float: ...
+    @property
+    def readers(self) -> ReaderBounds: ...
 
     def db_path(self) -> Path: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderDefaults:
+    memory_limit: str = DEFAULT_READER_MEMORY
+    threads: int = DEFAULT_READER_THREADS
+    sql_timeout: float = DEFAULT_SQL_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +79,7 @@ class ReadSettings:
     db: Path | None = None
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     log_level: str = DEFAULT_LOG_LEVEL
+    readers: ReaderDefaults = ReaderDefaults()
 
     def db_path(self) -> Path:
         return db_or_default(self.db)
@@ -136,3 +165,20 @@ def _certainly_valid(given: dict[str, Any]) -> ReadSettings | None:
     except ValueError:
         return None
     return ReadSettings(Path(db) if db is not None else None, timeout, level)
+
+
+def memory_size(text: str) -> str:
+    """A DuckDB memory_limit from a size ("2GiB", "512MB") or a share of the machine's RAM
+    ("25%"); ValueError naming the accepted forms otherwise."""
+    if _SIZE.match(text):
+        return text.strip()
+    share = _SHARE.match(text)
+    if share is None or not 0 < float(share.group(1)) <= 100:
+        raise ValueError(f"{text!r}: use a size such as 2GiB or 512MB, or a share of RAM like 25%")
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return f"{max(64, int(ram * float(share.group(1)) / 100) >> 20)}MiB"
+
+
+def reader_config(bounds: ReaderBounds) -> dict[str, str | int]:
+    """The DuckDB settings every reader opens with (before its configuration is locked)."""
+    return {"memory_limit": memory_size(bounds.memory_limit), "threads": bounds.threads}

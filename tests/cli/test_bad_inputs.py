@@ -399,10 +399,24 @@ def test_unknown_environment_variables_warn_one_line_each(
     for name in names:
         monkeypatch.setenv(name, "1")
     monkeypatch.setenv("PRICEADVISOR_SMTP_PASSWORD", "a secret's variable is known")
+    monkeypatch.setenv("PRICEADVISOR_WEB_TOKEN", "so is the dashboard token's")
     code, out, err = run(capsys, ["--db", places["db"], "prices", "-f", "csv"])
     assert code == 0 and out.startswith("provider,")
     expected = [f"warning: ignoring unknown environment variable {n}" for n in sorted(names)]
     assert err.strip().splitlines() == expected
+
+
+def test_a_renamed_web_token_variable_is_known(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    places: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "renamed.toml"
+    config.write_text('[daemon]\nweb_token_env = "PRICEADVISOR_DASH_TOKEN"\n')
+    monkeypatch.setenv("PRICEADVISOR_DASH_TOKEN", "the configured token variable")
+    code, _, err = run(capsys, ["--config", str(config), "--db", places["db"], "prices"])
+    assert code == 0 and "warning" not in err
 
 
 @pytest.mark.parametrize(("db", "fragment"), DATABASES)

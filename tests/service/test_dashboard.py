@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -73,7 +74,18 @@ def test_sorting_and_paging(client: httpx.Client) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ["sort=price_hour_usd;DROP TABLE x", "vram_min=lots", "pricing=free", "per_page=100000"],
+    [
+        "sort=price_hour_usd;DROP TABLE x",
+        "vram_min=lots",
+        "pricing=free",
+        "per_page=100000",
+        "page=1e309",
+        "page=nan",
+        "page=-inf",
+        "page=1e300",
+        "vram_min=nan",
+        "gpus=inf",
+    ],
 )
 def test_bad_query_values_are_400_with_a_reason(client: httpx.Client, query: str) -> None:
     response = client.get(f"/api/offers?{query}")
@@ -182,7 +194,9 @@ def test_serve_refuses_a_missing_database(
     assert "no database" in err and "Traceback" not in err
 
 
-def test_serve_command_serves_until_interrupted(database: Path, tmp_path: Path) -> None:
+def serve_and_query(database: Path, *options: str) -> list[str]:
+    """`serve` in a real process: the stderr lines up to the dashboard's address, after an API
+    call through that address and a Ctrl-C that stops it cleanly."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -193,17 +207,19 @@ def test_serve_command_serves_until_interrupted(database: Path, tmp_path: Path) 
             "serve",
             "--port",
             "0",
+            *options,
         ],
         stderr=subprocess.PIPE,
         text=True,
+        env={k: v for k, v in os.environ.items() if k != "PRICEADVISOR_WEB_TOKEN"},
     )
     try:
         assert proc.stderr is not None
-        line = ""
-        while "dashboard on " not in line:
-            line = proc.stderr.readline()
-            assert line or proc.poll() is None, f"serve exited: {proc.stderr.read()}"
-        url = line.split("dashboard on ")[1].split()[0]
+        lines = [""]
+        while "dashboard on " not in lines[-1]:
+            lines.append(proc.stderr.readline())
+            assert lines[-1] or proc.poll() is None, f"serve exited: {proc.stderr.read()}"
+        url = lines[-1].split("dashboard on ")[1].split()[0]
         response = httpx.get(url + "api/offers?provider=aws", timeout=30)
         assert response.status_code == 200 and response.json()["total"] == 5
         proc.send_signal(signal.SIGINT)
@@ -214,3 +230,36 @@ def test_serve_command_serves_until_interrupted(database: Path, tmp_path: Path) 
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+    return [line for line in lines if line]
+
+
+def test_serve_command_serves_until_interrupted(database: Path) -> None:
+    lines = serve_and_query(database)
+    assert len(lines) == 1 and lines[0].startswith("dashboard on http://127.0.0.1:")
+
+
+def test_serve_on_every_interface_without_a_token_warns_and_names_a_reachable_url(
+    database: Path,
+) -> None:
+    *before, announced = serve_and_query(database, "--host", "0.0.0.0")
+    assert any(
+        "warning: the dashboard listens on 0.0.0.0 without a token" in line for line in before
+    )
+    assert "0.0.0.0" not in announced and "http://127.0.0.1:" in announced
+
+
+@pytest.mark.parametrize(
+    ("host", "exposed"),
+    [
+        ("127.0.0.1", False),
+        ("::1", False),
+        ("localhost", False),
+        ("0.0.0.0", True),
+        ("::", True),
+        ("192.0.2.7", True),
+        ("dash.example", True),
+    ],
+)
+def test_which_bind_addresses_are_exposed(host: str, exposed: bool) -> None:
+    assert web.exposed(host) is exposed
+    assert all("0.0.0.0" not in url and "[::]" not in url for url in web.urls(host, 80))

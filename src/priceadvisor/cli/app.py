@@ -31,6 +31,7 @@ from priceadvisor.cli.common import (
     state,
 )
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
+from priceadvisor.cli.querystop import QueryInterrupted, QueryTimedOut, run_stoppable
 from priceadvisor.cli.sqlguard import check_read_only
 from priceadvisor.config_light import (
     ConfigError,
@@ -38,6 +39,7 @@ from priceadvisor.config_light import (
     default_db_path,
     recorded_db_path,
 )
+from priceadvisor.durations import parse_duration
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import ResourceError
 from priceadvisor.store import db as store
@@ -367,19 +369,26 @@ def sql(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
     fmt: FormatOpt = Format.TABLE,
+    timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--timeout",
+            help="Stop the query after this long, e.g. 30s or 10m (default: readers.sql_timeout, "
+            "5m).",
+        ),
+    ] = None,
 ) -> None:
     """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
-    the first 1000 rows; csv and json stream every row."""
+    the first 1000 rows; csv and json stream every row. Ctrl-C stops the query at once."""
     settings = state(ctx).read_settings
+    limit = _timeout(timeout, settings.readers.sql_timeout)
     with store.reader(store.target(settings), settings.lock_timeout) as con:
         check_read_only(con, query)
-        with _sql_errors():
+        with _sql_errors(limit):
             if fmt is not Format.TABLE:
-                columns, batches = reads.fetch_batches(con, query)
-                stream(columns, batches, fmt, out)
+                run_stoppable(con, lambda: _stream_sql(con, query, fmt), limit)
                 return
-            table, more = reads.fetch_first(con, query, SQL_TABLE_ROWS)
-            total = reads.count_rows(con, query) if more else None
+            table, more, total = run_stoppable(con, lambda: _first_rows(con, query), limit)
     shown = to_rich(table)
     if more:
         of = f"{SQL_TABLE_ROWS} of {total}" if total is not None else f"the first {SQL_TABLE_ROWS}"
@@ -387,14 +396,46 @@ def sql(
     out.print(shown)
 
 
+def _timeout(given: str | None, configured: float) -> float:
+    if given is None:
+        return configured
+    try:
+        return parse_duration(given)
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+
+
+def _stream_sql(con: duckdb.DuckDBPyConnection, query: str, fmt: Format) -> None:
+    columns, batches = reads.fetch_batches(con, query)
+    stream(columns, batches, fmt, out)
+
+
+def _first_rows(con: duckdb.DuckDBPyConnection, query: str) -> tuple[reads.Table, bool, int | None]:
+    table, more = reads.fetch_first(con, query, SQL_TABLE_ROWS)
+    return table, more, reads.count_rows(con, query) if more else None
+
+
 SQL_TABLE_ROWS = 1000  # a terminal table; machine formats get every row
 
 
 @contextmanager
-def _sql_errors() -> Iterator[None]:
-    """DuckDB's refusals and errors, while the query runs or its rows are fetched, as one line."""
+def _sql_errors(timeout: float) -> Iterator[None]:
+    """DuckDB's refusals and errors, while the query runs or its rows are fetched, as one line;
+    a query stopped by its timeout or by Ctrl-C says so."""
     try:
         yield
+    except QueryTimedOut:
+        raise UserError(
+            f"query stopped after its {timeout:g} s timeout (sql --timeout, readers.sql_timeout)"
+        ) from None
+    except QueryInterrupted:
+        raise typer.Abort from None
+    except duckdb.OutOfMemoryException as exc:
+        # DuckDB's advice (SET memory_limit, SET threads) is refused here: the limit is config.
+        cause = _one_line(exc).removeprefix("Out of Memory Error: ").split(" Possible solutions")
+        raise UserError(
+            f"query needs more memory than readers.memory_limit allows: {cause[0]}"
+        ) from None
     except duckdb.PermissionException as exc:
         raise UserError(f"refused: {store.first_line(exc)}") from None
     except duckdb.Error as exc:

@@ -64,6 +64,7 @@ class AppState:
                     highlight=False,
                 )
             _configure_logging(self._settings.log_level)
+            _limit_readers(self._settings)
         return self._settings
 
     @property
@@ -74,6 +75,7 @@ class AppState:
             self._read = quick_settings(self.config, self.db)
             if self._read is not None:
                 _configure_logging(self._read.log_level)
+                _limit_readers(self._read)
         return self._read or self.settings
 
 
@@ -85,6 +87,12 @@ def recorded_database_hint(reading: Path) -> str | None:
     if reading != default_db_path() or not recorded.is_file():
         return None
     return f"recorded responses (fetch --offline) are in {recorded}: add --db {recorded}"
+
+
+def _limit_readers(settings: DbSettings) -> None:
+    from priceadvisor.store import db as store
+
+    store.limit_readers(settings.readers)
 
 
 def _configure_logging(level: str) -> None:

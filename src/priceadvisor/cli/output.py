@@ -2,7 +2,8 @@
 
 Every value DuckDB's Python client returns prints in every format. Cell text is never read as
 Rich markup (provider strings may hold `[/]` or `[link=…]`) and loses control characters, so
-a region name cannot move the cursor, set a title or plant a hyperlink in a terminal.
+a region name cannot move the cursor, set a title or plant a hyperlink in a terminal. A CSV text
+cell that starts like a spreadsheet formula gets a leading `'` (store.spreadsheet).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from priceadvisor.store.reads import Table
+from priceadvisor.store.spreadsheet import csv_cell
 
 
 class Format(StrEnum):
@@ -58,8 +60,9 @@ def to_csv(table: Table) -> str:
 
 def _csv_rows(rows: Iterable[Iterable[Any]], header: bool = False) -> str:
     buffer = io.StringIO()
-    cell = clean if header else _text
-    csv.writer(buffer, lineterminator="\n").writerows([[cell(v) for v in row] for row in rows])
+    spell = clean if header else _text
+    cells = [[csv_cell(v, spell(v)) for v in row] for row in rows]
+    csv.writer(buffer, lineterminator="\n").writerows(cells)
     return buffer.getvalue()
 
 

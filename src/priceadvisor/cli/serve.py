@@ -54,7 +54,17 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
         server = await web.serve(host, port, web.build_app(dashboard.routes(), token))
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    err.print(f"dashboard on http://{host}:{server.port}/ (Ctrl-C stops)", highlight=False)
+    if token is None and web.exposed(host):
+        err.print(
+            f"warning: the dashboard listens on {host} without a token: anyone who can reach "
+            f"this machine can read it; set the secret {settings.daemon.web_token_env} "
+            "(docs/dashboard.md)",
+            highlight=False,
+            markup=False,
+        )
+    first, *others = web.urls(host, server.port)
+    also = f", also {', '.join(others)}" if others else ""
+    err.print(f"dashboard on {first} (Ctrl-C stops{also})", highlight=False, markup=False)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -512,7 +512,15 @@ class Daemon:
         app = web.build_app(routes, token)
         server = await web.serve(daemon.health_host, daemon.health_port, app)
         self.health_port = server.port
-        where = f"http://{daemon.health_host}:{self.health_port}/"
+        where = web.urls(daemon.health_host, self.health_port)[0]
+        if daemon.dashboard and token is None and web.exposed(daemon.health_host):
+            log.warning(
+                "the dashboard listens on %s without a token: anyone who can reach this "
+                "machine can read it; set the secret %s",
+                daemon.health_host,
+                daemon.web_token_env,
+                extra={"job": "daemon"},
+            )
         log.info("health and metrics on %shealthz", where, extra={"job": "daemon"})
         if daemon.dashboard:
             log.info("dashboard on %s", where, extra={"job": "daemon"})

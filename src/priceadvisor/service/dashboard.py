@@ -1,9 +1,11 @@
 """The web dashboard: server-rendered pages, downloads and a JSON API over the public views.
 
-Pages and API share one set of handlers: each reads through `store.reader` in a worker thread
-(the event loop keeps serving /healthz and the scheduler meanwhile) and renders either Jinja
-(templates/web/, autoescaped) or JSON. Filters live in the query string, so every view is a
-shareable URL, and downloads take the same query string: they contain exactly the page shown.
+Pages and API share one set of handlers: each reads in a worker thread (the event loop keeps
+serving /healthz and the scheduler meanwhile), on a cursor of the read-only instance that
+concurrent requests share (store.sharedreader; a lake: a connection per request), and renders
+either Jinja (templates/web/, autoescaped) or JSON. Filters live in the query string, so every
+view is a shareable URL, and downloads take the same query string: they contain exactly the page
+shown.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import csv
 import datetime as dt
 import io
 import json
+import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +35,8 @@ from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard as queries
 from priceadvisor.store import db as store
 from priceadvisor.store.reads import Table, latest_sources
+from priceadvisor.store.sharedreader import SharedReader
+from priceadvisor.store.spreadsheet import csv_cell
 
 T = TypeVar("T")
 # A page waits at most this long for the writer's turn; past it the reader gets 503, not a hang.
@@ -39,6 +44,8 @@ READ_LOCK_TIMEOUT = 5.0
 # The GPU chart draws this many series at first (the cheapest now), each in its own colour;
 # the rest wait behind a toggle. More than ~8 colours cannot be told apart.
 CHART_SERIES_SHOWN = 8
+# Far past any real result (200 rows a page), small enough that its row offset is a valid BIGINT.
+MAX_PAGE = 10**9
 
 
 class BadQuery(ValueError):
@@ -53,9 +60,19 @@ def _one(request: Request, name: str) -> str | None:
 def _number(request: Request, name: str) -> float | None:
     value = _one(request, name)
     try:
-        return None if value is None else float(value)
+        number = None if value is None else float(value)
     except ValueError:
         raise BadQuery(f"{name} must be a number, not {value!r}") from None
+    if number is not None and not math.isfinite(number):
+        raise BadQuery(f"{name} must be a finite number, not {value!r}")
+    return number
+
+
+def _page(request: Request) -> int:
+    page = _number(request, "page") or 1
+    if page > MAX_PAGE:
+        raise BadQuery(f"page must be at most {MAX_PAGE}")
+    return max(1, int(page))
 
 
 def _choice(request: Request, name: str, allowed: tuple[str, ...] | list[str], default: str) -> str:
@@ -70,7 +87,6 @@ def offer_query(request: Request) -> queries.OfferQuery:
     pricing = _one(request, "pricing")
     if pricing is not None and pricing not in queries.PRICINGS:
         raise BadQuery("pricing must be on_demand, spot or market")
-    page = _number(request, "page") or 1
     return queries.OfferQuery(
         gpu=_one(request, "gpu"),
         vram_min=_number(request, "vram_min"),
@@ -83,7 +99,7 @@ def offer_query(request: Request) -> queries.OfferQuery:
         available_only=_one(request, "available") == "1",
         include_derived=_one(request, "derived") == "1",
         sort=_choice(request, "sort", list(queries.OFFER_SORTS), "gpu-hour"),
-        page=max(1, int(page)),
+        page=_page(request),
         per_page=int(_choice(request, "per_page", [str(n) for n in queries.PAGE_SIZES], "50")),
     )
 
@@ -114,6 +130,11 @@ class Dashboard:
         self.db_path = db_path
         self.mode = mode  # "live", "recorded responses" (run --offline) or "read-only"
         self._cached_choices: tuple[int, dict[str, list[Any]]] | None = None
+        # A DuckDB file: requests share one read-only instance. A lake: each request reads
+        # its own snapshot through a connection of its own (store.reader).
+        self._shared = (
+            SharedReader(db_path, READ_LOCK_TIMEOUT) if isinstance(db_path, Path) else None
+        )
 
     def _choices(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
         """The filter controls' values change only when the data does: kept per change stamp
@@ -128,6 +149,9 @@ class Dashboard:
         folder) may be written by it."""
 
         def work() -> T:
+            if self._shared is not None and writable_dir is None:
+                with self._shared.cursor() as cursor:
+                    return fn(cursor, *args)
             with store.reader(self.db_path, READ_LOCK_TIMEOUT, writable_dir) as con:
                 return fn(con, *args)
 
@@ -347,8 +371,8 @@ def _latest(values: list[float | None]) -> float:
 def _csv(table: Table) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(table.columns)
-    writer.writerows(table.rows)
+    writer.writerow([csv_cell(c) for c in table.columns])
+    writer.writerows([[csv_cell(v) for v in row] for row in table.rows])
     return buffer.getvalue()
 
 

@@ -3,16 +3,20 @@
 A small Starlette app served by uvicorn inside the daemon's own event loop (or alone, by
 `priceadvisor serve`): a maintained HTTP/1.1 parser (h11) answers malformed requests with 400.
 The server is bounded so that the HTTP side can never starve the fetch side of
-file descriptors or time: at most MAX_CONNECTIONS open connections (past it the oldest connection
-that has not sent a request is dropped, so a scraper still gets through a flood of idle
-sockets), a request head of at most MAX_REQUEST_HEAD bytes sent within REQUEST_HEAD_TIMEOUT, and
-kept-alive connections closed after 5 s idle.
+file descriptors or time, and no client can take the port from a health probe: at most
+MAX_CONNECTIONS open connections (past it the connection whose request has been arriving for the
+longest is dropped, whether it sent nothing yet or is dripping a body, so a scraper still gets
+through a flood of idle or slow sockets), a request head of at most MAX_REQUEST_HEAD bytes, the
+whole request (head and body) received within REQUEST_TIMEOUT or the connection is closed, and
+kept-alive connections closed after 5 s idle. The only route that reads a body (/login) caps it
+before reading (webguard).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import socket
 from collections.abc import Iterator
@@ -32,7 +36,8 @@ from priceadvisor.service.metrics import HealthCheck, Metrics
 from priceadvisor.service.webguard import Guard
 
 MAX_CONNECTIONS = 64
-REQUEST_HEAD_TIMEOUT = 10.0
+# From a connection's first byte (or the previous answer) to the last byte of its request body.
+REQUEST_TIMEOUT = 10.0
 MAX_REQUEST_HEAD = 16 * 1024
 
 
@@ -63,21 +68,21 @@ def build_app(routes: list[BaseRoute], token: SecretStr | None = None) -> Starle
 
 
 class _BoundedH11(H11Protocol):
-    """uvicorn's h11 protocol with a connection cap and a deadline for the request head."""
+    """uvicorn's h11 protocol with a connection cap and a deadline for the whole request."""
 
-    opened: float
-    _head_deadline: asyncio.TimerHandle
+    # When the request now arriving started to (the connection's opening, or the last answer).
+    since: float
+    _deadline: asyncio.TimerHandle | None = None
     _head_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.opened = self.loop.time()
-        self._head_deadline = self.loop.call_later(REQUEST_HEAD_TIMEOUT, self._drop_if_waiting)
-        if len(self.connections) > MAX_CONNECTIONS:
+        self._expect_request()
+        if len(self._open_peers()) >= MAX_CONNECTIONS:
             self._make_room()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._head_deadline.cancel()
+        self._stop_deadline()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -88,23 +93,48 @@ class _BoundedH11(H11Protocol):
                 self.send_400_response("Request head too large.")
                 return
         super().data_received(data)
+        if not self._receiving():
+            self._stop_deadline()  # all of the request is in: the answer may take its time
 
     def on_response_complete(self) -> None:
         self._head_bytes = 0
         super().on_response_complete()
+        self._expect_request()
+
+    def _expect_request(self) -> None:
+        self._stop_deadline()
+        self.since = self.loop.time()
+        self._deadline = self.loop.call_later(REQUEST_TIMEOUT, self._drop_if_receiving)
+
+    def _stop_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
 
     def _waiting(self) -> bool:
         """No request in progress: none sent yet, or the last one answered."""
         return self.cycle is None or self.cycle.response_complete
 
-    def _drop_if_waiting(self) -> None:
-        if self.cycle is None:
+    def _receiving(self) -> bool:
+        """Part of a request is still to come: its head, or the rest of its body."""
+        return self._waiting() or self.cycle.more_body
+
+    def _drop_if_receiving(self) -> None:
+        if self._receiving():
             self.transport.close()
 
+    def _open_peers(self) -> list[_BoundedH11]:
+        """The other connections not already being closed (a closed one leaves the set on the
+        loop's next turn, and closing it again would make no room)."""
+        return [
+            c
+            for c in self.connections
+            if isinstance(c, _BoundedH11) and c is not self and not c.transport.is_closing()
+        ]
+
     def _make_room(self) -> None:
-        others = [c for c in self.connections if isinstance(c, _BoundedH11) and c is not self]
-        waiting = [c for c in others if c._waiting()]
-        victim = min(waiting, key=lambda c: c.opened) if waiting else self
+        receiving = [c for c in self._open_peers() if c._receiving()]
+        victim = min(receiving, key=lambda c: c.since) if receiving else self
         victim.transport.close()
 
 
@@ -149,6 +179,32 @@ async def serve(host: str, port: int, app: Starlette) -> HealthServer:
     if task.done():
         task.result()  # startup failed: raise its error
     return HealthServer(server, task, sock.getsockname()[1])
+
+
+def exposed(host: str) -> bool:
+    """Whether a server bound to `host` can be reached from other machines (anything but a
+    loopback address or localhost)."""
+    if host.strip("[]").lower() == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return True  # a host name: whatever it resolves to may be reachable
+
+
+def urls(host: str, port: int) -> list[str]:
+    """Addresses a browser can open for a server bound to `host`: a wildcard address (0.0.0.0,
+    ::) is no destination, so this machine's loopback and its host name stand in for it."""
+    bare = host.strip("[]")
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(bare)
+    except ValueError:
+        address = None  # a host name
+    if address is not None and address.is_unspecified:
+        loopback = "127.0.0.1" if address.version == 4 else "[::1]"
+        return [f"http://{loopback}:{port}/", f"http://{socket.gethostname()}:{port}/"]
+    shown = f"[{bare}]" if address is not None and address.version == 6 else bare
+    return [f"http://{shown}:{port}/"]
 
 
 def _listen(host: str, port: int) -> socket.socket:

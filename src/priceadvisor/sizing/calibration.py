@@ -25,6 +25,7 @@ from priceadvisor import llm
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.resources import providers_dir
 from priceadvisor.sizing import estimate as sizing
+from priceadvisor.sizing import scalecache
 
 TIME_METRICS = ("tpot_ms", "ttft_ms", "e2e_latency_s", "gpu_hours_total")
 # Fitting order: a regime's factor is fitted with the factors before it already applied.
@@ -229,7 +230,13 @@ def leave_one_source_out(every: Sequence[Case]) -> tuple[Row, ...]:
 
 @cache
 def fitted_scales() -> sizing.Scales:
-    """Factors fitted on every case, with each regime's uncertainty from its held-out errors."""
+    """Factors fitted on every case, with each regime's uncertainty from its held-out errors;
+    read from the cache file of the current inputs when there is one (sizing.scalecache)."""
+    return scalecache.load_or_fit(fit_scales)
+
+
+def fit_scales() -> sizing.Scales:
+    """The fit itself: every case, then every leave-one-source-out fold for the ranges."""
     factors = fit(cases()).factors
     spread: dict[str, float] = {}
     for regime, rows in by_regime().items():

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 import duckdb
 
 from priceadvisor.catalog import gpu_catalog, region_catalog
+from priceadvisor.config_light import ReaderBounds, ReaderDefaults, reader_config
 from priceadvisor.models import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
 from priceadvisor.store import asof, lake, lakesql
@@ -85,6 +86,10 @@ _SEALED: Config = {
     "enable_external_access": False,
     "allow_community_extensions": False,
 }
+# Every reader's memory limit and threads ([readers]), part of its connect-time configuration so
+# the lock that follows keeps a statement from raising them. The process's CONNECTION_CONFIG
+# (the daemon's tighter bound) wins where both set a value.
+READER_LIMITS: Config = dict(reader_config(ReaderDefaults()))
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path | str] = set()
 
@@ -200,7 +205,7 @@ def _connection(
     if _TURN.held:
         # Waiting for its own turn would never end: a nested use is a programming error.
         raise StoreError(f"{path} is already open in this thread")
-    if not _take_turn(lock_timeout, give_up):
+    if not _wait_for_turn(lock_timeout, give_up):
         raise StoreError(f"another use of {path} in this process did not finish in time")
     _TURN.held = True
     try:
@@ -221,6 +226,28 @@ def _connection(
     finally:
         _TURN.held = False
         _WRITE_LOCK.release()
+
+
+class _Waiting:
+    """How many threads wait for the process's turn: a holder that can hand it back early (the
+    dashboard's shared reader) does so when anyone waits, so a write is never starved."""
+
+    count = 0
+    lock = threading.Lock()
+
+
+def turn_wanted() -> bool:
+    return _Waiting.count > 0
+
+
+def _wait_for_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
+    with _Waiting.lock:
+        _Waiting.count += 1
+    try:
+        return _take_turn(lock_timeout, give_up)
+    finally:
+        with _Waiting.lock:
+            _Waiting.count -= 1
 
 
 def _take_turn(lock_timeout: float, give_up: threading.Event | None) -> bool:
@@ -352,7 +379,7 @@ def reader(
     that moment (store.asof says how each store answers)."""
     if isinstance(path, lake.Lake):
         snapshot = asof.naive_utc(as_of) if as_of else None
-        with lake.connect(path, True, CONNECTION_CONFIG, snapshot) as con:
+        with lake.connect(path, True, _reader_base(), snapshot) as con:
             _seal_lake(con, path, writable_dir)
             _check_version(con, path.describe())
             yield con
@@ -364,6 +391,34 @@ def reader(
         if as_of is not None:
             asof.shadow_offers(con, as_of)
         yield con
+
+
+def open_shared_reader(path: Path, lock_timeout: float) -> duckdb.DuckDBPyConnection:
+    """A sealed read-only connection to be shared by many threads (store.sharedreader): it
+    holds the process's turn, in any thread, until `close_shared_reader`."""
+    if not path.is_file():
+        raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
+    if not _take_turn(lock_timeout, None):
+        raise StoreError(f"another use of {path} in this process did not finish in time")
+    try:
+        con = _open(path, True, _config(True, None), _LockWait(path, lock_timeout, None))
+    except BaseException:
+        _WRITE_LOCK.release()
+        raise
+    try:
+        con.execute("SET lock_configuration = true")
+        _check_version(con, path)
+    except BaseException:
+        close_shared_reader(con)
+        raise
+    return con
+
+
+def close_shared_reader(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.close()
+    finally:
+        _WRITE_LOCK.release()
 
 
 @dataclass
@@ -408,12 +463,21 @@ class _LockWait:
             raise StoreError(f"stopped waiting for database {self.path}: shutting down")
 
 
+def limit_readers(bounds: ReaderBounds) -> None:
+    """Readers opened from now on run within `bounds` ([readers] of the configuration)."""
+    READER_LIMITS.update(reader_config(bounds))
+
+
+def _reader_base() -> Config:
+    return {**READER_LIMITS, **CONNECTION_CONFIG}
+
+
 def _config(read_only: bool, allowed: Path | None) -> Config:
     if not read_only:
         return {**CONNECTION_CONFIG, **_NO_EXTENSIONS}
     if allowed is None:
-        return {**CONNECTION_CONFIG, **_SEALED}
-    return {**CONNECTION_CONFIG, **_NO_EXTENSIONS, "allow_community_extensions": False}
+        return {**_reader_base(), **_SEALED}
+    return {**_reader_base(), **_NO_EXTENSIONS, "allow_community_extensions": False}
 
 
 def _seal_lake(con: duckdb.DuckDBPyConnection, target: lake.Lake, writable: Path | None) -> None:

@@ -1,0 +1,77 @@
+"""The fitted calibration scales are fitted once per set of inputs and read from the user cache
+folder by later processes: the same scales, without the leave-one-source-out fits that were most
+of the first `advise` of every process."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from priceadvisor.resources import providers_dir
+from priceadvisor.sizing import calibration, scalecache
+from priceadvisor.sizing import estimate as sizing
+
+
+@pytest.fixture(scope="module")
+def fitted() -> sizing.Scales:
+    return calibration.fit_scales()
+
+
+@pytest.fixture
+def fresh_process() -> Iterator[None]:
+    """As in a new process: nothing fitted in memory yet."""
+    calibration.fitted_scales.cache_clear()
+    yield
+    calibration.fitted_scales.cache_clear()
+
+
+def refuse_to_fit(*_: object) -> sizing.Scales:
+    raise AssertionError("fitted again although the cache holds the scales")
+
+
+def test_a_later_process_reads_the_scales_instead_of_fitting(
+    fresh_process: None, fitted: sizing.Scales, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert calibration.fitted_scales() == fitted  # the first process fits and stores
+    assert scalecache.cache_path().is_file()
+    calibration.fitted_scales.cache_clear()
+    monkeypatch.setattr(calibration, "fit", refuse_to_fit)
+    assert calibration.fitted_scales() == fitted
+
+
+def test_changed_inputs_fit_anew_and_replace_the_old_file(
+    fitted: sizing.Scales, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scalecache.load_or_fit(lambda: fitted)
+    old = scalecache.cache_path()
+    monkeypatch.setattr(scalecache, "inputs_digest", lambda: "a-changed-case-or-code")
+    calls: list[int] = []
+
+    def fit() -> sizing.Scales:
+        calls.append(1)
+        return fitted
+
+    assert scalecache.load_or_fit(fit) == fitted and calls == [1]
+    assert scalecache.cache_path().is_file() and not old.exists()
+
+
+@pytest.mark.parametrize("garbage", ["", "{", '{"factors": 3}', '{"factors": {"decode": "x"}}'])
+def test_a_damaged_cache_file_is_fitted_over(fitted: sizing.Scales, garbage: str) -> None:
+    path = scalecache.cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(garbage)
+    assert scalecache.load_or_fit(lambda: fitted) == fitted
+    assert scalecache.load_or_fit(refuse_to_fit) == fitted  # and stored whole this time
+
+
+def test_the_digest_follows_the_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "providers"
+    shutil.copytree(providers_dir(), copy)
+    monkeypatch.setattr(scalecache, "providers_dir", lambda: copy)
+    before = scalecache.inputs_digest()
+    with (copy / "calibration.toml").open("a") as cases:
+        cases.write("\n# one more line\n")
+    assert scalecache.inputs_digest() != before
