@@ -279,12 +279,30 @@ def prices(
         _resolve_gpu(con, flt, gpu)
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
+        noun = _noun(con, table, flt)
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources)
-        title = f"GPU offers as of {as_of} (USD)" if as_of else "Current GPU offers (USD)"
-        out.print(layout.to_rich(table, title, notes))
+        if noun != "GPU":
+            notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
+        offers = noun.replace("/", " and ")
+        title = f"Current {offers} offers (USD)"
+        if as_of:
+            title = f"{offers} offers as of {as_of} (USD)"
+        out.print(layout.to_rich(table, title, notes, noun))
     else:
         render(table, fmt, out)
+
+
+def _noun(
+    con: duckdb.DuckDBPyConnection, table: reads.Table, flt: reads.OfferFilter
+) -> layout.Noun:
+    """What the shown offers are: from their models, else the --gpu models, else whether any
+    current offer is an accelerator."""
+    accelerators = reads.accelerator_models(con)
+    models = layout.shown_models(table)
+    if models is None:
+        models = set(flt.gpu_models) if flt.gpu_models else reads.offered_models(con)
+    return layout.noun_for(models, accelerators)
 
 
 def _moment(text: str) -> dt.datetime:

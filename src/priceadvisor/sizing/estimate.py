@@ -593,6 +593,7 @@ def estimate(
     `tensor_parallel` x `work.pipeline_parallel` GPUs each (TP default: the smallest degree
     that fits the workload). A count below one is a share of one GPU."""
     gpu = gpu_catalog().gpus[gpu_model]
+    check_sizable(gpu)
     check_pipeline(work, gpu_count)
     if 0 < gpu_count < 1:
         result = _on_a_share(work, gpu, gpu_count)
@@ -604,6 +605,13 @@ def estimate(
         result = _serve(work, gpu, int(gpu_count), tp)
     _note_software(result, work)
     return result
+
+
+def check_sizable(gpu: GpuSpec) -> None:
+    """Refuse a model the efficiency priors have no published basis for (Trainium, Inferentia):
+    a number from GPU-calibrated priors would look precise and be wrong."""
+    if gpu.sizing_unsupported:
+        raise SizingError(f"{gpu.id} ({gpu.name}) cannot be sized: {gpu.sizing_unsupported}")
 
 
 def _note_software(result: Estimate, work: Workload) -> None:
