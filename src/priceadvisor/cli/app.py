@@ -106,6 +106,15 @@ def fetch(
             "--into-live", help="With --offline: write into the configured database anyway."
         ),
     ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            help="Also write every response received to DIR/<provider>/ as recordings "
+            "(the --offline layout, credentials left out) for review.",
+            metavar="DIR",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Fetch current prices from providers into the database (all enabled by default)."""
@@ -117,10 +126,14 @@ def fetch(
     ids = _known_providers(provider) or enabled_providers(settings, manifest_ids())
     if not ids:
         raise UsageError("no provider enabled: enable one in the config or pass --provider")
+    if record is not None and offline:
+        raise UsageError("--record writes what a live fetch receives: not with --offline")
     # Recorded prices never land in the live database by default: they would pass for live.
     path = recorded_db_path() if offline and current.db is None and not into_live else None
-    summaries = _fetch_with_progress(settings, ids, offline, path)
+    summaries = _fetch_with_progress(settings, ids, offline, path, record)
     render(_summary_table(summaries), fmt, out, title="Fetch summary")
+    if record is not None:
+        err.print(f"responses recorded under {record}/<provider>/: review them before use")
     if path is not None:
         err.print(f"recorded responses written to {path}; read them with --db {path}")
     if any(s.status is RunStatus.FAILED for s in summaries):
@@ -128,13 +141,21 @@ def fetch(
 
 
 def _fetch_with_progress(
-    settings: Settings, ids: list[str], offline: bool, path: Path | None = None
+    settings: Settings,
+    ids: list[str],
+    offline: bool,
+    path: Path | None = None,
+    record: Path | None = None,
 ) -> list[IngestSummary]:
     from priceadvisor.cli.progress import FetchProgress
     from priceadvisor.collect.fetch import run_cycle
+    from priceadvisor.collect.recorder import RecordError
 
-    with FetchProgress(err, ids) as progress:
-        return run_cycle(settings, ids, offline, progress.update, path)
+    try:
+        with FetchProgress(err, ids) as progress:
+            return run_cycle(settings, ids, offline, progress.update, path, record)
+    except RecordError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
