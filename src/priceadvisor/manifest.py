@@ -45,6 +45,9 @@ class Manifest(BaseModel):
 
     id: str
     kind: Literal["prices", "fx"] = "prices"
+    # False: fetched only when the config enables it or --provider names it (a source whose
+    # format has no recorded response yet).
+    enabled_by_default: bool = True
     name: str
     homepage: str
     interval: Seconds

@@ -5,6 +5,7 @@ from __future__ import annotations
 from priceadvisor.collect.adapters.aws import AwsAdapter
 from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
+from priceadvisor.collect.adapters.cloudrift import CloudRiftAdapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
 from priceadvisor.collect.adapters.cudo import CudoAdapter
@@ -20,6 +21,7 @@ from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.ovh import OvhAdapter
+from priceadvisor.collect.adapters.quantacloud import QuantaCloudAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.sfcompute import SfComputeAdapter
@@ -33,6 +35,7 @@ from priceadvisor.collect.adapters.vultr import VultrAdapter
 REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
+    CloudRiftAdapter.id: CloudRiftAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     CrusoeAdapter.id: CrusoeAdapter,
     CudoAdapter.id: CudoAdapter,
@@ -48,6 +51,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     NebiusAdapter.id: NebiusAdapter,
     OracleAdapter.id: OracleAdapter,
     OvhAdapter.id: OvhAdapter,
+    QuantaCloudAdapter.id: QuantaCloudAdapter,
     RunPodAdapter.id: RunPodAdapter,
     ScalewayAdapter.id: ScalewayAdapter,
     SfComputeAdapter.id: SfComputeAdapter,
