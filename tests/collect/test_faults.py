@@ -52,6 +52,10 @@ PRICE_KEYS = {
     "price_per_hour",
     "spot_price",
     "price_per_hr",
+    # wave 4
+    "cost_per_hour",
+    "priceHourly",
+    "pricePerGpu",
 }
 # Prices inside JSON that a page embeds in a JS string (Next.js flight data): keys written \"key\".
 ESCAPED_PRICE_KEYS = re.compile(r'(\\"(?:hour|avg)\\":)-?[\d.]+')
