@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from priceadvisor import llm
@@ -15,10 +16,13 @@ from priceadvisor.cli.app import main
 from priceadvisor.collect.adapters.aws import parse_advisor, parse_ondemand, parse_spot
 from priceadvisor.manifest import manifest
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service import web
+from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.sizing.advisor import size_offer
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate
 from tests.conftest import query
 from tests.localserver import fetch_served
+from tests.service.browser import ServerThread
 
 FOLDER = recordings_dir() / "aws"
 KNOWN = manifest("aws").instance_types
@@ -136,3 +140,16 @@ def test_prices_say_accelerator_never_gpu(
         main(["--db", str(db_path), "prices", "--provider", "aws", "--limit", "400"])
     mixed = capsys.readouterr().out
     assert "$/device-h" in mixed and "GPU and accelerator offers" in mixed
+
+
+def test_dashboard_says_accelerator_on_their_pages(db_path: Path) -> None:
+    fetch_served("aws", db_path)
+    app = web.build_app(Dashboard(db_path, "test").routes())
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        trn2 = http.get("/gpu/TRN2-96GB").text
+        h100 = http.get("/gpu/H100-SXM-80GB").text
+        listing = http.get("/", params={"provider": "aws", "gpu": "INF2-32GB"}).text
+    assert "/accelerator-hour" in trn2 and "Accelerators" in trn2
+    assert "GPU-hour" not in trn2 and ">GPUs<" not in trn2
+    assert "/GPU-hour" in h100 and "/accelerator-hour" not in h100
+    assert "/accelerator-hour" in listing
