@@ -3,6 +3,7 @@ per accelerator chip, never shown or sized as GPUs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,15 @@ def test_dashboard_says_accelerator_on_their_pages(db_path: Path) -> None:
     assert "GPU-hour" not in trn2 and ">GPUs<" not in trn2
     assert "/GPU-hour" in h100 and "/accelerator-hour" not in h100
     assert "/accelerator-hour" in listing
+
+
+def test_a_catalog_entry_missing_a_rate_is_refused_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    l4 = gpu_catalog().gpus["L4-24GB"]
+    gap = dataclasses.replace(l4, id="GAP", specs=dict(l4.specs, memory_bandwidth_gbs=None))
+    monkeypatch.setitem(gpu_catalog().gpus, "GAP", gap)
+    work = Workload("serve", llm.from_numbers("small", params_b=1.0))
+    with pytest.raises(SizingError, match="GAP cannot be sized: the catalog has no memory"):
+        estimate(work, "GAP", 1)
+    assert size_offer(work, None, "GAP", 1) is None  # advise skips it
