@@ -10,7 +10,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from priceadvisor.resources import providers_dir
 
@@ -58,6 +58,9 @@ _FAMILY_PATTERNS: tuple[tuple[str, str], ...] = (
     ("TPUV5E", r"\bTPU ?V5 ?(?:E|LITE)\b|\bV5LITEPOD\b"),
     ("TPUV5P", r"\bTPU ?V5 ?P\b"),
     ("TPUV6E", r"\bTPU ?V6 ?E\b|\bTRILLIUM\b"),
+    ("TRN2", r"\bTRN ?2\b|\bTRAINIUM ?2\b"),
+    ("TRN1", r"\bTRN ?1N?\b|\bTRAINIUM ?1?\b"),
+    ("INF2", r"\bINF ?2\b|\bINFERENTIA ?2\b"),
 )
 
 
@@ -79,6 +82,10 @@ _VARIANTS = (
 _MEMORY_TOLERANCE = 0.08
 
 
+DeviceKind = Literal["gpu", "accelerator"]
+DEVICE_KINDS: tuple[DeviceKind, ...] = ("gpu", "accelerator")
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
     id: str
@@ -90,6 +97,13 @@ class GpuSpec:
     memory_gb: float
     aliases: tuple[str, ...]
     specs: dict[str, Any]
+    kind: DeviceKind = "gpu"
+    sizing_unsupported: str | None = None  # why sizing refuses this model (no published basis)
+
+    @property
+    def noun(self) -> str:
+        """What output calls one of these: "GPU" or "accelerator" (a TPU is not a GPU)."""
+        return "GPU" if self.kind == "gpu" else "accelerator"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +214,16 @@ def _gpu_spec(gpu_id: str, entry: dict[str, Any]) -> GpuSpec:
         memory_gb=float(entry["memory_gb"]),
         aliases=tuple(entry.get("aliases", ())),
         specs={k: entry.get(k) for k in _SPEC_KEYS},
+        kind=_device_kind(gpu_id, entry.get("kind", "gpu")),
+        sizing_unsupported=entry.get("sizing_unsupported"),
     )
+
+
+def _device_kind(gpu_id: str, value: object) -> DeviceKind:
+    for kind in DEVICE_KINDS:
+        if value == kind:
+            return kind
+    raise ValueError(f"gpus.toml: {gpu_id} has kind {value!r} (use gpu or accelerator)")
 
 
 @cache

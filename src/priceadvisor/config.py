@@ -48,7 +48,7 @@ from priceadvisor.config_light import (
     memory_size,
 )
 from priceadvisor.durations import parse_duration
-from priceadvisor.manifest import RedirectPolicy, manifest, manifest_ids
+from priceadvisor.manifest import ManifestError, RedirectPolicy, manifest, manifest_ids
 from priceadvisor.models import TRAINING_TASKS
 from priceadvisor.workload import WorkloadError, WorkloadSpec, describe
 
@@ -443,15 +443,27 @@ class Settings(BaseSettings):
     def db_path(self) -> Path:
         return db_or_default(self.db)
 
-    def provider(self, provider_id: str) -> ProviderSettings:
-        return self.providers.get(provider_id) or ProviderSettings()
-
     def provider_enabled(self, provider_id: str) -> bool:
         """`[providers.<id>] enabled` where the config sets it, else the manifest's default."""
+        return self.provider(provider_id).enabled
+
+    def provider(self, provider_id: str) -> ProviderSettings:
+        """The provider's settings; `enabled` not set in the config is the manifest's
+        `enabled_by_default`."""
         configured = self.providers.get(provider_id)
         if configured is not None and "enabled" in configured.model_fields_set:
-            return configured.enabled
-        return manifest(provider_id).enabled
+            return configured
+        default = _enabled_by_default(provider_id)
+        if configured is None:
+            return ProviderSettings(enabled=default)
+        return configured.model_copy(update={"enabled": default})
+
+
+def _enabled_by_default(provider_id: str) -> bool:
+    try:
+        return manifest(provider_id).enabled_by_default
+    except ManifestError:  # not a shipped provider: validation reports it elsewhere
+        return True
 
 
 def _known_provider_ids(ids: list[str]) -> None:

@@ -45,6 +45,10 @@ class Manifest(BaseModel):
 
     id: str
     kind: Literal["prices", "fx"] = "prices"
+    # False: fetched only when the config enables it or --provider names it: a source whose
+    # format has no recorded response yet (CloudRift, QuantaCloud), or one that yields no
+    # storable offer yet (GMI Cloud shows only "from" floors).
+    enabled_by_default: bool = True
     name: str
     homepage: str
     interval: Seconds
@@ -65,11 +69,6 @@ class Manifest(BaseModel):
         DEFAULT_MAX_RESPONSE, gt=0, description="largest decompressed body read, e.g. '64 MiB'"
     )
     redirects: RedirectPolicy = "same-origin"
-    enabled: bool = Field(
-        True,
-        description="fetched unless the config says otherwise; false for a source that yields "
-        "no storable offer yet (GMI Cloud shows only 'from' floors)",
-    )
 
 
 class ManifestError(ValueError):

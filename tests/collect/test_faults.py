@@ -27,7 +27,7 @@ from tests.conftest import query
 from tests.localserver import RecordingServer, local_settings, serving
 
 # A provider disabled in its manifest has no good run to spoil (GMI Cloud: only 'from' floors).
-PROVIDERS = sorted(p for p in REGISTRY if manifest(p).enabled)
+PROVIDERS = sorted(p for p in REGISTRY if manifest(p).enabled_by_default)
 PRICE_KEYS = {
     "retailPrice",
     "unitPrice",
@@ -61,6 +61,10 @@ PRICE_KEYS = {
     "spotPricePerHour",
     "med",
     "price_per_gpu_hour_usd",
+    # wave 4
+    "cost_per_hour",
+    "priceHourly",
+    "pricePerGpu",
 }
 # Prices inside JSON that a page embeds in a JS string (Next.js flight data): keys written \"key\".
 ESCAPED_PRICE_KEYS = re.compile(r'(\\"(?:hour|avg)\\":)-?[\d.]+')

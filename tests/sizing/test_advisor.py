@@ -16,7 +16,7 @@ from priceadvisor.cli.app import main
 from priceadvisor.config import ConfigError, WorkloadProfile, load_settings
 from priceadvisor.models import RawQuote
 from priceadvisor.sizing.advisor import rank, store_advice
-from priceadvisor.sizing.estimate import Workload, estimate
+from priceadvisor.sizing.estimate import SizingError, Workload, estimate
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import db as store
 from tests.conftest import cli, ingest_quotes
@@ -189,10 +189,16 @@ def test_explicit_architecture_and_local_config_json(tmp_path: Path) -> None:
 
 
 def test_estimate_answers_for_every_catalog_model_on_every_catalog_gpu() -> None:
+    """...except the accelerators the catalog marks unsized (Trainium, Inferentia): refused."""
     for model in llm.catalog().values():
-        for gpu in gpu_catalog().gpus:
+        for gpu, spec in gpu_catalog().gpus.items():
             for task in ("serve", "lora"):
-                result = estimate(Workload(task, model, train_tokens=1e9), gpu, 1)  # type: ignore[arg-type]
+                work = Workload(task, model, train_tokens=1e9)  # type: ignore[arg-type]
+                if spec.sizing_unsupported:
+                    with pytest.raises(SizingError, match="cannot be sized"):
+                        estimate(work, gpu, 1)
+                    continue
+                result = estimate(work, gpu, 1)
                 assert result.binding and isinstance(result.fits, bool)
 
 

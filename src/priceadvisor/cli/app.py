@@ -115,6 +115,15 @@ def fetch(
             "--into-live", help="With --offline: write into the configured database anyway."
         ),
     ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            help="Also write every response received to DIR/<provider>/ as recordings "
+            "(the --offline layout, credentials left out) for review.",
+            metavar="DIR",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Fetch current prices from providers into the database (all enabled by default)."""
@@ -126,10 +135,14 @@ def fetch(
     ids = _known_providers(provider) or enabled_providers(settings, manifest_ids())
     if not ids:
         raise UsageError("no provider enabled: enable one in the config or pass --provider")
+    if record is not None and offline:
+        raise UsageError("--record writes what a live fetch receives: not with --offline")
     # Recorded prices never land in the live database by default: they would pass for live.
     path = recorded_db_path() if offline and current.db is None and not into_live else None
-    summaries = _fetch_with_progress(settings, ids, offline, path)
+    summaries = _fetch_with_progress(settings, ids, offline, path, record)
     render(_summary_table(summaries), fmt, out, title="Fetch summary")
+    if record is not None:
+        err.print(f"responses recorded under {record}/<provider>/: review them before use")
     if path is not None:
         err.print(f"recorded responses written to {path}; read them with --db {path}")
     if any(s.status is RunStatus.FAILED for s in summaries):
@@ -137,13 +150,21 @@ def fetch(
 
 
 def _fetch_with_progress(
-    settings: Settings, ids: list[str], offline: bool, path: Path | None = None
+    settings: Settings,
+    ids: list[str],
+    offline: bool,
+    path: Path | None = None,
+    record: Path | None = None,
 ) -> list[IngestSummary]:
     from priceadvisor.cli.progress import FetchProgress
     from priceadvisor.collect.fetch import run_cycle
+    from priceadvisor.collect.recorder import RecordError
 
-    with FetchProgress(err, ids) as progress:
-        return run_cycle(settings, ids, offline, progress.update, path)
+    try:
+        with FetchProgress(err, ids) as progress:
+            return run_cycle(settings, ids, offline, progress.update, path, record)
+    except RecordError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
@@ -291,14 +312,32 @@ def prices(
         _resolve_gpu(con, flt, gpu)
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
+        noun = _noun(con, table, flt)
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources, verbose) + _recorded_hint(settings, sources)
-        title = f"GPU offers as of {as_of} (USD)" if as_of else "Current GPU offers (USD)"
-        out.print(layout.to_rich(table, title, []))
+        if noun != "GPU":
+            notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
+        offers = noun.replace("/", " and ")
+        title = f"Current {offers} offers (USD)"
+        if as_of:
+            title = f"{offers} offers as of {as_of} (USD)"
+        out.print(layout.to_rich(table, title, [], noun))
         for note in notes:  # wrapped at the terminal's width, not the table's
             out.print(Text(clean(note)), soft_wrap=False)
     else:
         render(table, fmt, out)
+
+
+def _noun(
+    con: duckdb.DuckDBPyConnection, table: reads.Table, flt: reads.OfferFilter
+) -> layout.Noun:
+    """What the shown offers are: from their models, else the --gpu models, else whether any
+    current offer is an accelerator."""
+    accelerators = reads.accelerator_models(con)
+    models = layout.shown_models(table)
+    if models is None:
+        models = set(flt.gpu_models) if flt.gpu_models else reads.offered_models(con)
+    return layout.noun_for(models, accelerators)
 
 
 def _moment(text: str) -> dt.datetime:

@@ -66,7 +66,46 @@ def view_columns(fields: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(FIELDS[f].column for f in fields)
 
 
-def to_rich(table: Table, title: str, notes: list[str]) -> RichTable:
+# What the model column and the per-unit price are headed, by what the shown offers are: a TPU
+# or a Trainium chip is an accelerator, never a GPU (catalog kind).
+Noun = Literal["GPU", "accelerator", "GPU/accelerator"]
+_MODEL_HEADER: dict[Noun, str] = {
+    "GPU": "GPU",
+    "accelerator": "accelerator",
+    "GPU/accelerator": "GPU/accel.",
+}
+_UNIT_HEADER: dict[Noun, str] = {
+    "GPU": "$/GPU-h",
+    "accelerator": "$/accel-h",
+    "GPU/accelerator": "$/device-h",
+}
+
+
+def noun_for(models: set[str], accelerators: set[str]) -> Noun:
+    """GPU, accelerator, or both, for offers of these catalog models."""
+    chosen = accelerators & models
+    if not chosen:
+        return "GPU"
+    return "accelerator" if chosen == models else "GPU/accelerator"
+
+
+def shown_models(table: Table) -> set[str] | None:
+    """The catalog models of the rows, or None when the model column is not shown."""
+    if "gpu_model" not in table.columns:
+        return None
+    at = table.columns.index("gpu_model")
+    return {str(row[at]) for row in table.rows if row[at] is not None}
+
+
+def _header(field: Field, noun: Noun) -> str:
+    if field.column == "gpu_model":
+        return _MODEL_HEADER[noun]
+    if field.column == "price_gpu_hour_usd":
+        return _UNIT_HEADER[noun]
+    return field.header
+
+
+def to_rich(table: Table, title: str, notes: list[str], noun: Noun = "GPU") -> RichTable:
     fields = [FIELDS[BY_COLUMN[c]] for c in table.columns]
     out = RichTable(
         title=Text(clean(title)),
@@ -81,7 +120,8 @@ def to_rich(table: Table, title: str, notes: list[str]) -> RichTable:
     for field in fields:
         text = field.kind == "text"
         out.add_column(
-            Text(field.header),  # not str: no markup or emoji parsing (nor Rich's emoji table)
+            # not str: no markup or emoji parsing (nor Rich's emoji table)
+            Text(_header(field, noun)),
             justify="left" if text or field.kind == "key" else "right",
             no_wrap=not text,
             overflow="ellipsis" if text else "fold",

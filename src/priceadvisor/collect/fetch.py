@@ -15,11 +15,12 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import duckdb
 from pydantic import SecretStr
 
-from priceadvisor.collect import offline
+from priceadvisor.collect import offline, recorder
 from priceadvisor.collect.adapters import adapter_class
 from priceadvisor.collect.adapters.base import (
     Adapter,
@@ -125,8 +126,10 @@ async def fetch_one(
     offline_mode: bool,
     progress: ProgressSink,
     cache: ValidatorCache | None = None,
+    record_dir: Path | None = None,
 ) -> FetchResult:
-    """Fetch one provider; never raises: every failure is a failed FetchResult."""
+    """Fetch one provider; never raises: every failure is a failed FetchResult. With
+    `record_dir` every response is also written there as a recording (`fetch --record`)."""
     result = FetchResult(provider=plan_.provider, status=RunStatus.FAILED)
     if plan_.skip_reason:
         result.status, result.error, result.finished_at = (
@@ -136,23 +139,36 @@ async def fetch_one(
         )
         return result
     transport = offline.transport(plan_.provider) if offline_mode else None
+    taping = _recorder(plan_, record_dir)
     async with build_client(settings.http, transport=transport) as client:
         session = HttpSession(
             client,
             settings.http,
-            cache,
+            cache if taping is None else None,  # a 304 has no body to record
             plan_.request_spacing,
             plan_.limits,
             label=plan_.provider,
             on_retry=lambda msg: progress(plan_.provider, msg),
+            on_response=taping.record if taping is not None else None,
         )
         adapter = _adapter(plan_)
         await _run_adapter(adapter, session, result, plan_, progress)
+        if taping is not None:
+            taping.finish(utcnow())
         result.requests, result.bytes = session.requests, session.bytes
         if result.error and session.retries:
             result.error += f" ({session.retries} retries)"
     result.finished_at = utcnow()
     return result
+
+
+def _recorder(plan_: ProviderPlan, record_dir: Path | None) -> recorder.Recorder | None:
+    if record_dir is None:
+        return None
+    secret = plan_.credential.get_secret_value() if plan_.credential else ""
+    return recorder.Recorder(
+        plan_.provider, record_dir / plan_.provider, plan_.endpoints, (secret,) if secret else ()
+    )
 
 
 def _adapter(plan_: ProviderPlan) -> Adapter:
@@ -194,9 +210,13 @@ async def fetch_all(
     offline_mode: bool,
     progress: ProgressSink,
     caches: dict[str, StoredValidatorCache] | None = None,
+    record_dir: Path | None = None,
 ) -> list[FetchResult]:
     caches = caches or {}
-    tasks = [fetch_one(settings, p, offline_mode, progress, caches.get(p.provider)) for p in plans]
+    tasks = [
+        fetch_one(settings, p, offline_mode, progress, caches.get(p.provider), record_dir)
+        for p in plans
+    ]
     return list(await asyncio.gather(*tasks))
 
 
@@ -308,14 +328,20 @@ def run_cycle(
     offline_mode: bool,
     progress: ProgressSink,
     db_path: store.Target | None = None,
+    record_dir: Path | None = None,
 ) -> list[IngestSummary]:
-    """Record the runs as started, fetch concurrently, then ingest each result."""
+    """Record the runs as started, fetch concurrently, then ingest each result. `record_dir`:
+    also write every response as recordings (a live fetch only; recorder.RecordError when the
+    folder already holds a provider's recordings)."""
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
+    if record_dir is not None:
+        for provider in provider_ids:
+            recorder.prepare(record_dir, provider)
     path = db_path or store.target(settings)
     patient = threading.Event()  # never set: a CLI fetch waits its turn until interrupted
     providers = [p.provider for p in plans]
     run_ids, caches = prepare_runs(settings, path, providers, patient, offline_mode)
-    results = asyncio.run(fetch_all(settings, plans, offline_mode, progress, caches))
+    results = asyncio.run(fetch_all(settings, plans, offline_mode, progress, caches, record_dir))
     return ingest_results(settings, path, run_ids, results, patient, list(caches.values()))
 
 

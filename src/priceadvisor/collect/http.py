@@ -109,6 +109,7 @@ class MemoryValidatorCache:
 
 
 RetryNotice = Callable[[str], None]
+ResponseSink = Callable[[httpx.Response], None]  # sees every final 2xx response (fetch --record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +138,7 @@ class HttpSession:
         limits: ResponseLimits | None = None,
         label: str | None = None,
         on_retry: RetryNotice | None = None,
+        on_response: ResponseSink | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
@@ -145,6 +147,7 @@ class HttpSession:
         self.limits = limits or ResponseLimits()
         self.label = label  # the provider, in retry log lines
         self.on_retry = on_retry
+        self.on_response = on_response
         self._last_sent = 0.0
         self._unreachable: dict[str, str] = {}
         self.requests = 0
@@ -217,6 +220,8 @@ class HttpSession:
         if response.status_code >= 400:
             raise FetchError(_status_message(response, None))
         self._remember(url, response, method)
+        if self.on_response is not None:
+            self.on_response(response)
         return response
 
     async def _exchange(self, request: httpx.Request) -> httpx.Response:

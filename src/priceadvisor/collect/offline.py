@@ -74,15 +74,20 @@ def recordings(provider_id: str, folder: Path | None = None) -> tuple[Recording,
 
 
 def find(
-    provider_id: str, method: str, path: str, query: dict[str, str], body: bytes = b""
+    provider_id: str,
+    method: str,
+    path: str,
+    query: dict[str, str],
+    body: bytes = b"",
+    folder: Path | None = None,
 ) -> Recording | None:
-    candidates = recordings(provider_id)
+    candidates = recordings(provider_id, folder)
     return next((r for r in candidates if r.matches(method, path, query, body)), None)
 
 
-def respond(provider_id: str, request: httpx.Request) -> httpx.Response:
+def respond(provider_id: str, request: httpx.Request, folder: Path | None = None) -> httpx.Response:
     query = dict(request.url.params.multi_items())
-    found = find(provider_id, request.method, request.url.path, query, request.read())
+    found = find(provider_id, request.method, request.url.path, query, request.read(), folder)
     if found is None:
         return httpx.Response(404, text=f"no recording for {request.url.path}", request=request)
     return httpx.Response(
@@ -93,9 +98,10 @@ def respond(provider_id: str, request: httpx.Request) -> httpx.Response:
     )
 
 
-def transport(provider_id: str) -> httpx.MockTransport:
-    """A transport that answers every request of this provider from its recordings."""
-    return httpx.MockTransport(lambda request: respond(provider_id, request))
+def transport(provider_id: str, folder: Path | None = None) -> httpx.MockTransport:
+    """A transport that answers every request of this provider from its recordings (those
+    shipped, or those in `folder`/<provider>, as `fetch --record DIR` writes them)."""
+    return httpx.MockTransport(lambda request: respond(provider_id, request, folder))
 
 
 def has_recordings(provider_id: str) -> bool:

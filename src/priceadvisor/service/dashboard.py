@@ -34,7 +34,7 @@ from priceadvisor.service import labels
 from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard as queries
 from priceadvisor.store import db as store
-from priceadvisor.store.reads import Table, latest_sources
+from priceadvisor.store.reads import Table, accelerator_models, latest_sources
 from priceadvisor.store.sharedreader import SharedReader
 from priceadvisor.store.spreadsheet import csv_cell
 
@@ -168,11 +168,13 @@ class Dashboard:
 
     def page(self, name: str, request: Request, **context: Any) -> HTMLResponse:
         context.setdefault("recorded", frozenset())
+        context.setdefault("accelerators", frozenset())
+        unit = context.setdefault("unit", "GPU")  # "accelerator" on an accelerator's own page
         html = templates.render(
             f"web/{name}.html.j2",
             request_path=request.url.path,
             mode=self.mode,
-            label=labels.column,
+            label=labels.device_column(unit),
             **context,
         )
         return HTMLResponse(html)
@@ -190,6 +192,7 @@ class Dashboard:
                 "cheapest": queries.cheapest_per_model(con, q),
                 "choices": self._choices(con),
                 "recorded": recorded_providers(con),
+                "accelerators": frozenset(accelerator_models(con)),
             }
 
         return await self.read(gather)
@@ -253,7 +256,8 @@ class Dashboard:
         data = await self._gpu_data(request.path_params["model"])
         chart = chart_series(data["history"])
         rows = row_dicts(data["offers"])
-        return self.page("gpu", request, chart=chart, offer_rows=rows, **data)
+        unit = "accelerator" if data["specs"].get("kind") == "accelerator" else "GPU"
+        return self.page("gpu", request, chart=chart, offer_rows=rows, unit=unit, **data)
 
     async def api_gpu(self, request: Request) -> Response:
         data = await self._gpu_data(request.path_params["model"])

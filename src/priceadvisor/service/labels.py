@@ -6,6 +6,7 @@ label from its name's unit suffix (`_usd`, `_gb`, ...) until it has one of its o
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from priceadvisor.notify.render import money
@@ -47,6 +48,14 @@ COLUMNS = {
     "comment": "Comment",
     "expires_at": "Expires (UTC)",
     "active": "Active",
+}
+
+# The same columns for an accelerator's rows: a TPU or a Trainium chip is not a GPU.
+ACCELERATOR_COLUMNS = {
+    "gpu_model": "Accelerator",
+    "gpu_count": "Accelerators",
+    "gpu_memory_gb": "Accelerator memory (GB)",
+    "price_gpu_hour_usd": "$/accelerator-hour",
 }
 
 # The GPU catalog's specs (the gpus view).
@@ -102,6 +111,13 @@ def column(name: str) -> str:
     if name in SPECS:
         return SPECS[name]
     return _from_suffix(name)
+
+
+def device_column(unit: str) -> Callable[[str], str]:
+    """`column`, worded for the page's device: "Accelerators", "$/accelerator-hour"."""
+    if unit != "accelerator":
+        return column
+    return lambda name: ACCELERATOR_COLUMNS.get(name) or column(name)
 
 
 def _from_suffix(name: str) -> str:

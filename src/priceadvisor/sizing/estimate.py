@@ -593,6 +593,7 @@ def estimate(
     `tensor_parallel` x `work.pipeline_parallel` GPUs each (TP default: the smallest degree
     that fits the workload). A count below one is a share of one GPU."""
     gpu = gpu_catalog().gpus[gpu_model]
+    check_sizable(gpu)
     check_pipeline(work, gpu_count)
     if 0 < gpu_count < 1:
         result = _on_a_share(work, gpu, gpu_count)
@@ -604,6 +605,25 @@ def estimate(
         result = _serve(work, gpu, int(gpu_count), tp)
     _note_software(result, work)
     return result
+
+
+# What every estimate reads of a model's specs: memory bandwidth, and a dense rate to fall back
+# through (peak_flops).
+SIZING_SPECS = (
+    ("memory bandwidth", ("memory_bandwidth_gbs",)),
+    ("dense tensor rate", ("bf16_dense_tflops", "fp16_dense_tflops", "fp32_tflops")),
+)
+
+
+def check_sizable(gpu: GpuSpec) -> None:
+    """Refuse a model the efficiency priors have no published basis for (Trainium, Inferentia):
+    a number from GPU-calibrated priors would look precise and be wrong; and a model whose
+    catalog entry lacks a figure every estimate divides by."""
+    if gpu.sizing_unsupported:
+        raise SizingError(f"{gpu.id} ({gpu.name}) cannot be sized: {gpu.sizing_unsupported}")
+    missing = [name for name, keys in SIZING_SPECS if not any(gpu.specs.get(k) for k in keys)]
+    if missing:  # the estimate divides by both: a catalog gap must not become a crash
+        raise SizingError(f"{gpu.id} cannot be sized: the catalog has no {' or '.join(missing)}")
 
 
 def _note_software(result: Estimate, work: Workload) -> None:

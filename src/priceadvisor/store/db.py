@@ -633,6 +633,7 @@ def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
             "family": g.family,
             "variant": g.variant,
             "memory_gb": g.memory_gb,
+            "kind": g.kind,
             **g.specs,
         }
         for g in gpu_catalog().gpus.values()
@@ -674,6 +675,7 @@ _GPU_COLUMNS: columns.Schema = {
     "approx_list_price_usd": "float",
     "source": "string",
     "notes": "string",
+    "kind": "string",
 }
 _REGION_COLUMNS: columns.Schema = {
     "provider": "string",

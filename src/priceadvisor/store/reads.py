@@ -166,6 +166,18 @@ def gpu_families(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     ]
 
 
+def accelerator_models(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Catalog models that are accelerators, not GPUs (gpus.kind)."""
+    found = con.execute("SELECT gpu_model FROM gpus WHERE kind = 'accelerator'").fetchall()
+    return {str(model) for (model,) in found}
+
+
+def offered_models(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Catalog models with a current offer."""
+    found = con.execute("SELECT DISTINCT gpu_model FROM offers WHERE gpu_model IS NOT NULL")
+    return {str(model) for (model,) in found.fetchall()}
+
+
 def latest_sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
     """Per provider: whether its latest successful run was 'live' or 'recorded'."""
     rows = con.execute(

@@ -71,7 +71,7 @@ def test_layout_changes_are_format_errors(html: str, message: str) -> None:
 
 
 def test_disabled_by_default_until_the_config_enables_it() -> None:
-    assert manifest("gmicloud").enabled is False
+    assert manifest("gmicloud").enabled_by_default is False
     assert "gmicloud" not in enabled_providers(Settings(), ["gmicloud", "fal"])
     enabled = Settings.model_validate({"providers": {"gmicloud": {"enabled": True}}})
     assert enabled_providers(enabled, ["gmicloud", "fal"]) == ["gmicloud", "fal"]

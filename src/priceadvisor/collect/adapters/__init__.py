@@ -7,6 +7,7 @@ from priceadvisor.collect.adapters.aws import AwsAdapter
 from priceadvisor.collect.adapters.azure import AzureAdapter
 from priceadvisor.collect.adapters.base import Adapter
 from priceadvisor.collect.adapters.civo import CivoAdapter
+from priceadvisor.collect.adapters.cloudrift import CloudRiftAdapter
 from priceadvisor.collect.adapters.coreweave import CoreWeaveAdapter
 from priceadvisor.collect.adapters.crusoe import CrusoeAdapter
 from priceadvisor.collect.adapters.cudo import CudoAdapter
@@ -29,6 +30,7 @@ from priceadvisor.collect.adapters.nebius import NebiusAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.ovh import OvhAdapter
 from priceadvisor.collect.adapters.packetai import PacketAiAdapter
+from priceadvisor.collect.adapters.quantacloud import QuantaCloudAdapter
 from priceadvisor.collect.adapters.runpod import RunPodAdapter
 from priceadvisor.collect.adapters.scaleway import ScalewayAdapter
 from priceadvisor.collect.adapters.sesterce import SesterceAdapter
@@ -46,6 +48,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     AwsAdapter.id: AwsAdapter,
     AzureAdapter.id: AzureAdapter,
     CivoAdapter.id: CivoAdapter,
+    CloudRiftAdapter.id: CloudRiftAdapter,
     CoreWeaveAdapter.id: CoreWeaveAdapter,
     CrusoeAdapter.id: CrusoeAdapter,
     CudoAdapter.id: CudoAdapter,
@@ -68,6 +71,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     OracleAdapter.id: OracleAdapter,
     OvhAdapter.id: OvhAdapter,
     PacketAiAdapter.id: PacketAiAdapter,
+    QuantaCloudAdapter.id: QuantaCloudAdapter,
     RunPodAdapter.id: RunPodAdapter,
     ScalewayAdapter.id: ScalewayAdapter,
     SesterceAdapter.id: SesterceAdapter,

@@ -8,10 +8,15 @@ Location is AWS's display name from the manifest ([regions]). Chosen over the bu
 because those are hundreds of MB per region (never loaded whole) while this holds exactly the
 Linux on-demand rows. Rows under `regions[Location]` carry `Instance Type`, `price` (USD per
 node-hour, a string), `Instance Family`, `vCPU`, `Memory`; there is no GPU data, so GPU model and
-count come from the manifest's [instance_types]. Kept: "GPU instance" rows and any row of a type
-in that table; a type the table does not know stays (unmapped) for `doctor` to show. Other
-keys can exist for the same type (capacity blocks): the row keyed like "p5 48xlarge US East N.
-Virginia Linux" is the on-demand one.
+count come from the manifest's [instance_types]. Kept: rows of an accelerator family ("GPU
+instance"; "Machine Learning ASIC Instances" for Trainium and Inferentia, whose GPU column is
+empty in AWS's price lists) and any row of a type in that table; a type the table does not know
+stays (unmapped) for `doctor` to show. Other keys can exist for the same type (capacity
+blocks): the row keyed like "p5 48xlarge US East N. Virginia Linux" is the on-demand one.
+
+Uncertain: the "Machine Learning ASIC Instances" family name comes from AWS's bulk price list
+files as other projects' readers describe it; no captured website row of a trn/inf type was at
+hand. The manifest's table keeps those types whatever their family says.
 
 Spot: `spot.json` (JSON, sometimes wrapped as JSONP `callback(…);`, stripped here), one price per
 region and type ("N/A*" = not offered). Legacy region names of the frozen spot.js feed are
@@ -49,6 +54,8 @@ LEGACY_SPOT_REGIONS = {
     "apac-syd": "ap-southeast-2",
     "apac-tokyo": "ap-northeast-1",
 }
+# `Instance Family` values whose rows are accelerator instances, whatever the manifest knows.
+ACCELERATOR_FAMILIES = frozenset({"GPU instance", "Machine Learning ASIC Instances"})
 _JSONP = re.compile(rb"^\s*[\w.$]+\s*\((.*)\)\s*;?\s*$", re.DOTALL)
 _LAST_BUCKET_RATE = 0.3
 
@@ -124,7 +131,7 @@ def parse_ondemand(document: Any, location: str, known: dict[str, Any]) -> list[
         if not isinstance(row, dict) or "Instance Type" not in row or "price" not in row:
             raise SourceFormatError(f"row {key!r} lacks 'Instance Type' or 'price'")
         kind = str(row["Instance Type"])
-        if row.get("Instance Family") != "GPU instance" and kind not in known:
+        if row.get("Instance Family") not in ACCELERATOR_FAMILIES and kind not in known:
             continue
         if kind not in chosen or key == _canonical_key(kind, location):
             chosen[kind] = row
