@@ -285,7 +285,12 @@ def tco(
     ] = None,
     server_share: Annotated[
         float,
-        typer.Option(help="Non-GPU server cost per GPU, share of its price.", min=0.0, max=10.0),
+        typer.Option(
+            help="Non-GPU server cost per GPU, share of its price.",
+            min=0.0,
+            max=10.0,
+            callback=_finite,
+        ),
     ] = tco_model.SERVER_SHARE,
     pue: Annotated[float, typer.Option(min=1.0, max=10.0, callback=_positive)] = tco_model.PUE,
     electricity: Annotated[
