@@ -160,7 +160,7 @@ def offer(row: dict[str, Any]) -> str:
         f"${money(row['list_usd_per_gpu_hour'])}/GPU-h"
     )
     if row.get("overhead", 1.0) != 1.0:
-        text += f" × {row['overhead']:.3g} restart overhead = ${money(row['usd_per_gpu_hour'])}"
+        text += f" × {row['overhead']:.4g} restart overhead = ${money(row['usd_per_gpu_hour'])}"
     return text
 
 
