@@ -322,30 +322,47 @@ def tco(
         use = _workload_use(con, settings, workload, years) if workload else None
         model = use["gpu_model"] if use else _gpu(str(gpu))
         offers = _rentals(con, model)
-    spec = gpu_catalog().gpus[model]
-    price, price_source = _catalog_value(purchase_price, spec.specs, "approx_list_price_usd")
-    watts, power_source = _catalog_value(power_w, spec.specs, "tdp_w")
-    _require(model, price, watts, spec.specs)
-    own = tco_model.Ownership(
-        price, watts / 1000, server_share, pue, electricity, colocation, years
+    own, sources = _ownership(
+        model, purchase_price, power_w, server_share, pue, electricity, colocation, years
     )
     share = utilisation or (use["utilisation"] if use else tco_model.UTILISATION)
-    rents = {k: (o["usd_per_gpu_hour"] if o else None) for k, o in offers.items()}
-    result = tco_model.rent_vs_buy(model, own, share, rents).as_dict()
-    result |= {
-        "gpus": use["gpus"] if use else 1,
-        "workload": use["workload"] if use else None,
-        "purchase_source": _price_source(price_source, spec.specs),
-        "power_source": power_source,
-        "offers": offers,
-    }
-    for even in result["break_evens"]:
-        even["offer"] = offers[even["against"]]
-        even["summary"] = reports.break_even(even, years)
+    result = _tco_record(model, own, share, offers, use) | sources
     if fmt is Format.TABLE:
         out.print(reports.tco_view(result), soft_wrap=False)
     else:
         _render_record(result, fmt, "Rent vs buy (per GPU)")
+
+
+def _ownership(
+    model: str, price: float | None, watts: float | None, *rest: float
+) -> tuple[tco_model.Ownership, dict[str, str]]:
+    """Owning one GPU: the price and power given, else the catalog's (and where each came from);
+    `rest` is server share, PUE, electricity, colocation and years."""
+    specs = gpu_catalog().gpus[model].specs
+    purchase, purchase_source = _catalog_value(price, specs, "approx_list_price_usd")
+    power, power_source = _catalog_value(watts, specs, "tdp_w")
+    _require(model, purchase, power, specs)
+    sources = {"purchase_source": _price_source(purchase_source, specs)}
+    return tco_model.Ownership(purchase, power / 1000, *rest), sources | {
+        "power_source": power_source
+    }
+
+
+def _tco_record(
+    model: str,
+    own: tco_model.Ownership,
+    share: float,
+    offers: dict[str, dict[str, Any] | None],
+    use: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The record `tco` prints: owning's costs and each break-even with the offer it names."""
+    rents = {k: (o["usd_per_gpu_hour"] if o else None) for k, o in offers.items()}
+    record = tco_model.rent_vs_buy(model, own, share, rents).as_dict()
+    record |= {"gpus": use["gpus"] if use else 1, "workload": use["workload"] if use else None}
+    for even in record["break_evens"]:
+        even["offer"] = offers[even["against"]]
+        even["summary"] = reports.break_even(even, own.years)
+    return record
 
 
 def _catalog_value(given: float | None, specs: dict[str, Any], key: str) -> tuple[float, str]:
