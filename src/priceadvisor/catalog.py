@@ -191,6 +191,10 @@ _SPEC_KEYS = (
     "form_factor",
     "launch_year",
     "approx_list_price_usd",
+    "list_price_year",
+    "list_price_kind",
+    "list_price_source",
+    "list_price_note",
     "source",
     "notes",
 )

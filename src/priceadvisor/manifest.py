@@ -6,12 +6,22 @@ default schedule and the maps from its raw names to canonical ids. Code never ha
 
 from __future__ import annotations
 
+import datetime as dt
 import tomllib
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ByteSize, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ByteSize,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationError,
+    model_validator,
+)
 
 from priceadvisor.durations import parse_duration
 from priceadvisor.models import PriceBasis
@@ -38,6 +48,126 @@ class InstanceTypeSpec(BaseModel):
     vcpus: float | None = None
     ram_gb: float | None = None
     note: str | None = None
+
+
+UNKNOWN = "unknown"
+Unknown = Literal["unknown"]
+
+
+def _term_table(value: Any) -> Any:
+    """A term is written bare (`granularity = "second"`, using the table's source) or as
+    `{ value = ..., source = "...", note = "..." }`."""
+    return value if isinstance(value, dict) else {"value": value}
+
+
+T = TypeVar("T")
+
+
+class Term(BaseModel, Generic[T]):
+    """One billing term: its value or "unknown", the public page that states it, a note."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: T | Unknown
+    source: HttpUrl | None = Field(None, description="the page stating it; default: the table's")
+    note: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.value != UNKNOWN
+
+
+# strict: a quoted "0" is a typo, not a price; bool is not a number either
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+Granularity = Literal["second", "minute", "hour", "day", "month"]
+# What keeps being billed while an instance is stopped: nothing, its disks only, the whole
+# instance, or no stop exists (only terminate, which ends all billing and deletes the disk).
+BilledWhileStopped = Literal["nothing", "storage", "instance", "no_stop"]
+# How an interruptible price is set: none offered; a fixed discount off on-demand; a market
+# price the provider moves; or the user's bid in an auction.
+SpotPricing = Literal["none", "fixed_discount", "market", "bid"]
+SpotBilledAt = Literal["not_applicable", "list", "market", "bid"]
+
+_Bare = BeforeValidator(_term_table)
+AmountTerm = Annotated[Term[Amount], _Bare]
+
+
+class Billing(BaseModel):
+    """What a provider bills beyond the list price, each term cited (`[billing]` in a manifest).
+
+    A number of 0 means the page says free; "unknown" means no public page says. Every known
+    term needs a source: its own or the table's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: HttpUrl | None = Field(None, description="the page stating the terms without one")
+    read_on: dt.date = Field(description="the date the sources were read")
+    granularity: Annotated[Term[Granularity], _Bare] = Field(
+        description="the unit usage is rounded up to"
+    )
+    minimum_minutes: AmountTerm = Field(description="the least billed per start")
+    billed_while_stopped: Annotated[Term[BilledWhileStopped], _Bare]
+    disk_usd_per_gb_month: AmountTerm = Field(description="boot/storage disk price")
+    minimum_disk_gb: AmountTerm = Field(description="the smallest disk an instance takes")
+    egress_usd_per_gb: AmountTerm = Field(description="internet egress, first paid tier")
+    egress_free_gb_month: AmountTerm = Field(description="egress free each month")
+    spot_pricing: Annotated[Term[SpotPricing], _Bare]
+    spot_billed_at: Annotated[Term[SpotBilledAt], _Bare]
+
+    @model_validator(mode="after")
+    def _every_known_term_cited(self) -> Billing:
+        uncited = [
+            name for name, term in self.terms().items() if term.known and not self.cited(term)
+        ]
+        if uncited:
+            raise ValueError(f"billing terms without a source: {', '.join(uncited)}")
+        # 0 is easy to write for "don't know": a free term must say so in its note
+        unexplained = [n for n, t in self.terms().items() if t.value == 0 and not t.note]
+        if unexplained:
+            raise ValueError(f"billing terms of 0 without a note saying free: {unexplained}")
+        return self
+
+    def terms(self) -> dict[str, Term[Any]]:
+        return {name: getattr(self, name) for name in TERM_NAMES}
+
+    def cited(self, term: Term[Any]) -> HttpUrl | None:
+        return term.source or self.source
+
+    def known(self) -> int:
+        return sum(term.known for term in self.terms().values())
+
+    def as_record(self) -> dict[str, Any]:
+        """Each term's value, source and note, for `providers --format json`."""
+        record: dict[str, Any] = {"read_on": self.read_on.isoformat()}
+        for name, term in self.terms().items():
+            source = self.cited(term)
+            record[name] = {
+                "value": term.value,
+                "source": str(source) if source and term.known else None,
+                "note": term.note,
+            }
+        return record
+
+
+def billing_record(billing: Billing | None) -> dict[str, Any]:
+    """A manifest's billing terms as a record; every term "unknown" where it has no table."""
+    if billing is not None:
+        return billing.as_record()
+    unknown = {"value": UNKNOWN, "source": None, "note": None}
+    return {"read_on": None} | {name: dict(unknown) for name in TERM_NAMES}
+
+
+TERM_NAMES = (
+    "granularity",
+    "minimum_minutes",
+    "billed_while_stopped",
+    "disk_usd_per_gb_month",
+    "minimum_disk_gb",
+    "egress_usd_per_gb",
+    "egress_free_gb_month",
+    "spot_pricing",
+    "spot_billed_at",
+)
 
 
 class Manifest(BaseModel):
@@ -69,6 +199,7 @@ class Manifest(BaseModel):
         DEFAULT_MAX_RESPONSE, gt=0, description="largest decompressed body read, e.g. '64 MiB'"
     )
     redirects: RedirectPolicy = "same-origin"
+    billing: Billing | None = Field(None, description="billing terms; absent = all unknown")
 
 
 class ManifestError(ValueError):

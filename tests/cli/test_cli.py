@@ -299,6 +299,30 @@ def test_providers_json(capsys: pytest.CaptureFixture[str], fetched: Path, tmp_p
     assert azure["interval"] == "6h" and azure["last_status"] == "ok"
 
 
+def test_providers_show_their_billing_terms(
+    capsys: pytest.CaptureFixture[str], fetched: Path
+) -> None:
+    code, out, _ = cli(capsys, "--db", str(fetched), "providers", "-f", "json")
+    rows = {p["id"]: p for p in json.loads(out)}
+    aws = rows["aws"]["billing"]
+    assert code == 0 and rows["aws"]["billing_known"] == "5/9"
+    assert aws["granularity"]["value"] == "second" and aws["minimum_minutes"]["value"] == 1
+    assert aws["granularity"]["source"].startswith("https://")
+    assert aws["egress_usd_per_gb"] == {
+        "value": "unknown",
+        "source": None,
+        "note": aws["egress_usd_per_gb"]["note"],
+    }
+    assert rows["ecb"]["billing"] is None  # FX rates bill nothing
+    code, out, _ = cli(capsys, "--db", str(fetched), "providers")
+    assert code == 0 and "billing_known" in out and "one-minute minimum" not in out
+    code, out, _ = cli(capsys, "--db", str(fetched), "providers", "--billing", "-f", "json")
+    terms = [t for t in json.loads(out) if t["provider"] == "runpod"]
+    egress = next(t for t in terms if t["term"] == "egress_usd_per_gb")
+    assert code == 0 and len(terms) == 9
+    assert egress["value"] == 0 and "no fees for data transfer" in egress["note"]
+
+
 def test_demo_builds_a_fresh_database(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "demo.duckdb"
     code, out, _ = cli(capsys, "--db", str(target), "demo")

@@ -103,21 +103,51 @@ def tco(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, 
     return cli(capsys, "--db", str(db), "tco", *args)
 
 
-def test_tco_names_the_offer_and_takes_power_and_price_from_the_catalog(
+def test_tco_without_flags_prints_three_break_evens_naming_each_offer(
     capsys: pytest.CaptureFixture[str], offline_db: Path, screen: Console
 ) -> None:
-    code, out, err = tco(capsys, offline_db, "--gpu", "RTX4090-24GB", "--format", "json")
+    code, out, err = tco(capsys, offline_db, "--gpu", "H100-SXM-80GB", "--format", "json")
     record = json.loads(out)
     assert code == 0, err
-    assert record["power_kw"] == 0.45 and record["power_source"] == "catalog"  # TDP 450 W
-    assert record["purchase_usd"] == 1599 and record["purchase_source"] == "catalog"
-    offer = record["offer"]
-    assert offer["gpu_model"] == "RTX4090-24GB" and offer["pricing"] == "on_demand"
-    assert offer["usd_per_gpu_hour"] == pytest.approx(record["rent_gpu_hour_usd"], rel=1e-3)
-    tco(capsys, offline_db, "--gpu", "RTX4090-24GB")
-    text = screen.export_text()
-    assert f"{offer['provider']} · {offer['region']}, RTX4090-24GB ×" in text
-    assert "450 W (the GPU catalog's TDP)" in text and "$1,599 (the GPU catalog's" in text
+    assert record["power_kw"] == 0.7 and record["power_source"] == "catalog"  # TDP 700 W
+    assert record["purchase_usd"] == 30000
+    assert record["purchase_source"].startswith("catalog: street-price estimate, 2026, https://")
+    evens = {e["against"]: e for e in record["break_evens"]}
+    assert list(evens) == ["on_demand", "commitment", "spot"]
+    on_demand, spot = evens["on_demand"]["offer"], evens["spot"]["offer"]
+    assert on_demand["pricing"] == "on_demand" and on_demand["gpu_model"] == "H100-SXM-80GB"
+    assert evens["on_demand"]["rent_gpu_hour_usd"] == pytest.approx(
+        on_demand["usd_per_gpu_hour"], rel=1e-3
+    )
+    assert spot["pricing"] == "spot" and spot["overhead"] > 1
+    assert spot["usd_per_gpu_hour"] == pytest.approx(
+        spot["list_usd_per_gpu_hour"] * spot["overhead"]
+    )
+    assert evens["commitment"]["offer"] is None
+    assert evens["commitment"]["summary"] == "no commitment price stored"
+    code, _, _ = tco(capsys, offline_db, "--gpu", "H100-SXM-80GB")
+    text = " ".join(screen.export_text().split())
+    assert code == 0
+    assert f"against {on_demand['provider']} · {on_demand['region']}, H100-SXM-80GB ×" in text
+    assert f"against {spot['provider']} · {spot['region']}, H100-SXM-80GB ×" in text
+    assert "restart overhead" in text and "vs commitment no commitment price stored" in text
+    assert "700 W (the GPU catalog's TDP)" in text
+
+
+def test_the_cheapest_offer_per_rental_is_the_one_compared(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    import duckdb
+
+    code, out, _ = tco(capsys, offline_db, "--gpu", "H100-SXM-80GB", "--format", "json")
+    evens = {e["against"]: e for e in json.loads(out)["break_evens"]}
+    with duckdb.connect(str(offline_db), read_only=True) as con:
+        cheapest = con.execute(
+            "SELECT min(price_gpu_hour_usd) FROM offers "
+            "WHERE gpu_model = 'H100-SXM-80GB' AND pricing = 'on_demand'"
+        ).fetchone()
+    assert code == 0 and cheapest is not None
+    assert evens["on_demand"]["offer"]["list_usd_per_gpu_hour"] == pytest.approx(cheapest[0])
 
 
 def test_a_break_even_past_the_years_or_below_power_is_never(
@@ -125,15 +155,15 @@ def test_a_break_even_past_the_years_or_below_power_is_never(
 ) -> None:
     gpu = ("--gpu", "RTX4090-24GB")
     code, out, _ = tco(capsys, offline_db, *gpu, "--purchase-price", "900000", "--format", "json")
-    record = json.loads(out)
-    assert code == 0 and record["break_even_utilisation"] > 1
-    assert record["break_even"].startswith("never within 4 years")
+    on_demand = json.loads(out)["break_evens"][0]
+    assert code == 0 and on_demand["utilisation"] > 1
+    assert on_demand["summary"].startswith("never within 3 years")
     code, out, _ = tco(capsys, offline_db, *gpu, "--electricity", "50", "--format", "json")
-    record = json.loads(out)
-    assert record["break_even_utilisation"] is None
-    assert record["break_even"].startswith("never: power alone costs more")
+    on_demand = json.loads(out)["break_evens"][0]
+    assert on_demand["utilisation"] is None
+    assert on_demand["summary"].startswith("never: power alone costs more")
     tco(capsys, offline_db, *gpu, "--purchase-price", "900000")
-    assert "break-even        never within 4 years" in screen.export_text()
+    assert "vs on-demand    never within 3 years" in screen.export_text()
 
 
 def test_tco_says_which_catalog_value_is_missing(
@@ -145,8 +175,9 @@ def test_tco_says_which_catalog_value_is_missing(
     assert err.strip() == (
         "error: no TDP for A10G-24GB in the GPU catalog (providers/gpus.toml): give --power-w WATTS"
     )
-    code, _, err = tco(capsys, offline_db, "--gpu", "H100-SXM-80GB")  # TDP 700 W, no price
-    assert code == 2 and "no list price" in err and "TDP" not in err
+    code, _, err = tco(capsys, offline_db, "--gpu", "L40S-48GB")  # TDP 350 W, no public price
+    assert code == 2 and "no list price" in err and "no public price found" in err
+    assert "TDP" not in err
     code, out, _ = tco(
         capsys,
         offline_db,

@@ -245,36 +245,47 @@ def test_estimate_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_tco_break_even(capsys: pytest.CaptureFixture[str], offline_db: Path) -> None:
+    args = ["--purchase-price", "30000", "--power-w", "700", "--electricity", "0.10"]
+    args += ["--pue", "1.2", "--server-share", "0", "--colocation", "0", "--utilisation", "0.5"]
     code, out, _ = cli(
-        capsys,
-        "--db",
-        str(offline_db),
-        "tco",
-        "--gpu",
-        "H100-SXM-80GB",
-        "--purchase-price",
-        "30000",
-        "--power-w",
-        "700",
-        "--electricity",
-        "0.10",
-        "--pue",
-        "1.2",
-        "--utilisation",
-        "0.5",
-        "--years",
-        "4",
-        "--format",
-        "json",
+        capsys, "--db", str(offline_db), "tco", "--gpu", "H100-SXM-80GB", *args, "-f", "json"
     )
     result = json.loads(out)
     power = 0.7 * 1.2 * 0.10
     assert code == 0
-    assert result["break_even_gpu_hours"] == pytest.approx(
-        30000 / (result["rent_gpu_hour_usd"] - power), rel=1e-3
+    on_demand = result["break_evens"][0]
+    assert on_demand["gpu_hours"] == pytest.approx(
+        30000 / (on_demand["rent_gpu_hour_usd"] - power), rel=1e-3
     )
-    code, _, err = cli(capsys, "--db", str(offline_db), "tco", "--gpu", "H100-SXM-80GB")
-    assert code == 2 and "--purchase-price" in err
+
+
+def test_tco_for_a_workload_uses_its_gpus_and_utilisation(
+    capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
+) -> None:
+    rows = advice(capsys, config, offline_db)
+    best = next(r for r in rows if r["workload"] == "chat-70b" and r["rank"] == 1)
+    code, out, err = cli(
+        capsys, "--config", str(config), "--db", str(offline_db), "tco",
+        "--workload", "chat-70b", "--purchase-price", "20000", "--power-w", "500", "-f", "json",
+    )  # fmt: skip
+    record = json.loads(out)
+    assert code == 0, err
+    assert record["gpu_model"] == best["gpu_model"] and record["workload"] == "chat-70b"
+    with duckdb.connect(str(offline_db), read_only=True) as con:
+        fleet = con.execute(
+            "SELECT gpu_count * coalesce(replicas, 1) FROM advice "
+            "WHERE workload = 'chat-70b' AND rank = 1"
+        ).fetchone()
+    assert fleet is not None and record["gpus"] == fleet[0] >= best["gpu_count"]
+    assert record["utilisation"] == 1.0  # serving runs its replicas always on
+    code, out, _ = cli(
+        capsys, "--config", str(config), "--db", str(offline_db), "tco",
+        "--workload", "lora-8b", "--purchase-price", "20000", "--power-w", "500", "-f", "json",
+    )  # fmt: skip
+    record = json.loads(out)
+    lora = next(r for r in rows if r["workload"] == "lora-8b" and r["rank"] == 1)
+    assert code == 0
+    assert record["utilisation"] == pytest.approx(max(lora["hours"] / (3 * 8760), 0.01), rel=1e-3)
 
 
 # --- a higher price never predicts a lower cost ---------------------------------------------

@@ -513,11 +513,23 @@ def doctor(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 
 
 @app.command()
-def providers(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
-    """List providers: enabled, configured (or why not), interval, endpoints, last run."""
+def providers(
+    ctx: typer.Context,
+    billing: Annotated[
+        bool, typer.Option("--billing", help="One row per billing term, with its source.")
+    ] = False,
+    fmt: FormatOpt = Format.TABLE,
+) -> None:
+    """List providers: enabled, configured (or why not), interval, endpoints, last run, billing
+    terms known (JSON: the terms)."""
     from priceadvisor.collect import health
 
+    if billing:
+        render(health.billing_table(), fmt, out, title="Billing terms")
+        return
     table = health.providers_table(state(ctx).settings)
+    if fmt is Format.TABLE:  # the terms themselves: --billing, or JSON
+        table = reads.Table(table.columns[:-1], [row[:-1] for row in table.rows])
     render(table, fmt, out, title="Providers")
 
 

@@ -112,27 +112,40 @@ def two_columns(title: str, rows: list[tuple[str, str]]) -> RichTable:
 
 
 def tco_view(record: dict[str, Any]) -> RichTable:
-    """Rent vs buy in sentences: the offer compared, owning's costs, the break-even."""
+    """Rent vs buy in sentences: owning's costs, then each rental compared and its break-even."""
     years, share = record["years"], record["utilisation"]
     rows = [
-        ("GPU", record["gpu_model"]),
-        ("rental compared", offer(record["offer"])),
-        ("purchase", f"${record['purchase_usd']:,.0f} ({_source(record['purchase_source'])})"),
+        ("GPU", _gpu_line(record)),
+        ("purchase", f"${record['purchase_usd']:,.0f} ({record['purchase_source']})"),
+        (
+            "server share",
+            f"+{record['server_share']:.0%} of the GPU's price for the rest of the server",
+        ),
         (
             "power",
             f"{record['power_kw'] * 1000:,.0f} W ({_source(record['power_source'], 'TDP')}) × PUE "
             f"{record['pue']:g} × ${record['electricity_usd_kwh']:g}/kWh = "
             f"${money(record['power_gpu_hour_usd'])}/GPU-h",
         ),
+        ("colocation", f"${record['colocation_usd_kw_month']:g} per kW-month"),
         (
             "owning",
             f"${money(record['own_gpu_hour_usd'])} per used GPU-hour at {share:.0%} "
             f"utilisation over {years:g} years",
         ),
-        ("break-even", break_even(record)),
-        ("cheaper", f"{record['cheaper']} at {share:.0%} utilisation"),
     ]
+    for even in record["break_evens"]:
+        rows.append((f"vs {LABELS[even['against']]}", even["summary"]))
     return two_columns("Rent vs buy (per GPU)", rows)
+
+
+LABELS = {"on_demand": "on-demand", "commitment": "commitment", "spot": "spot"}
+
+
+def _gpu_line(record: dict[str, Any]) -> str:
+    gpus_ = record.get("gpus") or 1
+    line = f"{record['gpu_model']} × {gpus_:g}" if gpus_ != 1 else record["gpu_model"]
+    return f"{line} (workload {record['workload']})" if record.get("workload") else line
 
 
 def _source(source: str, what: str = "list price") -> str:
@@ -140,26 +153,38 @@ def _source(source: str, what: str = "list price") -> str:
 
 
 def offer(row: dict[str, Any]) -> str:
-    """An offer as `advise` names it, with its price per GPU-hour."""
-    return (
+    """An offer as `advise` names it, with its price per GPU-hour (spot: with its overhead)."""
+    text = (
         f"{row['provider']} · {row['region']}, {gpus(row['gpu_model'], row['gpu_count'])} "
         f"({row['instance_type']}), {row['pricing']}: "
-        f"${money(row['usd_per_gpu_hour'])}/GPU-h"
+        f"${money(row['list_usd_per_gpu_hour'])}/GPU-h"
     )
+    if row.get("overhead", 1.0) != 1.0:
+        text += f" × {row['overhead']:.4g} restart overhead = ${money(row['usd_per_gpu_hour'])}"
+    return text
 
 
-def break_even(record: dict[str, Any]) -> str:
-    """The break-even in words: "never" when owning cannot catch up within its years."""
-    hours, share = record["break_even_gpu_hours"], record["break_even_utilisation"]
-    years = record["years"]
+NOTHING = {
+    "on_demand": "no current on-demand offer stored",
+    "commitment": "no commitment price stored",
+    "spot": "no current spot offer stored",
+}
+
+
+def break_even(even: dict[str, Any], years: float) -> str:
+    """One break-even in words, naming the offer compared; "never" where owning cannot catch up."""
+    if even.get("offer") is None:
+        return NOTHING[even["against"]]
+    return f"{_when(even, years)}; against {offer(even['offer'])}"
+
+
+def _when(even: dict[str, Any], years: float) -> str:
+    hours, share = even["gpu_hours"], even["utilisation"]
     if hours is None:
-        return (
-            "never: power alone costs more per GPU-hour than the rental "
-            f"(${money(record['power_gpu_hour_usd'])} vs ${money(record['rent_gpu_hour_usd'])})"
-        )
+        return "never: power alone costs more per GPU-hour than the rental"
     if share > 1:
         return (
             f"never within {years:g} years: it takes {hours:,.0f} GPU-hours, "
             f"{share:.0%} of the hours in {years:g} years"
         )
-    return f"after {hours:,.0f} GPU-hours: {share:.0%} utilisation over {years:g} years"
+    return f"after {hours:,.0f} GPU-hours ({share:.0%} utilisation over {years:g} years)"

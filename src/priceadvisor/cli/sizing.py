@@ -18,9 +18,9 @@ from priceadvisor.cli import reports
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.sizing import calibration
+from priceadvisor.sizing import tco as tco_model
 from priceadvisor.sizing.alternatives import what_fits
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate, pooled_key, software_key
-from priceadvisor.sizing.tco import rent_vs_buy
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import db as store
 from priceadvisor.store import reads
@@ -281,53 +281,95 @@ def _positive(value: float | None) -> float | None:
 def tco(
     ctx: typer.Context,
     gpu: Annotated[str | None, typer.Option(help="GPU model to compare.")] = None,
-    workload: Annotated[str | None, typer.Option(help="Use this workload's best offer.")] = None,
+    workload: Annotated[
+        str | None, typer.Option(help="Use this workload's GPU model, GPU count and utilisation.")
+    ] = None,
     purchase_price: Annotated[
-        float | None, typer.Option(help="USD per GPU.", callback=_positive)
+        float | None, typer.Option(help="USD per GPU (default: catalog).", callback=_positive)
     ] = None,
     power_w: Annotated[
         float | None, typer.Option(help="Watts per GPU (default: TDP).", callback=_positive)
     ] = None,
-    pue: Annotated[float, typer.Option(min=1.0, max=10.0, callback=_positive)] = 1.3,
+    server_share: Annotated[
+        float,
+        typer.Option(
+            help="Non-GPU server cost per GPU, share of its price.",
+            min=0.0,
+            max=10.0,
+            callback=_finite,
+        ),
+    ] = tco_model.SERVER_SHARE,
+    pue: Annotated[float, typer.Option(min=1.0, max=10.0, callback=_positive)] = tco_model.PUE,
     electricity: Annotated[
         float, typer.Option(help="USD per kWh.", min=0.0, max=100.0, callback=_finite)
-    ] = 0.15,
-    utilisation: Annotated[float, typer.Option(min=0.01, max=1.0, callback=_positive)] = 0.6,
-    years: Annotated[float, typer.Option(min=0.5, max=100.0, callback=_positive)] = 4.0,
+    ] = tco_model.ELECTRICITY_USD_KWH,
+    colocation: Annotated[
+        float,
+        typer.Option(help="USD per kW-month of IT load.", min=0.0, max=100000.0, callback=_finite),
+    ] = tco_model.COLOCATION_USD_KW_MONTH,
+    utilisation: Annotated[
+        float | None,
+        typer.Option(
+            help="Share of hours used (default: the workload's, else 0.6).",
+            min=0.01,
+            max=1.0,
+            callback=_positive,
+        ),
+    ] = None,
+    years: Annotated[float, typer.Option(min=0.5, max=100.0, callback=_positive)] = tco_model.YEARS,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Rent vs buy: break-even GPU-hours and utilisation against the cheapest suitable rental
-    (the GPU's cheapest on-demand offer, or the workload's best offer). Power and purchase price
-    default to the GPU catalog's TDP and list price."""
+    """Rent vs buy: break-even GPU-hours and utilisation of owning against the cheapest current
+    on-demand offer, the best commitment and spot with its restart overhead, each offer named.
+    Purchase price and power default to the GPU catalog's list price and TDP."""
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
     with store.reader(store.target(settings), settings.lock_timeout) as con:
-        offer = _rental(con, gpu, workload, settings)
-    spec = gpu_catalog().gpus[offer["gpu_model"]]
-    price, price_source = _catalog_value(purchase_price, spec.specs, "approx_list_price_usd")
-    watts, power_source = _catalog_value(power_w, spec.specs, "tdp_w")
-    _require(offer["gpu_model"], price, watts)
-    result = rent_vs_buy(
-        offer["gpu_model"],
-        offer["usd_per_gpu_hour"],
-        price,
-        watts,
-        pue,
-        electricity,
-        utilisation,
-        years,
-    ).as_dict()
-    result |= {
-        "offer": offer,
-        "purchase_source": price_source,
-        "power_source": power_source,
-        "break_even": reports.break_even(result),
-    }
+        use = _workload_use(con, settings, workload, years) if workload else None
+        model = use["gpu_model"] if use else _gpu(str(gpu))
+        offers = _rentals(con, model)
+    own, sources = _ownership(
+        model, purchase_price, power_w, server_share, pue, electricity, colocation, years
+    )
+    share = utilisation or (use["utilisation"] if use else tco_model.UTILISATION)
+    result = _tco_record(model, own, share, offers, use) | sources
     if fmt is Format.TABLE:
         out.print(reports.tco_view(result), soft_wrap=False)
     else:
         _render_record(result, fmt, "Rent vs buy (per GPU)")
+
+
+def _ownership(
+    model: str, price: float | None, watts: float | None, *rest: float
+) -> tuple[tco_model.Ownership, dict[str, str]]:
+    """Owning one GPU: the price and power given, else the catalog's (and where each came from);
+    `rest` is server share, PUE, electricity, colocation and years."""
+    specs = gpu_catalog().gpus[model].specs
+    purchase, purchase_source = _catalog_value(price, specs, "approx_list_price_usd")
+    power, power_source = _catalog_value(watts, specs, "tdp_w")
+    _require(model, purchase, power, specs)
+    sources = {"purchase_source": _price_source(purchase_source, specs)}
+    return tco_model.Ownership(purchase, power / 1000, *rest), sources | {
+        "power_source": power_source
+    }
+
+
+def _tco_record(
+    model: str,
+    own: tco_model.Ownership,
+    share: float,
+    offers: dict[str, dict[str, Any] | None],
+    use: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The record `tco` prints: owning's costs and each break-even with the offer it names."""
+    rents = {k: (o["usd_per_gpu_hour"] if o else None) for k, o in offers.items()}
+    record = tco_model.rent_vs_buy(model, own, share, rents).as_dict()
+    record |= {"gpus": use["gpus"] if use else 1, "workload": use["workload"] if use else None}
+    for even in record["break_evens"]:
+        even["offer"] = offers[even["against"]]
+        even["summary"] = reports.break_even(even, own.years)
+    return record
 
 
 def _catalog_value(given: float | None, specs: dict[str, Any], key: str) -> tuple[float, str]:
@@ -338,12 +380,24 @@ def _catalog_value(given: float | None, specs: dict[str, Any], key: str) -> tupl
     return (float(value), "catalog") if value else (0.0, "missing")
 
 
-def _require(model: str, price: float, watts: float) -> None:
+def _price_source(source: str, specs: dict[str, Any]) -> str:
+    """Where the purchase price comes from, with the catalog's kind, year and page."""
+    if source != "catalog":
+        return source
+    kind, year, page = (
+        specs.get(k) for k in ("list_price_kind", "list_price_year", "list_price_source")
+    )
+    return f"catalog: {kind or 'list price'}, {year or 'year unknown'}" + (
+        f", {page}" if page else ""
+    )
+
+
+def _require(model: str, price: float, watts: float, specs: dict[str, Any]) -> None:
     missing = [
-        f"no {what} for {model} in the GPU catalog (providers/gpus.toml): give {option}"
-        for what, option, value in (
-            ("list price", "--purchase-price USD", price),
-            ("TDP", "--power-w WATTS", watts),
+        f"no {what} for {model} in the GPU catalog (providers/gpus.toml{why}): give {option}"
+        for what, option, value, why in (
+            ("list price", "--purchase-price USD", price, _no_price(specs)),
+            ("TDP", "--power-w WATTS", watts, ""),
         )
         if not value
     ]
@@ -351,32 +405,57 @@ def _require(model: str, price: float, watts: float) -> None:
         raise UsageError("; ".join(missing))
 
 
+def _no_price(specs: dict[str, Any]) -> str:
+    return ", no public price found" if specs.get("list_price_kind") == "no public price" else ""
+
+
 RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing"
 
+# The cheapest current offer of a GPU model per rental compared, priced per GPU-hour; spot
+# carries its restart overhead (tco.spot_overhead, the same factor written out in SQL).
+_RENTAL_SQL = {
+    "on_demand": "pricing = 'on_demand'",
+    "commitment": "pricing = 'reserved'",
+    "spot": "pricing = 'spot'",
+}
 
-def _rental(con: Any, gpu: str | None, workload: str | None, settings: Any) -> dict[str, Any]:
-    """The offer compared against, with its price per GPU-hour."""
-    if gpu is not None:
-        model = _gpu(gpu)
-        row = con.execute(
-            f"SELECT {RENTAL_COLUMNS}, price_gpu_hour_usd FROM offers WHERE gpu_model = ? "
-            "AND pricing = 'on_demand' AND price_gpu_hour_usd IS NOT NULL "
-            "ORDER BY price_gpu_hour_usd, provider, region, instance_type LIMIT 1",
-            [model],
-        ).fetchone()
-        if not row:
-            raise UserError(f"no current on-demand offer for {model}")
-    else:
-        name = settings.workload(workload).name
-        row = con.execute(
-            f"SELECT {RENTAL_COLUMNS}, price_hour_usd / gpu_count FROM advice "
-            "WHERE workload = ? AND rank = 1",
-            [name],
-        ).fetchone()
-        if not row:
-            raise UserError(f"no advice for {name!r} yet: run `priceadvisor advise` first")
-    keys = [*RENTAL_COLUMNS.split(", "), "usd_per_gpu_hour"]
-    return dict(zip(keys, row, strict=True))
+
+def _rentals(con: Any, model: str) -> dict[str, dict[str, Any] | None]:
+    """Each rental compared: the cheapest current offer of the model, or None."""
+    return {against: _cheapest(con, model, against) for against in tco_model.AGAINST}
+
+
+def _cheapest(con: Any, model: str, against: str) -> dict[str, Any] | None:
+    factor = tco_model.spot_overhead_sql("interruption_rate") if against == "spot" else "1.0"
+    row = con.execute(
+        f"SELECT {RENTAL_COLUMNS}, price_gpu_hour_usd, CAST({factor} AS DOUBLE) FROM offers "
+        f"WHERE gpu_model = ? AND {_RENTAL_SQL[against]} AND price_gpu_hour_usd IS NOT NULL "
+        f"ORDER BY price_gpu_hour_usd * {factor}, provider, region, instance_type LIMIT 1",
+        [model],
+    ).fetchone()
+    if not row:
+        return None
+    keys = [*RENTAL_COLUMNS.split(", "), "list_usd_per_gpu_hour", "overhead"]
+    offer = dict(zip(keys, row, strict=True))
+    offer["usd_per_gpu_hour"] = offer["list_usd_per_gpu_hour"] * offer["overhead"]
+    return offer
+
+
+def _workload_use(con: Any, settings: Any, workload: str, years: float) -> dict[str, Any]:
+    """The workload's GPU model and count (its best offer, times its replicas) and utilisation:
+    serving runs its replicas always on (100 %); a training run uses its GPUs for its wall
+    hours once in the years owned."""
+    name = settings.workload(workload).name
+    row = con.execute(
+        "SELECT gpu_model, gpu_count, coalesce(replicas, 1), hours FROM advice "
+        "WHERE workload = ? AND rank = 1",
+        [name],
+    ).fetchone()
+    if not row:
+        raise UserError(f"no advice for {name!r} yet: run `priceadvisor advise` first")
+    model, count, replicas, hours = row
+    share = 1.0 if hours is None else min(1.0, max(hours / (years * 8760), 0.01))
+    return {"workload": name, "gpu_model": model, "gpus": count * replicas, "utilisation": share}
 
 
 @commands.command()

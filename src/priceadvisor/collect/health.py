@@ -15,7 +15,7 @@ from priceadvisor.collect.adapters import REGISTRY
 from priceadvisor.collect.fetch import plan
 from priceadvisor.config import Settings
 from priceadvisor.durations import format_duration
-from priceadvisor.manifest import manifest
+from priceadvisor.manifest import TERM_NAMES, Billing, billing_record, manifest
 from priceadvisor.models import utcnow
 from priceadvisor.store import db as store
 from priceadvisor.store.availability import ProviderAvailability, listed_not_rentable
@@ -153,6 +153,8 @@ def providers_table(settings: Settings) -> Table:
         "endpoints",
         "last_status",
         "last_run",
+        "billing_known",
+        "billing",
     ]
     rows = []
     for provider_id in sorted(REGISTRY):
@@ -169,9 +171,33 @@ def providers_table(settings: Settings) -> Table:
                 plan_.endpoints,
                 status,
                 when,
+                *_billing(spec.kind, spec.billing),
             )
         )
     return Table(columns, rows)
+
+
+def _billing(kind: str, billing: Billing | None) -> tuple[str | None, dict[str, Any] | None]:
+    """How many billing terms a public page states, of how many, and the terms themselves
+    (an FX source bills nothing)."""
+    if kind == "fx":
+        return None, None
+    known = billing.known() if billing else 0
+    return f"{known}/{len(TERM_NAMES)}", billing_record(billing)
+
+
+def billing_table() -> Table:
+    """One row per provider and billing term: value, the page stating it, a note."""
+    rows = []
+    for provider_id in sorted(REGISTRY):
+        spec = manifest(provider_id)
+        if spec.kind == "fx":
+            continue
+        record = billing_record(spec.billing)
+        for name in TERM_NAMES:
+            term = record[name]
+            rows.append((provider_id, name, term["value"], term["source"], term["note"]))
+    return Table(["provider", "term", "value", "source", "note"], rows)
 
 
 def _exists(path: store.Target) -> bool:

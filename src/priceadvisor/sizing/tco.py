@@ -1,11 +1,14 @@
-"""Rent vs buy: owning a GPU against the cheapest suitable rental.
+"""Rent vs buy: owning a GPU against three rentals (on-demand, commitment, spot).
 
-Owning costs the purchase spread over its years plus power (board watts x PUE x electricity)
-for the hours it runs. At utilisation u the cost per used GPU-hour is
-    purchase / (years x 8760 x u) + kW x PUE x $/kWh,
-which equals the rental price at the break-even utilisation
-    u* = purchase / (years x 8760 x (rent - kW x PUE x $/kWh)),
-i.e. after purchase / (rent - kW x PUE x $/kWh) used GPU-hours.
+Owning pays a fixed sum over its years and power for the hours it runs:
+    fixed = purchase x (1 + server share) + kW x colocation $/kW-month x 12 x years
+    power = kW x PUE x electricity $/kWh          (per used GPU-hour)
+so at utilisation u a used GPU-hour costs fixed / (years x 8760 x u) + power. Against a rental
+at `rent` per GPU-hour owning breaks even after
+    fixed / (rent - power) used GPU-hours,  i.e. at utilisation  hours / (years x 8760);
+never if power alone costs the rent, never within the years if that utilisation exceeds 100 %.
+A spot rental is priced with its restart overhead (the advisor's: checkpoints plus the work lost
+to interruptions), so it is compared at spot price x that factor.
 """
 
 from __future__ import annotations
@@ -13,58 +16,145 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from priceadvisor.sizing.advisor import (
+    CHECKPOINT_OVERHEAD,
+    DEFAULT_INTERRUPTION_RATE,
+    LOST_WORK_SHARE,
+)
+
 HOURS_PER_YEAR = 8760
+
+# Documented defaults (docs/configuration.md, "Rent vs buy"). Assumptions, not measurements:
+# the non-GPU part of a server (CPUs, memory, NICs, chassis) as a share of the GPUs' price;
+# a modern air-cooled facility's PUE; a US industrial-to-commercial electricity price; a
+# wholesale colocation price per kW of IT load per month; a 3-year depreciation.
+SERVER_SHARE = 0.25
+PUE = 1.3
+ELECTRICITY_USD_KWH = 0.15
+COLOCATION_USD_KW_MONTH = 150.0
+YEARS = 3.0
+UTILISATION = 0.6
+
+# The rentals a GPU is compared against, in the order reported.
+AGAINST = ("on_demand", "commitment", "spot")
+
+
+def spot_overhead(interruption_rate: float | None) -> float:
+    """The restart overhead factor on a spot price: checkpointing plus half the work between
+    checkpoints lost per interruption (the advisor's model; 15 %/h where the rate is unknown)."""
+    rate = DEFAULT_INTERRUPTION_RATE if interruption_rate is None else interruption_rate
+    return 1 + CHECKPOINT_OVERHEAD + rate * LOST_WORK_SHARE
+
+
+def spot_overhead_sql(rate_column: str) -> str:
+    """spot_overhead as a SQL expression over an offer's interruption-rate column."""
+    return (
+        f"(1 + {CHECKPOINT_OVERHEAD} + coalesce({rate_column}, {DEFAULT_INTERRUPTION_RATE})"
+        f" * {LOST_WORK_SHARE})"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """What owning one GPU costs, before utilisation."""
+
+    purchase_usd: float
+    power_kw: float
+    server_share: float = SERVER_SHARE
+    pue: float = PUE
+    electricity_usd_kwh: float = ELECTRICITY_USD_KWH
+    colocation_usd_kw_month: float = COLOCATION_USD_KW_MONTH
+    years: float = YEARS
+
+    def __post_init__(self) -> None:
+        if min(self.purchase_usd, self.power_kw, self.pue, self.years) <= 0:
+            raise ValueError("purchase price, power, PUE and years must be positive")
+        if min(self.server_share, self.electricity_usd_kwh, self.colocation_usd_kw_month) < 0:
+            raise ValueError("server share, electricity and colocation cannot be negative")
+
+    @property
+    def hours(self) -> float:
+        return self.years * HOURS_PER_YEAR
+
+    @property
+    def fixed_usd(self) -> float:
+        """Paid whether the GPU runs or not: hardware and the colocation of its power."""
+        colocation = self.power_kw * self.colocation_usd_kw_month * 12 * self.years
+        return self.purchase_usd * (1 + self.server_share) + colocation
+
+    @property
+    def power_gpu_hour_usd(self) -> float:
+        return self.power_kw * self.pue * self.electricity_usd_kwh
+
+    def gpu_hour_usd(self, utilisation: float) -> float:
+        """Owning's cost per used GPU-hour at this utilisation."""
+        return self.fixed_usd / (self.hours * utilisation) + self.power_gpu_hour_usd
+
+
+@dataclass(frozen=True, slots=True)
+class BreakEven:
+    """Owning against one rental price: after how many used GPU-hours it is cheaper."""
+
+    against: str
+    rent_gpu_hour_usd: float | None  # None: no such rental stored
+    gpu_hours: float | None  # None: never (or nothing to compare)
+    utilisation: float | None
+
+    @property
+    def within_years(self) -> bool:
+        return self.utilisation is not None and self.utilisation <= 1
+
+
+def break_even(own: Ownership, against: str, rent_gpu_hour_usd: float | None) -> BreakEven:
+    if rent_gpu_hour_usd is None:
+        return BreakEven(against, None, None, None)
+    margin = rent_gpu_hour_usd - own.power_gpu_hour_usd
+    if margin <= 0:
+        return BreakEven(against, rent_gpu_hour_usd, None, None)
+    hours = own.fixed_usd / margin
+    return BreakEven(against, rent_gpu_hour_usd, hours, hours / own.hours)
 
 
 @dataclass(frozen=True, slots=True)
 class Tco:
     gpu_model: str
-    rent_gpu_hour_usd: float
-    purchase_usd: float
-    power_kw: float
-    pue: float
-    electricity_usd_kwh: float
+    own: Ownership
     utilisation: float
-    years: float
-    own_gpu_hour_usd: float  # per used GPU-hour at `utilisation`
-    power_gpu_hour_usd: float
-    break_even_gpu_hours: float | None  # None: renting is cheaper than the power alone
-    break_even_utilisation: float | None
-    cheaper: str
+    break_evens: tuple[BreakEven, ...]
+
+    @property
+    def own_gpu_hour_usd(self) -> float:
+        return self.own.gpu_hour_usd(self.utilisation)
+
+    def cheaper(self, even: BreakEven) -> str | None:
+        """Which is cheaper at the chosen utilisation (None: no rental to compare)."""
+        if even.rent_gpu_hour_usd is None:
+            return None
+        return "buy" if self.own_gpu_hour_usd < even.rent_gpu_hour_usd else "rent"
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        record: dict[str, Any] = {"gpu_model": self.gpu_model, **asdict(self.own)}
+        record |= {
+            "utilisation": self.utilisation,
+            "fixed_usd": self.own.fixed_usd,
+            "power_gpu_hour_usd": self.own.power_gpu_hour_usd,
+            "own_gpu_hour_usd": self.own_gpu_hour_usd,
+        }
+        record["break_evens"] = [
+            _rounded(asdict(even) | {"cheaper": self.cheaper(even)}) for even in self.break_evens
+        ]
+        return _rounded(record)
+
+
+def _rounded(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}
 
 
 def rent_vs_buy(
-    gpu_model: str,
-    rent_gpu_hour_usd: float,
-    purchase_usd: float,
-    power_w: float,
-    pue: float,
-    electricity_usd_kwh: float,
-    utilisation: float,
-    years: float,
+    gpu_model: str, own: Ownership, utilisation: float, rents: dict[str, float | None]
 ) -> Tco:
-    if min(rent_gpu_hour_usd, purchase_usd, power_w, pue, utilisation, years) <= 0:
-        raise ValueError("prices, power, PUE, utilisation and years must be positive")
-    power = power_w / 1000 * pue * electricity_usd_kwh
-    own = purchase_usd / (years * HOURS_PER_YEAR * utilisation) + power
-    margin = rent_gpu_hour_usd - power
-    hours = purchase_usd / margin if margin > 0 else None
-    share = hours / (years * HOURS_PER_YEAR) if hours is not None else None
-    return Tco(
-        gpu_model,
-        rent_gpu_hour_usd,
-        purchase_usd,
-        power_w / 1000,
-        pue,
-        electricity_usd_kwh,
-        utilisation,
-        years,
-        own,
-        power,
-        hours,
-        share,
-        "buy" if own < rent_gpu_hour_usd else "rent",
-    )
+    """Owning against each rental in `rents` (against -> USD per GPU-hour, None if none)."""
+    if not 0 < utilisation <= 1:
+        raise ValueError("utilisation must be in (0, 1]")
+    evens = tuple(break_even(own, against, rents.get(against)) for against in AGAINST)
+    return Tco(gpu_model, own, utilisation, evens)
