@@ -170,8 +170,10 @@ class WorkloadSpec(BaseModel):
     )
     recompute: Annotated[Recompute | None, _choice("recompute", RECOMPUTE)] = Field(
         None,
-        description="training: activation recomputation — selective adds no GEMMs, full one "
-        "more forward pass (6ND → 8ND); default full for megatron-2021, else none",
+        description="training: activation recomputation — none keeps 34·s·h bytes of "
+        "activations per layer (FlashAttention), selective the same, full 2·s·h at one more "
+        "forward pass (6ND → 8ND); default full for megatron-2021, else the least that fits "
+        "(none, selective, full), stated in the estimate",
     )
     moe_overlap: Annotated[MoeOverlap | None, _choice("moe_overlap", MOE_OVERLAP)] = Field(
         None,

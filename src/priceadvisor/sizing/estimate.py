@@ -212,6 +212,7 @@ class Estimate:
     tensor_parallel: int = 1  # serving: GPUs per pipeline stage of a replica
     regime: str = ""
     pipeline_parallel: int = 1  # serving: pipeline stages per replica
+    recompute: str | None = None  # training: the activation recomputation sized
 
     @property
     def replicas(self) -> int:
@@ -241,6 +242,7 @@ class Estimate:
             "pipeline_parallel": self.pipeline_parallel,
             "replicas": self.replicas,
             "regime": self.regime,
+            "recompute": self.recompute,
             "uncertainty": self.uncertainty,
             "notes": self.notes,
         }
@@ -671,9 +673,9 @@ def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
 
 def training_memory(work: Workload, gpus: int) -> dict[str, float]:
     """Per GPU, GiB. Full/pre-training: mixed-precision AdamW at 16 B/param sharded ZeRO-3 over
-    the GPUs; LoRA: frozen 16-bit weights (QLoRA: NF4 ≈ 0.56 B) + adapters; activations with
-    full recomputation (2·s·h bytes per layer) and the logits buffer, split by model
-    parallelism over up to the 8 GPUs of a node."""
+    the GPUs; LoRA: frozen 16-bit weights (QLoRA: NF4 ≈ 0.56 B) + adapters; the activations the
+    recompute policy keeps (`activation_bytes_per_token`) for one sequence, and the logits
+    buffer, split by model parallelism over up to the 8 GPUs of a node."""
     arch, n = work.arch, work.arch.total_params
     if work.task in ("pretrain", "finetune"):
         state = {"model_state": 16 * n / gpus}
@@ -683,10 +685,60 @@ def training_memory(work: Workload, gpus: int) -> dict[str, float]:
         state = {"weights": frozen * n / gpus, "adapters_and_optimizer": adapters}
     # Model parallelism (tensor/pipeline) inside a node splits activations across its GPUs.
     model_parallel = min(gpus, 8)
-    activations = 2 * work.seq_len * arch.hidden * arch.layers * 2 / model_parallel
+    activations = work.seq_len * activation_bytes_per_token(work) / model_parallel
     logits = work.seq_len * arch.vocab * 4 / model_parallel
     parts = state | {"activations": float(activations), "logits": float(logits)}
     return {k: v / GIB for k, v in parts.items()}
+
+
+# Activations training keeps for the backward pass, bytes per layer and token of a micro-batch
+# of one sequence (16-bit activations), from Korthikanti et al. 2022, "Reducing Activation
+# Recomputation in Large Transformer Models" (MLSys 2023, §4, eq. 1-2 and Table 2): per layer
+# s·b·h·(34 + 5·a·s/h) without recomputation, 34·s·b·h with selective recomputation (the
+# attention core — QKᵀ, softmax, its dropout and the product with V — is re-run, which drops
+# the 5·a·s²·b term), 2·s·b·h with full recomputation (each layer's input alone); with tensor
+# and sequence parallelism all three divide by t (`training_memory` splits over the node).
+# Assumptions: the 34 is the paper's GPT block (GeLU MLP at 4h, dropout); a Llama block
+# (SwiGLU at ~3.5h, GQA, no dropout) keeps ~37·s·b·h by the same count — within the ±30 % the
+# form is good for. FlashAttention (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient
+# Exact Attention with IO-Awareness") never stores the s×s scores: its backward recomputes them
+# from O(s) softmax statistics, so on every stack that uses it (all but megatron-2021, which
+# predates it) no recomputation keeps 34·s·b·h, as selective recomputation does.
+ACTIVATION_BYTES_PER_HIDDEN = {"none": 34.0, "selective": 34.0, "full": 2.0}
+ATTENTION_SCORE_BYTES = 5.0  # × a·s per layer and token without FlashAttention
+# The policies in order of recomputation: unset, a run takes the first whose memory fits.
+RECOMPUTE_ORDER = ("none", "selective", "full")
+
+
+def activation_bytes_per_token(work: Workload) -> float:
+    """Bytes of activations kept per token of a sequence over all layers, under the run's
+    recompute policy (ACTIVATION_BYTES_PER_HIDDEN)."""
+    arch, policy = work.arch, recompute_mode(work)
+    per_layer = ACTIVATION_BYTES_PER_HIDDEN[policy] * arch.hidden
+    if policy == "none" and not uses_flash_attention(work):
+        per_layer += ATTENTION_SCORE_BYTES * arch.heads * work.seq_len
+    return per_layer * arch.layers
+
+
+def uses_flash_attention(work: Workload) -> bool:
+    """Whether the training stack runs FlashAttention (every one but the 2021 Megatron-LM)."""
+    return work.stack != "megatron-2021"
+
+
+def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload, str]:
+    """The workload with its recompute policy settled, and where the policy comes from: as
+    given; else the stack's layout (megatron-2021: full); else the least recomputation whose
+    memory fits (RECOMPUTE_ORDER), full when none does."""
+    if work.recompute:
+        return work, "given"
+    if work.stack == "megatron-2021":
+        return dataclasses.replace(work, recompute="full"), "the megatron-2021 layout's"
+    available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
+    for policy in RECOMPUTE_ORDER:
+        settled = dataclasses.replace(work, recompute=policy)
+        if sum(training_memory(settled, gpus).values()) <= available:
+            return settled, "assumed: the least recomputation whose activations fit"
+    return dataclasses.replace(work, recompute="full"), "assumed: the least memory (none fits)"
 
 
 def attention_training_flops(arch: Architecture, seq_len: int) -> float:
@@ -702,10 +754,12 @@ def attention_training_flops(arch: Architecture, seq_len: int) -> float:
 # model FLOPs in full training (Megatron-LM 2021 reports hardware FLOPs of that count), 6ND for
 # LoRA's 4ND; "selective" (Korthikanti et al. 2022) re-runs only the attention core, a few
 # percent that FlashAttention's backward pays anyway, so it adds no GEMM FLOPs; "none" keeps
-# every activation. Unset, the stack's layout decides: megatron-2021 recomputes in full, every
-# other stack is sized without recomputation (the pooled priors were fitted that way).
+# every activation (`activation_bytes_per_token` gives what each keeps). Unset, `_train`
+# settles it first (`choose_recompute`): megatron-2021 recomputes in full, every other stack
+# takes the least recomputation whose memory fits.
 def recompute_mode(work: Workload) -> str:
-    """The activation recomputation a training run uses: as given, else the stack's layout."""
+    """The activation recomputation a training run uses: as given (or settled by
+    `choose_recompute`), else the stack's layout."""
     if work.recompute:
         return work.recompute
     return "full" if work.stack == "megatron-2021" else "none"
@@ -774,6 +828,7 @@ def check_pipeline(work: Workload, gpus: float) -> None:
 
 
 def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
+    work, recompute_source = choose_recompute(work, gpu, gpus)
     memory = training_memory(work, gpus)
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
     regime = training_regime(work)
@@ -786,7 +841,13 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         available,
         uncertainty=_uncertainty(work, gpu, regime),
         regime=regime,
+        recompute=recompute_mode(work),
     )
+    if recompute_source != "given":
+        result.notes.append(
+            f"recompute {result.recompute} ({recompute_source}; --recompute none|selective|full "
+            "sets it)"
+        )
     scale = regime_factor(work, regime)
     if gpus > 1 and not has_fast_interconnect(gpu):
         scale *= 0.8
