@@ -663,7 +663,7 @@ def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
     capped)."""
     pp = work.pipeline_parallel
     degrees = [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % (d * pp) == 0 and d * pp <= gpus]
-    wanted = work.concurrency * (work.input_tokens + work.output_tokens)
+    wanted = work.concurrency * kv_tokens_per_request(work)
     for enough in (wanted, 1):
         for degree in degrees:
             if kv_tokens(work, gpu, degree) >= enough:
@@ -893,8 +893,20 @@ def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, flo
     per_token = arch.vocab * 8 + mlp_width * 8 + arch.hidden * 16
     activation = PREFILL_CHUNK_TOKENS * per_token / tp / GIB
     parts = {"weights": weights, "activation_peak": activation, "runtime": RUNTIME_OVERHEAD_GIB}
-    free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
+    if work.engine in FREE_MEMORY_KV_ENGINES:
+        free = (usable_gib(gpu, 1.0) - sum(parts.values())) * SERVING_MEMORY_UTILISATION
+    else:
+        free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
     return parts, free
+
+
+# Engines that size the KV pool as a share of the memory left after loading the model, not of
+# the whole GPU: TensorRT-LLM's `kv_cache_free_gpu_mem_fraction` (default 0.90, "The
+# percentage of memory to use for KV Cache after model load", trtllm-bench's options in
+# tensorrt_llm/bench/benchmark/; the LLM API's KvCacheConfig.free_gpu_memory_fraction).
+# vLLM's gpu_memory_utilization (0.90) is a share of the whole GPU that weights, activations
+# and KV share.
+FREE_MEMORY_KV_ENGINES = ("trt-llm",)
 
 
 def kv_bytes(work: Workload) -> float:
@@ -914,6 +926,34 @@ def kv_per_token(work: Workload, tp: int) -> float:
         return arch.kv_bytes_per_token_per_gpu(kv_bytes(work), tp) / work.pipeline_parallel
     layers = round(32 * math.cbrt(arch.total_params / 8e9))
     return 2.0 * layers * 8 * 128 * kv_bytes(work) / min(tp, 8) / work.pipeline_parallel
+
+
+# What a paged KV cache holds per request in flight. A paged engine allocates a sequence's KV
+# blocks as it grows and admits new requests against the blocks in use (vLLM: Kwon et al.
+# 2023, "Efficient Memory Management for Large Language Model Serving with PagedAttention",
+# SOSP'23, §4.2-4.5: blocks allocated on demand, preemption when they run out; SGLang's and
+# LMDeploy's schedulers likewise admit against current use). With requests at every stage of
+# their output in a saturated batch, one holds input + output/2 tokens on average.
+# TensorRT-LLM's default capacity scheduler, GUARANTEED_NO_EVICT, reserves a request's prompt
+# plus its maximum output before starting it ("Useful Runtime Options", TensorRT-LLM
+# performance tuning guide: "guarantee that a started request is never paused";
+# MAX_UTILIZATION admits against current use): it admits input + output per request.
+FULL_RESERVATION_ENGINES = ("trt-llm",)
+
+
+def kv_tokens_per_request(work: Workload) -> float:
+    """KV tokens one request in flight takes from the engine's admission budget (above)."""
+    if work.engine in FULL_RESERVATION_ENGINES:
+        return float(work.input_tokens + work.output_tokens)
+    return work.input_tokens + work.output_tokens / 2
+
+
+def max_requests(work: Workload, capacity: int) -> int:
+    """Requests a replica's KV cache of `capacity` tokens admits at once: none unless one
+    request's whole sequence fits, else the capacity over each one's admission share."""
+    if capacity < work.input_tokens + work.output_tokens:
+        return 0
+    return int(capacity // kv_tokens_per_request(work))
 
 
 def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
@@ -1061,7 +1101,7 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     memory, free = serving_memory(work, gpu, tp)
     available = usable_gib(gpu, SERVING_MEMORY_UTILISATION)
     capacity = kv_tokens(work, gpu, tp)
-    max_concurrency = capacity // max(1, work.input_tokens + work.output_tokens)
+    max_concurrency = max_requests(work, capacity)
     regime = "decode" if work.task == "serve" and work.concurrency <= 4 else "serve-throughput"
     result = Estimate(
         gpu.id,
