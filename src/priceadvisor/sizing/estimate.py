@@ -57,9 +57,17 @@ NODE_NETWORK_GBS = 50.0
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
 # all-reduce (one per attention and one per MLP block under tensor parallelism) is a few
-# such steps of synchronisation across the group, ~20 µs. AMD parts divide the all-reduce
-# latency by their fitted engine efficiency (ENGINE_FACTOR); the per-layer time is the same
-# for every vendor.
+# such steps of synchronisation across the group, ~20 µs. The same on every vendor and group
+# size inside a node: every GPU reaches every other in one hop — NVSwitch on NVIDIA parts; on
+# AMD's an xGMI full mesh ("Each AMD Instinct MI300X system GPU is connected to its seven peer
+# GPUs via xGMI links, forming a fully connected mesh", AMD ROCm blog "Understanding RCCL
+# Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025) — so decode engines run the
+# small all-reduce one-shot: each GPU reads its peers' buffers and reduces locally, one step
+# whatever the group (vLLM's custom all-reduce, used on ROCm too: 6-7 µs at TP8 for 24-48 KB,
+# vllm-project/vllm#39080; Meta's RCCLX "Direct Data Access" makes RCCL's own small
+# all-reduce O(1) in the group for the same reason). vLLM's V0 engine on AMD parts is the
+# exception (`allreduce_latency`). The fitted AMD engine factor scales the step's HBM
+# bandwidth and tensor rate, never this latency (a collective is not HBM traffic).
 LAYER_OVERHEAD_S = 30e-6
 ALLREDUCE_LATENCY_S = 20e-6
 KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
@@ -77,8 +85,8 @@ SEPARATE_ACTIVATION_QUANT_ENGINES = ("vllm", "vllm-v0", "sglang")
 QUANTISED_ACTIVATION_PRECISIONS = ("fp8", "int8", "fp4")
 GEMMS_PER_LAYER = 4
 # Regime-like factor fitted per fold on the AMD serving/decode cases: the share of NVIDIA's
-# engine efficiency (bandwidth, tensor throughput, collective latency) that ROCm engines
-# reach on the same work. Its prior is 1 (same efficiency); never a hand-picked constant.
+# engine efficiency (HBM bandwidth, tensor throughput) that ROCm engines reach on the same
+# work. Its prior is 1 (same efficiency); never a hand-picked constant.
 ENGINE_FACTOR = "engine-amd"
 # MoE training: share of the expert all-to-all (dispatch + combine, forward and backward) that
 # is not hidden behind compute in DeepEP-style overlapped schedules.
@@ -497,13 +505,17 @@ def decode_mbu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
     return 0.75 * engine_factor(gpu, scales)
 
 
-def allreduce_latency(gpu: GpuSpec, tp: int, scales: Scales = PRIORS) -> float:
-    """One small-message all-reduce over `tp` GPUs. NCCL on an NVSwitch node runs it in a
-    constant number of steps; on AMD's point-to-point xGMI mesh RCCL's latency grows with the
-    group (Meta's RCCLX announcement, 2025), sized as a recursive-doubling all-reduce of
-    log2(tp) steps (the latency term of Thakur, Rabenseifner & Gropp 2005)."""
-    steps = math.log2(tp) if _vendor_class(gpu) == "amd" else 1.0
-    return steps * ALLREDUCE_LATENCY_S / engine_factor(gpu, scales)
+def allreduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:
+    """One small-message all-reduce over `tp` GPUs: one-shot, ALLREDUCE_LATENCY_S whatever
+    the group (above), except vLLM's V0 engine on AMD parts: upstream vLLM ran its one-shot
+    custom all-reduce on NVIDIA only until 2025 (AMD's ROCm/vllm fork enabled it for xGMI in
+    ROCm/vllm#27, May 2024; upstream still lacked it in vllm-project/vllm#14755, March 2025),
+    so those releases all-reduce through RCCL, sized as recursive doubling of log2(tp) steps
+    (the latency term of Thakur, Rabenseifner & Gropp 2005) — the poor TP scaling the
+    LLM-Inference-Bench MI300X rows measure."""
+    if gpu.vendor == "AMD" and work.engine == "vllm-v0":
+        return math.log2(tp) * ALLREDUCE_LATENCY_S
+    return ALLREDUCE_LATENCY_S
 
 
 def serving_mfu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
@@ -1011,7 +1023,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     memory = (weights_read(work, micro) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
     memory += layers * layer_overhead(work) + (
-        2 * layers * allreduce_latency(gpu, tp, work.scales) if tp > 1 else 0
+        2 * layers * allreduce_latency(work, gpu, tp) if tp > 1 else 0
     )
     memory += tp_allreduce_seconds(work, gpu, tp, micro)
     memory += pipeline_send_seconds(work, gpu, tp, pp * micro)
