@@ -38,9 +38,18 @@ SERVING_MEMORY_UTILISATION = 0.90  # vLLM's default gpu_memory_utilization
 TRAINING_MEMORY_UTILISATION = 0.95
 RUNTIME_OVERHEAD_GIB = 0.5
 PREFILL_CHUNK_TOKENS = 8192
-# vLLM's default max_num_seqs: a request above it is served, with a note that the engine must
-# be configured for it (never capped silently).
+# The engines' default cap on the sequences one replica runs at once: a requested batch above
+# it is served, with a note that the engine must be configured for it (never capped silently);
+# a batch job left unset runs up to it (`engine_batch`). vLLM's max_num_seqs: 256 in its V0
+# engine; its V1 engine defaults to 1024 on GPUs with at least 70 GiB other than the A100, else
+# 256 (vllm/engine/arg_utils.py, `get_batch_defaults`: "For GPUs like H100 and MI300x, use
+# larger default values"). An unknown engine takes vLLM V1's. TensorRT-LLM's trtllm-bench tunes
+# its batch to the memory, and SGLang's scheduler admits while its KV pool has room: no cap of
+# their own beyond the KV cache here.
 ENGINE_DEFAULT_MAX_BATCH = 256
+ENGINE_LARGE_GPU_MAX_BATCH = 1024
+LARGE_GPU_GIB = 70
+UNCAPPED_ENGINES = ("trt-llm", "sglang")
 # End-to-end goodput of a long synchronous run: every interruption (failure or planned restart)
 # costs a restart plus the work since the last checkpoint. Llama 3 (Dubey et al. 2024, §3.3.4:
 # 466 job interruptions, 419 unexpected, in a 54-day snapshot on 16,384 H100s, with "higher
@@ -166,7 +175,8 @@ PRIORS = Scales()
 class Workload:
     """What sizing needs of a workload (the config's validated profile maps onto this).
 
-    `concurrency` is the number of requests in flight (serve) or the static batch (batch);
+    `concurrency` is the number of requests in flight (serve) or the batch (batch); None
+    (batch only) lets the engine decide (`engine_batch`);
     `stack` the training software (STACKS; "megatron-2021" is also the A100 tensor+pipeline
     layout with full recomputation) and `engine` the serving engine (ENGINES), each "unknown"
     for the pooled efficiency and range;
@@ -183,7 +193,7 @@ class Workload:
     precision: Precision = "bf16"
     input_tokens: int = 1000
     output_tokens: int = 250
-    concurrency: int = 16
+    concurrency: int | None = 16
     ttft_ms_max: float | None = None
     tpot_ms_max: float | None = None
     monthly_output_tokens: float | None = None
@@ -221,6 +231,7 @@ class Estimate:
     regime: str = ""
     pipeline_parallel: int = 1  # serving: pipeline stages per replica
     recompute: str | None = None  # training: the activation recomputation sized
+    batch_assumed: str | None = None  # batch left to the engine: which batch and why
 
     @property
     def replicas(self) -> int:
@@ -251,6 +262,7 @@ class Estimate:
             "replicas": self.replicas,
             "regime": self.regime,
             "recompute": self.recompute,
+            "batch_assumed": self.batch_assumed,
             "uncertainty": self.uncertainty,
             "notes": self.notes,
         }
@@ -675,7 +687,7 @@ def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
     capped)."""
     pp = work.pipeline_parallel
     degrees = [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % (d * pp) == 0 and d * pp <= gpus]
-    wanted = work.concurrency * kv_tokens_per_request(work)
+    wanted = (work.concurrency or 1) * kv_tokens_per_request(work)
     for enough in (wanted, 1):
         for degree in degrees:
             if kv_tokens(work, gpu, degree) >= enough:
@@ -1114,7 +1126,9 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     available = usable_gib(gpu, SERVING_MEMORY_UTILISATION)
     capacity = kv_tokens(work, gpu, tp)
     max_concurrency = max_requests(work, capacity)
-    regime = "decode" if work.task == "serve" and work.concurrency <= 4 else "serve-throughput"
+    regime = (
+        "decode" if work.task == "serve" and (work.concurrency or 0) <= 4 else "serve-throughput"
+    )
     result = Estimate(
         gpu.id,
         gpus,
@@ -1143,21 +1157,55 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     if not result.fits:
         result.binding = "memory"
         return result
-    wanted = min(work.concurrency, max_concurrency)
-    batch, binding = _choose_batch(work, gpu, tp, wanted)
-    if binding != "latency target" and max_concurrency < work.concurrency:
+    requested = work.concurrency or engine_batch(work, gpu, max_concurrency)
+    batch, binding = _choose_batch(work, gpu, tp, min(requested, max_concurrency))
+    if binding != "latency target" and max_concurrency < requested:
         binding = "kv capacity"
         result.notes.append(
-            f"KV cache holds {max_concurrency} requests per replica of the "
-            f"{work.concurrency} requested"
+            f"KV cache holds {max_concurrency} requests per replica of the {requested} requested"
         )
-    if batch > ENGINE_DEFAULT_MAX_BATCH:
-        result.notes.append(
-            f"batch {batch} exceeds vLLM's default max_num_seqs {ENGINE_DEFAULT_MAX_BATCH}: "
-            "raise it (TensorRT-LLM: max_batch_size) or the engine caps it"
-        )
+    if work.concurrency is None:
+        result.batch_assumed = _engine_batch_reason(work, gpu, batch, max_concurrency)
+    _note_engine_cap(result, work, gpu, batch)
     _finish_serving(result, work, gpu, tp, batch, binding)
     return result
+
+
+def engine_cap(work: Workload, gpu: GpuSpec) -> int | None:
+    """The engine's default cap on the sequences a replica runs (ENGINE_DEFAULT_MAX_BATCH);
+    None for an engine that admits while its KV cache has room."""
+    if work.engine in UNCAPPED_ENGINES:
+        return None
+    large = gpu.memory_gb * USABLE_OF_NOMINAL >= LARGE_GPU_GIB and gpu.family != "A100"
+    if work.engine != "vllm-v0" and large:
+        return ENGINE_LARGE_GPU_MAX_BATCH
+    return ENGINE_DEFAULT_MAX_BATCH
+
+
+def engine_batch(work: Workload, gpu: GpuSpec, admitted: int) -> int:
+    """The batch an engine runs when the user states none: as many sequences as its KV cache
+    admits, up to its default cap."""
+    cap = engine_cap(work, gpu)
+    return max(1, admitted if cap is None else min(admitted, cap))
+
+
+def _engine_batch_reason(work: Workload, gpu: GpuSpec, batch: int, admitted: int) -> str:
+    cap = engine_cap(work, gpu)
+    name = "the engine" if work.engine == UNKNOWN else work.engine
+    if cap is not None and cap <= admitted:
+        return (
+            f"{batch} ({name}'s default cap on running sequences; the KV cache admits {admitted})"
+        )
+    return f"{batch} (as many sequences as the KV cache admits; --concurrency sets it)"
+
+
+def _note_engine_cap(result: Estimate, work: Workload, gpu: GpuSpec, batch: int) -> None:
+    cap = engine_cap(work, gpu)
+    if work.concurrency is not None and cap is not None and batch > cap:
+        result.notes.append(
+            f"batch {batch} exceeds the engine's default cap of {cap} running sequences "
+            "(vLLM: max_num_seqs): raise it or the engine caps it"
+        )
 
 
 def _choose_batch(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[int, str]:
