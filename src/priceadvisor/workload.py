@@ -186,8 +186,9 @@ class WorkloadSpec(BaseModel):
     tensor_parallel: int | None = Field(
         None,
         gt=0,
-        description="serving: GPUs per pipeline stage of a replica (default: the smallest power "
-        "of two that holds the concurrency)",
+        description="serving: GPUs per pipeline stage of a replica (default: with the pipeline "
+        "stages, the valid layout predicted fastest among those that fit, stated in the "
+        "estimate)",
     )
     pipeline_parallel: int = Field(
         1,

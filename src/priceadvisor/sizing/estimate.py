@@ -17,6 +17,7 @@ from priceadvisor.catalog import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
 from priceadvisor.models import TRAINING_TASKS, Precision, Task
 from priceadvisor.workload import (
+    MAX_TENSOR_PARALLEL,
     STACK_ALIASES,
     UNKNOWN,
     WorkloadError,
@@ -232,6 +233,7 @@ class Estimate:
     pipeline_parallel: int = 1  # serving: pipeline stages per replica
     recompute: str | None = None  # training: the activation recomputation sized
     batch_assumed: str | None = None  # batch left to the engine: which batch and why
+    layout_chosen: str | None = None  # serving layout left to the tool: which and why
 
     @property
     def replicas(self) -> int:
@@ -263,6 +265,7 @@ class Estimate:
             "regime": self.regime,
             "recompute": self.recompute,
             "batch_assumed": self.batch_assumed,
+            "layout_chosen": self.layout_chosen,
             "uncertainty": self.uncertainty,
             "notes": self.notes,
         }
@@ -624,12 +627,72 @@ def estimate(
         result = _on_a_share(work, gpu, gpu_count)
     elif work.task in TRAINING_TASKS:
         result = _train(work, gpu, int(gpu_count))
+    elif tensor_parallel:
+        check_tensor_parallel(work, int(gpu_count), tensor_parallel)
+        result = _serve(work, gpu, int(gpu_count), tensor_parallel)
     else:
-        tp = tensor_parallel or default_tensor_parallel(work, gpu, int(gpu_count))
-        check_tensor_parallel(work, int(gpu_count), tp)
-        result = _serve(work, gpu, int(gpu_count), tp)
+        result = fastest_layout(work, gpu, int(gpu_count))
     _note_software(result, work)
     return result
+
+
+# Pipeline stages tried for a serving replica when the workload states none.
+PIPELINE_CHOICES = (1, 2, 4, 8)
+TENSOR_PARALLEL_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def serving_layouts(work: Workload, gpus: int) -> list[tuple[int, int]]:
+    """(TP, PP) replica layouts the GPUs divide into and the model takes (at most one attention
+    head per GPU, one layer per stage): PP as given when the workload states more than one
+    stage, else each of PIPELINE_CHOICES."""
+    arch = work.arch
+    stages = (work.pipeline_parallel,) if work.pipeline_parallel > 1 else PIPELINE_CHOICES
+    return [
+        (tp, pp)
+        for pp in stages
+        for tp in TENSOR_PARALLEL_CHOICES
+        if gpus % (tp * pp) == 0
+        and (arch.heads <= 1 or tp <= arch.heads)
+        and tp <= MAX_TENSOR_PARALLEL
+        and (not arch.layers or pp <= arch.layers)
+    ]
+
+
+def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
+    """Serving with no layout given: of the valid layouts (`serving_layouts`) that fit and meet
+    the latency targets, the one the model predicts the most output tokens/s for (ties: more
+    replicas, then fewer stages), with why in `layout_chosen`; when none fits, the smallest
+    tensor-parallel degree that holds the workload (`default_tensor_parallel`), to say why."""
+    sized = [
+        _serve(dataclasses.replace(work, pipeline_parallel=pp), gpu, gpus, tp)
+        for tp, pp in serving_layouts(work, gpus)
+    ]
+    fitting = [r for r in sized if r.fits]
+    if not fitting:
+        return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
+    fitting.sort(key=lambda r: (-r.tokens_per_s, r.tensor_parallel * r.pipeline_parallel))
+    best = fitting[0]
+    best.layout_chosen = _layout_reason(best, fitting[1:])
+    return best
+
+
+def _layout_name(result: Estimate) -> str:
+    tp, pp = result.tensor_parallel, result.pipeline_parallel
+    return f"TP{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
+
+
+def _layout_reason(best: Estimate, others: list[Estimate]) -> str:
+    reason = (
+        f"{_layout_name(best)} x {best.replicas} replica(s): {best.tokens_per_s:,.0f} tok/s "
+        f"(TPOT {best.tpot_ms or 0:.0f} ms), the fastest of {len(others) + 1} layouts that fit"
+    )
+    if others:
+        runner = others[0]
+        reason += (
+            f"; next {_layout_name(runner)}: {runner.tokens_per_s:,.0f} tok/s "
+            f"(TPOT {runner.tpot_ms or 0:.0f} ms); --tp/--pp set it"
+        )
+    return reason
 
 
 def _note_software(result: Estimate, work: Workload) -> None:
