@@ -69,3 +69,11 @@ def test_a_given_policy_is_never_replaced() -> None:
     result = estimate(work, "H100-SXM-80GB", 1)
     assert result.recompute == "selective"
     assert not any("assumed" in note for note in result.notes)
+
+
+def test_a_run_that_does_not_fit_without_recomputation_is_told_which_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = cli(capsys, *LORA_4090, "--recompute", "none")
+    record = json.loads(out)
+    assert code == 0 and {"option": "recompute", "value": "full"} in record["would_fit"]
