@@ -636,6 +636,55 @@ def estimate(
     return result
 
 
+def _note_software(result: Estimate, work: Workload) -> None:
+    """Say when a named engine/stack has no fitted factor of its own (calibrated scales only)."""
+    key = software_key(work)
+    if key and work.scales.factors and key not in work.scales.factors:
+        result.notes.append(
+            f"no fitted factor for {key.replace(':', ' ')} (fewer than two publications "
+            "measure it): pooled efficiency and range"
+        )
+
+
+def _on_a_share(work: Workload, gpu: GpuSpec, share: float) -> Estimate:
+    """A fractional-GPU offer (a MIG slice such as 1/7 of an A100, a time-shared vGPU) sized
+    as one GPU with memory, bandwidth and tensor rates in proportion."""
+    part = fractional_gpu(gpu, share)
+    result = _train(work, part, 1) if work.task in TRAINING_TASKS else _serve(work, part, 1, 1)
+    result.gpu_count = share
+    result.notes.append(f"{share:.3g} of a {gpu.id}: memory and rates scaled in proportion")
+    return result
+
+
+RATE_KEYS = (
+    "memory_bandwidth_gbs",
+    "bf16_dense_tflops",
+    "fp16_dense_tflops",
+    "fp8_dense_tflops",
+    "int8_dense_tops",
+    "fp32_tflops",
+)
+
+
+def fractional_gpu(gpu: GpuSpec, share: float) -> GpuSpec:
+    specs = {k: v * share if k in RATE_KEYS and v else v for k, v in gpu.specs.items()}
+    return dataclasses.replace(gpu, memory_gb=gpu.memory_gb * share, specs=specs)
+
+
+def check_tensor_parallel(work: Workload, gpus: int, tp: int) -> None:
+    pp = work.pipeline_parallel
+    if tp < 1 or gpus % (tp * pp):
+        layout = f"{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
+        must = "TP" if pp == 1 else "TP·PP"
+        raise SizingError(
+            f"{gpus} GPUs cannot be split into replicas of {layout} ({must} must divide)"
+        )
+    try:
+        check_tensor_parallel_limit(tp, work.arch.heads)
+    except WorkloadError as exc:
+        raise SizingError(str(exc)) from None
+
+
 # Pipeline stages tried for a serving replica when the workload states none.
 PIPELINE_CHOICES = (1, 2, 4, 8)
 TENSOR_PARALLEL_CHOICES = (1, 2, 4, 8, 16, 32, 64)
@@ -693,55 +742,6 @@ def _layout_reason(best: Estimate, others: list[Estimate]) -> str:
             f"(TPOT {runner.tpot_ms or 0:.0f} ms); --tp/--pp set it"
         )
     return reason
-
-
-def _note_software(result: Estimate, work: Workload) -> None:
-    """Say when a named engine/stack has no fitted factor of its own (calibrated scales only)."""
-    key = software_key(work)
-    if key and work.scales.factors and key not in work.scales.factors:
-        result.notes.append(
-            f"no fitted factor for {key.replace(':', ' ')} (fewer than two publications "
-            "measure it): pooled efficiency and range"
-        )
-
-
-def _on_a_share(work: Workload, gpu: GpuSpec, share: float) -> Estimate:
-    """A fractional-GPU offer (a MIG slice such as 1/7 of an A100, a time-shared vGPU) sized
-    as one GPU with memory, bandwidth and tensor rates in proportion."""
-    part = fractional_gpu(gpu, share)
-    result = _train(work, part, 1) if work.task in TRAINING_TASKS else _serve(work, part, 1, 1)
-    result.gpu_count = share
-    result.notes.append(f"{share:.3g} of a {gpu.id}: memory and rates scaled in proportion")
-    return result
-
-
-RATE_KEYS = (
-    "memory_bandwidth_gbs",
-    "bf16_dense_tflops",
-    "fp16_dense_tflops",
-    "fp8_dense_tflops",
-    "int8_dense_tops",
-    "fp32_tflops",
-)
-
-
-def fractional_gpu(gpu: GpuSpec, share: float) -> GpuSpec:
-    specs = {k: v * share if k in RATE_KEYS and v else v for k, v in gpu.specs.items()}
-    return dataclasses.replace(gpu, memory_gb=gpu.memory_gb * share, specs=specs)
-
-
-def check_tensor_parallel(work: Workload, gpus: int, tp: int) -> None:
-    pp = work.pipeline_parallel
-    if tp < 1 or gpus % (tp * pp):
-        layout = f"{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
-        must = "TP" if pp == 1 else "TP·PP"
-        raise SizingError(
-            f"{gpus} GPUs cannot be split into replicas of {layout} ({must} must divide)"
-        )
-    try:
-        check_tensor_parallel_limit(tp, work.arch.heads)
-    except WorkloadError as exc:
-        raise SizingError(str(exc)) from None
 
 
 def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
