@@ -61,9 +61,10 @@ MOE_OVERLAP: tuple[str, ...] = get_args(MoeOverlap)
 STACK_ALIASES = {"modern": UNKNOWN}
 # Largest tensor-parallel group engines run in practice: one NVL72 rack.
 MAX_TENSOR_PARALLEL = 72
-# Requests in flight per replica when none is given: 16 serving; the static batch of a batch
-# job is vLLM's default max_num_seqs.
-DEFAULT_CONCURRENCY = {"serve": 16, "batch": 256}
+# Requests in flight per replica when none is given: 16 serving; a batch job left unset runs
+# what the engine would (sizing: as many sequences as the KV cache admits, up to the engine's
+# cap), so it has no default here.
+DEFAULT_CONCURRENCY = {"serve": 16}
 TRAINING_ONLY = ("recompute", "moe_overlap", "expert_parallel")
 SERVING_ONLY = ("tensor_parallel",)
 
@@ -143,8 +144,10 @@ class WorkloadSpec(BaseModel):
     concurrency: int | None = Field(
         None,
         gt=0,
-        description="requests in flight per replica (serve, default 16) or the static batch "
-        "(batch, default 256); never capped silently",
+        description="requests in flight per replica (serve, default 16) or the batch of a "
+        "batch job (default: what the engine runs — as many sequences as the KV cache admits, "
+        "up to the engine's cap, e.g. vLLM's max_num_seqs; the estimate states it); a given "
+        "value is never capped silently",
     )
     ttft_ms_max: PositiveFloat | None = Field(None, description="serving: TTFT target, ms")
     tpot_ms_max: PositiveFloat | None = Field(None, description="serving: TPOT target, ms")
@@ -170,8 +173,10 @@ class WorkloadSpec(BaseModel):
     )
     recompute: Annotated[Recompute | None, _choice("recompute", RECOMPUTE)] = Field(
         None,
-        description="training: activation recomputation — selective adds no GEMMs, full one "
-        "more forward pass (6ND → 8ND); default full for megatron-2021, else none",
+        description="training: activation recomputation — none keeps 34·s·h bytes of "
+        "activations per layer (FlashAttention), selective the same, full 2·s·h at one more "
+        "forward pass (6ND → 8ND); default full for megatron-2021, else the least that fits "
+        "(none, selective, full), stated in the estimate",
     )
     moe_overlap: Annotated[MoeOverlap | None, _choice("moe_overlap", MOE_OVERLAP)] = Field(
         None,
@@ -181,8 +186,9 @@ class WorkloadSpec(BaseModel):
     tensor_parallel: int | None = Field(
         None,
         gt=0,
-        description="serving: GPUs per pipeline stage of a replica (default: the smallest power "
-        "of two that holds the concurrency)",
+        description="serving: GPUs per pipeline stage of a replica (default: with the pipeline "
+        "stages, the valid layout predicted fastest among those that fit, stated in the "
+        "estimate)",
     )
     pipeline_parallel: int = Field(
         1,
@@ -251,8 +257,12 @@ class WorkloadSpec(BaseModel):
         """The name explicit architecture numbers go by."""
         return "custom"
 
-    def resolved_concurrency(self) -> int:
-        return self.concurrency or DEFAULT_CONCURRENCY.get(self.task, DEFAULT_CONCURRENCY["serve"])
+    def resolved_concurrency(self) -> int | None:
+        """The concurrency sized: as given, else the task's default; None for a batch job
+        left unset (the engine decides)."""
+        if self.concurrency or self.task == "batch":
+            return self.concurrency
+        return DEFAULT_CONCURRENCY["serve"]
 
 
 def check_tensor_parallel_limit(tp: int | None, heads: int) -> None:

@@ -206,7 +206,8 @@ def test_a_config_workload_carries_every_knob_into_sizing() -> None:
 def test_concurrency_defaults_by_task_in_both() -> None:
     serve = WorkloadProfile(name="s", task="serve", model="llama-3.1-8b")
     batch = WorkloadProfile(name="b", task="batch", model="llama-3.1-8b")
-    assert (to_workload(serve).concurrency, to_workload(batch).concurrency) == (16, 256)
+    # A batch job left unset is the engine's to decide (sizing.estimate.engine_batch).
+    assert (to_workload(serve).concurrency, to_workload(batch).concurrency) == (16, None)
 
 
 # (config lines, estimate options, the field at fault, the message both give)

@@ -1,5 +1,6 @@
-"""What would fit when a workload does not: more GPUs, a lower precision, LoRA or QLoRA
-instead of a full finetune, or a GPU with more memory. Each is found by sizing the changed
+"""What would fit when a workload does not: more activation recomputation than the one given,
+more GPUs, a lower precision, LoRA or QLoRA instead of a full finetune, or a GPU with more
+memory. Each is found by sizing the changed
 workload with the same estimate, never assumed from the numbers of the failed one.
 """
 
@@ -10,7 +11,13 @@ from dataclasses import dataclass
 
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.models import TRAINING_TASKS
-from priceadvisor.sizing.estimate import WEIGHT_BYTES, SizingError, Workload, estimate
+from priceadvisor.sizing.estimate import (
+    RECOMPUTE_ORDER,
+    WEIGHT_BYTES,
+    SizingError,
+    Workload,
+    estimate,
+)
 
 # Counts tried for "more GPUs": powers of two, as nodes and tensor-parallel groups come.
 MAX_GPUS = 131072
@@ -23,7 +30,7 @@ TRAINING_PRECISIONS = ("fp8",)
 class Alternative:
     """One change to the estimate's options that makes the workload fit."""
 
-    option: str  # the `estimate` option that changes: gpus, precision, task or gpu
+    option: str  # the `estimate` option that changes: recompute, gpus, precision, task or gpu
     value: str | int
     gpu_model: str
     gpu_count: int
@@ -38,9 +45,11 @@ class Alternative:
 def what_fits(
     work: Workload, gpu_model: str, gpu_count: int, tensor_parallel: int | None = None
 ) -> list[Alternative]:
-    """Every kind of change that fits, the smallest of each kind: the fewest GPUs, the widest
-    lower precision, LoRA before QLoRA, the GPU with the least memory above this one's."""
+    """Every kind of change that fits, the smallest of each kind: the least recomputation above
+    the given one, the fewest GPUs, the widest lower precision, LoRA before QLoRA, the GPU with
+    the least memory above this one's."""
     found = [
+        _more_recomputation(work, gpu_model, gpu_count, tensor_parallel),
         _more_gpus(work, gpu_model, gpu_count, tensor_parallel),
         _lower_precision(work, gpu_model, gpu_count, tensor_parallel),
         _adapter(work, gpu_model, gpu_count, tensor_parallel),
@@ -54,6 +63,19 @@ def fits(work: Workload, gpu_model: str, gpu_count: int, tensor_parallel: int | 
         return estimate(work, gpu_model, gpu_count, tensor_parallel).fits
     except SizingError:  # a layout this count cannot hold (TP or PP does not divide it)
         return False
+
+
+def _more_recomputation(
+    work: Workload, gpu_model: str, gpu_count: int, tp: int | None
+) -> Alternative | None:
+    """A training run given a recompute policy: the next one that keeps fewer activations
+    (an unset policy is already the least that fits)."""
+    if work.task not in TRAINING_TASKS or not work.recompute:
+        return None
+    for policy in RECOMPUTE_ORDER[RECOMPUTE_ORDER.index(work.recompute) + 1 :]:
+        if fits(dataclasses.replace(work, recompute=policy), gpu_model, gpu_count, tp):
+            return Alternative("recompute", policy, gpu_model, gpu_count)
+    return None
 
 
 def _more_gpus(

@@ -76,7 +76,9 @@ class Case:
             "ttft_ms": "prefill",
             "tokens_per_s_total": "serve-throughput",
             "kv_cache_tokens": "kv",
-        }.get(self.metric, "serve-throughput" if self.workload.concurrency > 4 else "decode")
+        }.get(
+            self.metric, "decode" if (self.workload.concurrency or 5) <= 4 else "serve-throughput"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,8 @@ def predict(case: Case, scales: sizing.Scales = sizing.PRIORS) -> float:
     result = sizing.estimate(work, case.gpu, case.gpus, case.tensor_parallel)
     gpu = gpu_catalog().gpus[case.gpu]
     if case.metric == "e2e_latency_s":
-        return sizing.request_seconds(work, gpu, result.tensor_parallel, work.concurrency)
+        batch = work.concurrency or result.batch or 1
+        return sizing.request_seconds(work, gpu, result.tensor_parallel, batch)
     if case.metric == "kv_cache_tokens":
         return float(sizing.kv_tokens(work, gpu, result.tensor_parallel))
     value = {

@@ -17,6 +17,7 @@ from priceadvisor.catalog import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
 from priceadvisor.models import TRAINING_TASKS, Precision, Task
 from priceadvisor.workload import (
+    MAX_TENSOR_PARALLEL,
     STACK_ALIASES,
     UNKNOWN,
     WorkloadError,
@@ -38,9 +39,18 @@ SERVING_MEMORY_UTILISATION = 0.90  # vLLM's default gpu_memory_utilization
 TRAINING_MEMORY_UTILISATION = 0.95
 RUNTIME_OVERHEAD_GIB = 0.5
 PREFILL_CHUNK_TOKENS = 8192
-# vLLM's default max_num_seqs: a request above it is served, with a note that the engine must
-# be configured for it (never capped silently).
+# The engines' default cap on the sequences one replica runs at once: a requested batch above
+# it is served, with a note that the engine must be configured for it (never capped silently);
+# a batch job left unset runs up to it (`engine_batch`). vLLM's max_num_seqs: 256 in its V0
+# engine; its V1 engine defaults to 1024 on GPUs with at least 70 GiB other than the A100, else
+# 256 (vllm/engine/arg_utils.py, `get_batch_defaults`: "For GPUs like H100 and MI300x, use
+# larger default values"). An unknown engine takes vLLM V1's. TensorRT-LLM's trtllm-bench tunes
+# its batch to the memory, and SGLang's scheduler admits while its KV pool has room: no cap of
+# their own beyond the KV cache here.
 ENGINE_DEFAULT_MAX_BATCH = 256
+ENGINE_LARGE_GPU_MAX_BATCH = 1024
+LARGE_GPU_GIB = 70
+UNCAPPED_ENGINES = ("trt-llm", "sglang")
 # End-to-end goodput of a long synchronous run: every interruption (failure or planned restart)
 # costs a restart plus the work since the last checkpoint. Llama 3 (Dubey et al. 2024, §3.3.4:
 # 466 job interruptions, 419 unexpected, in a 54-day snapshot on 16,384 H100s, with "higher
@@ -57,9 +67,17 @@ NODE_NETWORK_GBS = 50.0
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
 # all-reduce (one per attention and one per MLP block under tensor parallelism) is a few
-# such steps of synchronisation across the group, ~20 µs. AMD parts divide the all-reduce
-# latency by their fitted engine efficiency (ENGINE_FACTOR); the per-layer time is the same
-# for every vendor.
+# such steps of synchronisation across the group, ~20 µs. The same on every vendor and group
+# size inside a node: every GPU reaches every other in one hop — NVSwitch on NVIDIA parts; on
+# AMD's an xGMI full mesh ("Each AMD Instinct MI300X system GPU is connected to its seven peer
+# GPUs via xGMI links, forming a fully connected mesh", AMD ROCm blog "Understanding RCCL
+# Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025) — so decode engines run the
+# small all-reduce one-shot: each GPU reads its peers' buffers and reduces locally, one step
+# whatever the group (vLLM's custom all-reduce, used on ROCm too: 6-7 µs at TP8 for 24-48 KB,
+# vllm-project/vllm#39080; Meta's RCCLX "Direct Data Access" makes RCCL's own small
+# all-reduce O(1) in the group for the same reason). vLLM's V0 engine on AMD parts is the
+# exception (`allreduce_latency`). The fitted AMD engine factor scales the step's HBM
+# bandwidth and tensor rate, never this latency (a collective is not HBM traffic).
 LAYER_OVERHEAD_S = 30e-6
 ALLREDUCE_LATENCY_S = 20e-6
 KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
@@ -77,8 +95,8 @@ SEPARATE_ACTIVATION_QUANT_ENGINES = ("vllm", "vllm-v0", "sglang")
 QUANTISED_ACTIVATION_PRECISIONS = ("fp8", "int8", "fp4")
 GEMMS_PER_LAYER = 4
 # Regime-like factor fitted per fold on the AMD serving/decode cases: the share of NVIDIA's
-# engine efficiency (bandwidth, tensor throughput, collective latency) that ROCm engines
-# reach on the same work. Its prior is 1 (same efficiency); never a hand-picked constant.
+# engine efficiency (HBM bandwidth, tensor throughput) that ROCm engines reach on the same
+# work. Its prior is 1 (same efficiency); never a hand-picked constant.
 ENGINE_FACTOR = "engine-amd"
 # MoE training: share of the expert all-to-all (dispatch + combine, forward and backward) that
 # is not hidden behind compute in DeepEP-style overlapped schedules.
@@ -158,7 +176,8 @@ PRIORS = Scales()
 class Workload:
     """What sizing needs of a workload (the config's validated profile maps onto this).
 
-    `concurrency` is the number of requests in flight (serve) or the static batch (batch);
+    `concurrency` is the number of requests in flight (serve) or the batch (batch); None
+    (batch only) lets the engine decide (`engine_batch`);
     `stack` the training software (STACKS; "megatron-2021" is also the A100 tensor+pipeline
     layout with full recomputation) and `engine` the serving engine (ENGINES), each "unknown"
     for the pooled efficiency and range;
@@ -175,7 +194,7 @@ class Workload:
     precision: Precision = "bf16"
     input_tokens: int = 1000
     output_tokens: int = 250
-    concurrency: int = 16
+    concurrency: int | None = 16
     ttft_ms_max: float | None = None
     tpot_ms_max: float | None = None
     monthly_output_tokens: float | None = None
@@ -212,6 +231,9 @@ class Estimate:
     tensor_parallel: int = 1  # serving: GPUs per pipeline stage of a replica
     regime: str = ""
     pipeline_parallel: int = 1  # serving: pipeline stages per replica
+    recompute: str | None = None  # training: the activation recomputation sized
+    batch_assumed: str | None = None  # batch left to the engine: which batch and why
+    layout_chosen: str | None = None  # serving layout left to the tool: which and why
 
     @property
     def replicas(self) -> int:
@@ -241,6 +263,9 @@ class Estimate:
             "pipeline_parallel": self.pipeline_parallel,
             "replicas": self.replicas,
             "regime": self.regime,
+            "recompute": self.recompute,
+            "batch_assumed": self.batch_assumed,
+            "layout_chosen": self.layout_chosen,
             "uncertainty": self.uncertainty,
             "notes": self.notes,
         }
@@ -495,13 +520,17 @@ def decode_mbu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
     return 0.75 * engine_factor(gpu, scales)
 
 
-def allreduce_latency(gpu: GpuSpec, tp: int, scales: Scales = PRIORS) -> float:
-    """One small-message all-reduce over `tp` GPUs. NCCL on an NVSwitch node runs it in a
-    constant number of steps; on AMD's point-to-point xGMI mesh RCCL's latency grows with the
-    group (Meta's RCCLX announcement, 2025), sized as a recursive-doubling all-reduce of
-    log2(tp) steps (the latency term of Thakur, Rabenseifner & Gropp 2005)."""
-    steps = math.log2(tp) if _vendor_class(gpu) == "amd" else 1.0
-    return steps * ALLREDUCE_LATENCY_S / engine_factor(gpu, scales)
+def allreduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:
+    """One small-message all-reduce over `tp` GPUs: one-shot, ALLREDUCE_LATENCY_S whatever
+    the group (above), except vLLM's V0 engine on AMD parts: upstream vLLM ran its one-shot
+    custom all-reduce on NVIDIA only until 2025 (AMD's ROCm/vllm fork enabled it for xGMI in
+    ROCm/vllm#27, May 2024; upstream still lacked it in vllm-project/vllm#14755, March 2025),
+    so those releases all-reduce through RCCL, sized as recursive doubling of log2(tp) steps
+    (the latency term of Thakur, Rabenseifner & Gropp 2005) — the poor TP scaling the
+    LLM-Inference-Bench MI300X rows measure."""
+    if gpu.vendor == "AMD" and work.engine == "vllm-v0":
+        return math.log2(tp) * ALLREDUCE_LATENCY_S
+    return ALLREDUCE_LATENCY_S
 
 
 def serving_mfu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
@@ -599,10 +628,11 @@ def estimate(
         result = _on_a_share(work, gpu, gpu_count)
     elif work.task in TRAINING_TASKS:
         result = _train(work, gpu, int(gpu_count))
+    elif tensor_parallel:
+        check_tensor_parallel(work, int(gpu_count), tensor_parallel)
+        result = _serve(work, gpu, int(gpu_count), tensor_parallel)
     else:
-        tp = tensor_parallel or default_tensor_parallel(work, gpu, int(gpu_count))
-        check_tensor_parallel(work, int(gpu_count), tp)
-        result = _serve(work, gpu, int(gpu_count), tp)
+        result = fastest_layout(work, gpu, int(gpu_count))
     _note_software(result, work)
     return result
 
@@ -675,13 +705,72 @@ def check_tensor_parallel(work: Workload, gpus: int, tp: int) -> None:
         raise SizingError(str(exc)) from None
 
 
+# Pipeline stages tried for a serving replica when the workload states none.
+PIPELINE_CHOICES = (1, 2, 4, 8)
+TENSOR_PARALLEL_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def serving_layouts(work: Workload, gpus: int) -> list[tuple[int, int]]:
+    """(TP, PP) replica layouts the GPUs divide into and the model takes (at most one attention
+    head per GPU, one layer per stage): PP as given when the workload states more than one
+    stage, else each of PIPELINE_CHOICES."""
+    arch = work.arch
+    stages = (work.pipeline_parallel,) if work.pipeline_parallel > 1 else PIPELINE_CHOICES
+    return [
+        (tp, pp)
+        for pp in stages
+        for tp in TENSOR_PARALLEL_CHOICES
+        if gpus % (tp * pp) == 0
+        and (arch.heads <= 1 or tp <= arch.heads)
+        and tp <= MAX_TENSOR_PARALLEL
+        and (not arch.layers or pp <= arch.layers)
+    ]
+
+
+def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
+    """Serving with no layout given: of the valid layouts (`serving_layouts`) that fit and meet
+    the latency targets, the one the model predicts the most output tokens/s for (ties: more
+    replicas, then fewer stages), with why in `layout_chosen`; when none fits, the smallest
+    tensor-parallel degree that holds the workload (`default_tensor_parallel`), to say why."""
+    sized = [
+        _serve(dataclasses.replace(work, pipeline_parallel=pp), gpu, gpus, tp)
+        for tp, pp in serving_layouts(work, gpus)
+    ]
+    fitting = [r for r in sized if r.fits]
+    if not fitting:
+        return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
+    fitting.sort(key=lambda r: (-r.tokens_per_s, r.tensor_parallel * r.pipeline_parallel))
+    best = fitting[0]
+    best.layout_chosen = _layout_reason(best, fitting[1:])
+    return best
+
+
+def _layout_name(result: Estimate) -> str:
+    tp, pp = result.tensor_parallel, result.pipeline_parallel
+    return f"TP{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
+
+
+def _layout_reason(best: Estimate, others: list[Estimate]) -> str:
+    reason = (
+        f"{_layout_name(best)} x {best.replicas} replica(s): {best.tokens_per_s:,.0f} tok/s "
+        f"(TPOT {best.tpot_ms or 0:.0f} ms), the fastest of {len(others) + 1} layouts that fit"
+    )
+    if others:
+        runner = others[0]
+        reason += (
+            f"; next {_layout_name(runner)}: {runner.tokens_per_s:,.0f} tok/s "
+            f"(TPOT {runner.tpot_ms or 0:.0f} ms); --tp/--pp set it"
+        )
+    return reason
+
+
 def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
     """Smallest power-of-two TP whose replicas of TP x PP GPUs divide the GPUs and hold the
     requested concurrency in KV cache (else the smallest that fits at all; else all GPUs,
     capped)."""
     pp = work.pipeline_parallel
     degrees = [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % (d * pp) == 0 and d * pp <= gpus]
-    wanted = work.concurrency * (work.input_tokens + work.output_tokens)
+    wanted = (work.concurrency or 1) * kv_tokens_per_request(work)
     for enough in (wanted, 1):
         for degree in degrees:
             if kv_tokens(work, gpu, degree) >= enough:
@@ -691,9 +780,9 @@ def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
 
 def training_memory(work: Workload, gpus: int) -> dict[str, float]:
     """Per GPU, GiB. Full/pre-training: mixed-precision AdamW at 16 B/param sharded ZeRO-3 over
-    the GPUs; LoRA: frozen 16-bit weights (QLoRA: NF4 ≈ 0.56 B) + adapters; activations with
-    full recomputation (2·s·h bytes per layer) and the logits buffer, split by model
-    parallelism over up to the 8 GPUs of a node."""
+    the GPUs; LoRA: frozen 16-bit weights (QLoRA: NF4 ≈ 0.56 B) + adapters; the activations the
+    recompute policy keeps (`activation_bytes_per_token`) for one sequence, and the logits
+    buffer, split by model parallelism over up to the 8 GPUs of a node."""
     arch, n = work.arch, work.arch.total_params
     if work.task in ("pretrain", "finetune"):
         state = {"model_state": 16 * n / gpus}
@@ -703,10 +792,60 @@ def training_memory(work: Workload, gpus: int) -> dict[str, float]:
         state = {"weights": frozen * n / gpus, "adapters_and_optimizer": adapters}
     # Model parallelism (tensor/pipeline) inside a node splits activations across its GPUs.
     model_parallel = min(gpus, 8)
-    activations = 2 * work.seq_len * arch.hidden * arch.layers * 2 / model_parallel
+    activations = work.seq_len * activation_bytes_per_token(work) / model_parallel
     logits = work.seq_len * arch.vocab * 4 / model_parallel
     parts = state | {"activations": float(activations), "logits": float(logits)}
     return {k: v / GIB for k, v in parts.items()}
+
+
+# Activations training keeps for the backward pass, bytes per layer and token of a micro-batch
+# of one sequence (16-bit activations), from Korthikanti et al. 2022, "Reducing Activation
+# Recomputation in Large Transformer Models" (MLSys 2023, §4, eq. 1-2 and Table 2): per layer
+# s·b·h·(34 + 5·a·s/h) without recomputation, 34·s·b·h with selective recomputation (the
+# attention core — QKᵀ, softmax, its dropout and the product with V — is re-run, which drops
+# the 5·a·s²·b term), 2·s·b·h with full recomputation (each layer's input alone); with tensor
+# and sequence parallelism all three divide by t (`training_memory` splits over the node).
+# Assumptions: the 34 is the paper's GPT block (GeLU MLP at 4h, dropout); a Llama block
+# (SwiGLU at ~3.5h, GQA, no dropout) keeps ~37·s·b·h by the same count — within the ±30 % the
+# form is good for. FlashAttention (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient
+# Exact Attention with IO-Awareness") never stores the s×s scores: its backward recomputes them
+# from O(s) softmax statistics, so on every stack that uses it (all but megatron-2021, which
+# predates it) no recomputation keeps 34·s·b·h, as selective recomputation does.
+ACTIVATION_BYTES_PER_HIDDEN = {"none": 34.0, "selective": 34.0, "full": 2.0}
+ATTENTION_SCORE_BYTES = 5.0  # × a·s per layer and token without FlashAttention
+# The policies in order of recomputation: unset, a run takes the first whose memory fits.
+RECOMPUTE_ORDER = ("none", "selective", "full")
+
+
+def activation_bytes_per_token(work: Workload) -> float:
+    """Bytes of activations kept per token of a sequence over all layers, under the run's
+    recompute policy (ACTIVATION_BYTES_PER_HIDDEN)."""
+    arch, policy = work.arch, recompute_mode(work)
+    per_layer = ACTIVATION_BYTES_PER_HIDDEN[policy] * arch.hidden
+    if policy == "none" and not uses_flash_attention(work):
+        per_layer += ATTENTION_SCORE_BYTES * arch.heads * work.seq_len
+    return per_layer * arch.layers
+
+
+def uses_flash_attention(work: Workload) -> bool:
+    """Whether the training stack runs FlashAttention (every one but the 2021 Megatron-LM)."""
+    return work.stack != "megatron-2021"
+
+
+def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload, str]:
+    """The workload with its recompute policy settled, and where the policy comes from: as
+    given; else the stack's layout (megatron-2021: full); else the least recomputation whose
+    memory fits (RECOMPUTE_ORDER), full when none does."""
+    if work.recompute:
+        return work, "given"
+    if work.stack == "megatron-2021":
+        return dataclasses.replace(work, recompute="full"), "the megatron-2021 layout's"
+    available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
+    for policy in RECOMPUTE_ORDER:
+        settled = dataclasses.replace(work, recompute=policy)
+        if sum(training_memory(settled, gpus).values()) <= available:
+            return settled, "assumed: the least recomputation whose activations fit"
+    return dataclasses.replace(work, recompute="full"), "assumed: the least memory (none fits)"
 
 
 def attention_training_flops(arch: Architecture, seq_len: int) -> float:
@@ -722,10 +861,12 @@ def attention_training_flops(arch: Architecture, seq_len: int) -> float:
 # model FLOPs in full training (Megatron-LM 2021 reports hardware FLOPs of that count), 6ND for
 # LoRA's 4ND; "selective" (Korthikanti et al. 2022) re-runs only the attention core, a few
 # percent that FlashAttention's backward pays anyway, so it adds no GEMM FLOPs; "none" keeps
-# every activation. Unset, the stack's layout decides: megatron-2021 recomputes in full, every
-# other stack is sized without recomputation (the pooled priors were fitted that way).
+# every activation (`activation_bytes_per_token` gives what each keeps). Unset, `_train`
+# settles it first (`choose_recompute`): megatron-2021 recomputes in full, every other stack
+# takes the least recomputation whose memory fits.
 def recompute_mode(work: Workload) -> str:
-    """The activation recomputation a training run uses: as given, else the stack's layout."""
+    """The activation recomputation a training run uses: as given (or settled by
+    `choose_recompute`), else the stack's layout."""
     if work.recompute:
         return work.recompute
     return "full" if work.stack == "megatron-2021" else "none"
@@ -794,6 +935,7 @@ def check_pipeline(work: Workload, gpus: float) -> None:
 
 
 def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
+    work, recompute_source = choose_recompute(work, gpu, gpus)
     memory = training_memory(work, gpus)
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
     regime = training_regime(work)
@@ -806,7 +948,13 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         available,
         uncertainty=_uncertainty(work, gpu, regime),
         regime=regime,
+        recompute=recompute_mode(work),
     )
+    if recompute_source != "given":
+        result.notes.append(
+            f"recompute {result.recompute} ({recompute_source}; --recompute none|selective|full "
+            "sets it)"
+        )
     scale = regime_factor(work, regime)
     if gpus > 1 and not has_fast_interconnect(gpu):
         scale *= 0.8
@@ -852,8 +1000,20 @@ def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, flo
     per_token = arch.vocab * 8 + mlp_width * 8 + arch.hidden * 16
     activation = PREFILL_CHUNK_TOKENS * per_token / tp / GIB
     parts = {"weights": weights, "activation_peak": activation, "runtime": RUNTIME_OVERHEAD_GIB}
-    free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
+    if work.engine in FREE_MEMORY_KV_ENGINES:
+        free = (usable_gib(gpu, 1.0) - sum(parts.values())) * SERVING_MEMORY_UTILISATION
+    else:
+        free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
     return parts, free
+
+
+# Engines that size the KV pool as a share of the memory left after loading the model, not of
+# the whole GPU: TensorRT-LLM's `kv_cache_free_gpu_mem_fraction` (default 0.90, "The
+# percentage of memory to use for KV Cache after model load", trtllm-bench's options in
+# tensorrt_llm/bench/benchmark/; the LLM API's KvCacheConfig.free_gpu_memory_fraction).
+# vLLM's gpu_memory_utilization (0.90) is a share of the whole GPU that weights, activations
+# and KV share.
+FREE_MEMORY_KV_ENGINES = ("trt-llm",)
 
 
 def kv_bytes(work: Workload) -> float:
@@ -873,6 +1033,34 @@ def kv_per_token(work: Workload, tp: int) -> float:
         return arch.kv_bytes_per_token_per_gpu(kv_bytes(work), tp) / work.pipeline_parallel
     layers = round(32 * math.cbrt(arch.total_params / 8e9))
     return 2.0 * layers * 8 * 128 * kv_bytes(work) / min(tp, 8) / work.pipeline_parallel
+
+
+# What a paged KV cache holds per request in flight. A paged engine allocates a sequence's KV
+# blocks as it grows and admits new requests against the blocks in use (vLLM: Kwon et al.
+# 2023, "Efficient Memory Management for Large Language Model Serving with PagedAttention",
+# SOSP'23, §4.2-4.5: blocks allocated on demand, preemption when they run out; SGLang's and
+# LMDeploy's schedulers likewise admit against current use). With requests at every stage of
+# their output in a saturated batch, one holds input + output/2 tokens on average.
+# TensorRT-LLM's default capacity scheduler, GUARANTEED_NO_EVICT, reserves a request's prompt
+# plus its maximum output before starting it ("Useful Runtime Options", TensorRT-LLM
+# performance tuning guide: "guarantee that a started request is never paused";
+# MAX_UTILIZATION admits against current use): it admits input + output per request.
+FULL_RESERVATION_ENGINES = ("trt-llm",)
+
+
+def kv_tokens_per_request(work: Workload) -> float:
+    """KV tokens one request in flight takes from the engine's admission budget (above)."""
+    if work.engine in FULL_RESERVATION_ENGINES:
+        return float(work.input_tokens + work.output_tokens)
+    return work.input_tokens + work.output_tokens / 2
+
+
+def max_requests(work: Workload, capacity: int) -> int:
+    """Requests a replica's KV cache of `capacity` tokens admits at once: none unless one
+    request's whole sequence fits, else the capacity over each one's admission share."""
+    if capacity < work.input_tokens + work.output_tokens:
+        return 0
+    return int(capacity // kv_tokens_per_request(work))
 
 
 def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
@@ -930,7 +1118,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     memory = (weights_read(work, micro) / tp + kv) / (bandwidth(gpu) * mbu)
     layers = arch.layers or 32
     memory += layers * layer_overhead(work) + (
-        2 * layers * allreduce_latency(gpu, tp, work.scales) if tp > 1 else 0
+        2 * layers * allreduce_latency(work, gpu, tp) if tp > 1 else 0
     )
     memory += tp_allreduce_seconds(work, gpu, tp, micro)
     memory += pipeline_send_seconds(work, gpu, tp, pp * micro)
@@ -1020,8 +1208,10 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     memory, free = serving_memory(work, gpu, tp)
     available = usable_gib(gpu, SERVING_MEMORY_UTILISATION)
     capacity = kv_tokens(work, gpu, tp)
-    max_concurrency = capacity // max(1, work.input_tokens + work.output_tokens)
-    regime = "decode" if work.task == "serve" and work.concurrency <= 4 else "serve-throughput"
+    max_concurrency = max_requests(work, capacity)
+    regime = (
+        "decode" if work.task == "serve" and (work.concurrency or 0) <= 4 else "serve-throughput"
+    )
     result = Estimate(
         gpu.id,
         gpus,
@@ -1050,21 +1240,55 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     if not result.fits:
         result.binding = "memory"
         return result
-    wanted = min(work.concurrency, max_concurrency)
-    batch, binding = _choose_batch(work, gpu, tp, wanted)
-    if binding != "latency target" and max_concurrency < work.concurrency:
+    requested = work.concurrency or engine_batch(work, gpu, max_concurrency)
+    batch, binding = _choose_batch(work, gpu, tp, min(requested, max_concurrency))
+    if binding != "latency target" and max_concurrency < requested:
         binding = "kv capacity"
         result.notes.append(
-            f"KV cache holds {max_concurrency} requests per replica of the "
-            f"{work.concurrency} requested"
+            f"KV cache holds {max_concurrency} requests per replica of the {requested} requested"
         )
-    if batch > ENGINE_DEFAULT_MAX_BATCH:
-        result.notes.append(
-            f"batch {batch} exceeds vLLM's default max_num_seqs {ENGINE_DEFAULT_MAX_BATCH}: "
-            "raise it (TensorRT-LLM: max_batch_size) or the engine caps it"
-        )
+    if work.concurrency is None:
+        result.batch_assumed = _engine_batch_reason(work, gpu, batch, max_concurrency)
+    _note_engine_cap(result, work, gpu, batch)
     _finish_serving(result, work, gpu, tp, batch, binding)
     return result
+
+
+def engine_cap(work: Workload, gpu: GpuSpec) -> int | None:
+    """The engine's default cap on the sequences a replica runs (ENGINE_DEFAULT_MAX_BATCH);
+    None for an engine that admits while its KV cache has room."""
+    if work.engine in UNCAPPED_ENGINES:
+        return None
+    large = gpu.memory_gb * USABLE_OF_NOMINAL >= LARGE_GPU_GIB and gpu.family != "A100"
+    if work.engine != "vllm-v0" and large:
+        return ENGINE_LARGE_GPU_MAX_BATCH
+    return ENGINE_DEFAULT_MAX_BATCH
+
+
+def engine_batch(work: Workload, gpu: GpuSpec, admitted: int) -> int:
+    """The batch an engine runs when the user states none: as many sequences as its KV cache
+    admits, up to its default cap."""
+    cap = engine_cap(work, gpu)
+    return max(1, admitted if cap is None else min(admitted, cap))
+
+
+def _engine_batch_reason(work: Workload, gpu: GpuSpec, batch: int, admitted: int) -> str:
+    cap = engine_cap(work, gpu)
+    name = "the engine" if work.engine == UNKNOWN else work.engine
+    if cap is not None and cap <= admitted:
+        return (
+            f"{batch} ({name}'s default cap on running sequences; the KV cache admits {admitted})"
+        )
+    return f"{batch} (as many sequences as the KV cache admits; --concurrency sets it)"
+
+
+def _note_engine_cap(result: Estimate, work: Workload, gpu: GpuSpec, batch: int) -> None:
+    cap = engine_cap(work, gpu)
+    if work.concurrency is not None and cap is not None and batch > cap:
+        result.notes.append(
+            f"batch {batch} exceeds the engine's default cap of {cap} running sequences "
+            "(vLLM: max_num_seqs): raise it or the engine caps it"
+        )
 
 
 def _choose_batch(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[int, str]:
