@@ -23,7 +23,7 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import digest as digests
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 
 SHOTS = [
     ("dashboard-prices", "/", 1280, 1000, False),
@@ -55,7 +55,7 @@ def main() -> None:
 
 def digest_html(db: Path) -> str:
     settings = load_settings(None, db=db)
-    with store.reader(db) as con:
+    with connections.reader(db) as con:
         built = digests.build(con, settings, utcnow())
     return digests.render(digests.with_health(built, settings)).html
 

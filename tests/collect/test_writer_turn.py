@@ -10,7 +10,7 @@ import pytest
 
 from priceadvisor.collect import fetch
 from priceadvisor.config import Settings, load_settings
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, errors
 from tests.conftest import query
 from tests.service.test_one_writer import hold_read_only
 
@@ -22,7 +22,7 @@ def test_a_failed_ingest_finishes_its_run_as_failed(
         raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate\nSee also …")
 
     monkeypatch.setattr(fetch, "ingest", out_of_memory)
-    with pytest.raises(store.StoreError, match=r"^ingest failed: Out of Memory Error"):
+    with pytest.raises(errors.StoreError, match=r"^ingest failed: Out of Memory Error"):
         fetch.run_cycle(settings, ["oracle", "ecb"], True, lambda *_: None)
     reason = "the snapshot could not be stored: Out of Memory Error: failed to allocate"
     assert query(db_path, "SELECT provider, status, error FROM fetch_runs ORDER BY ALL") == [
@@ -51,7 +51,7 @@ def test_a_fetch_marks_runs_of_vanished_processes_abandoned(
 ) -> None:
     fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)
     [run_id] = fetch.start_runs(settings, db_path, ["oracle"], threading.Event())
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         # a CLI fetch interrupted with Ctrl-C: its process (a PID above Linux's maximum) is gone
         con.execute("UPDATE core.fetch_runs SET pid = 4194305 WHERE run_id = ?", [run_id])
     fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)
@@ -66,8 +66,8 @@ def test_a_nested_write_in_one_thread_fails_at_once_instead_of_waiting_forever(
     db_path: Path,
 ) -> None:
     with (
-        store.writer(db_path),
-        pytest.raises(store.StoreError, match="already open in this thread"),
-        store.writer(db_path, give_up=threading.Event()),
+        connections.writer(db_path),
+        pytest.raises(errors.StoreError, match="already open in this thread"),
+        connections.writer(db_path, give_up=threading.Event()),
     ):
         pass

@@ -11,21 +11,21 @@ import pytest
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.models import utcnow
 from priceadvisor.notify import digest as digests
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from tests.conftest import cli
 from tests.service import dashboard_data
 from tests.service.browser import chromium
 
 
 def build(db: Path, settings: Settings) -> digests.Digest:
-    with store.reader(db) as con:
+    with connections.reader(db) as con:
         return digests.build(con, settings, utcnow())
 
 
 def fresh_market(db: Path) -> Path:
     """One week-old market: every interval began yesterday."""
     dashboard_data.build(db)
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         con.execute("DELETE FROM core.price_closed")
         con.execute("UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - INTERVAL 1 DAY")
     return db

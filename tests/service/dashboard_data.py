@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from priceadvisor.models import RawQuote
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from tests.conftest import ingest_quotes
 
 EVIL = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
@@ -54,7 +54,7 @@ OFFERS = {
 def build(db: Path) -> Path:
     for provider, quotes in OFFERS.items():
         ingest_quotes(db, provider, quotes)
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         _backdate_h100_history(con)
         _advice_alerts_notifications(con)
     return db

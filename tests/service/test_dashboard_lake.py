@@ -12,7 +12,7 @@ import pytest
 
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store import lake, lakecopy
 from tests.service import dashboard_data
 from tests.service.browser import ServerThread
@@ -28,7 +28,7 @@ ROUTES = [
 
 
 @contextmanager
-def serving(where: store.Target) -> Iterator[httpx.Client]:
+def serving(where: connections.Target) -> Iterator[httpx.Client]:
     app = web.build_app(Dashboard(where, "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=60) as http:
         yield http

@@ -12,7 +12,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from priceadvisor.config import load_settings
 from priceadvisor.service.daemon import Daemon
-from priceadvisor.store import db, lake, leases
+from priceadvisor.store import connections, lake, leases
 from tests.conftest import ingest_quotes
 from tests.store.test_lake_maintenance import quotes
 
@@ -45,7 +45,7 @@ def test_two_daemons_on_one_lake_maintain_it_once(
     asyncio.run(first.maintenance_job())
     asyncio.run(second.maintenance_job())
 
-    with db.writer(first.path) as con:
+    with connections.writer(first.path) as con:
         assert leases.current(con, "maintenance")[0] == first.holder
     merged = [r for r in caplog.records if r.getMessage().startswith("merged ")]
     skipped = [r for r in caplog.records if r.getMessage().startswith("skipped: ")]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.store.daemonlock import DaemonLock, DaemonRunning, lock_path
-from priceadvisor.store.db import StoreError
+from priceadvisor.store.errors import StoreError
 
 
 def test_a_second_holder_is_refused_with_the_first_ones_pid(db_path: Path) -> None:

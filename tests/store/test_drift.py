@@ -11,7 +11,8 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
+from priceadvisor.store.runs import start_run
 from priceadvisor.store.drift import drift_reason
 from priceadvisor.store.ingest import ingest
 from tests.conftest import azure_pages, ingest_quotes, query
@@ -45,8 +46,8 @@ def test_a_snapshot_under_half_the_last_good_run_closes_nothing(db_path: Path) -
 
 def test_a_drifted_run_records_no_complete_scope(db_path: Path) -> None:
     ingest_quotes(db_path, "azure", quotes(10))
-    with store.writer(db_path) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(db_path) as con:
+        run_id = start_run(con, "azure")
         result = FetchResult(
             "azure", RunStatus.OK, quotes(2), frozenset({"region-0"}), finished_at=utcnow()
         )
@@ -73,7 +74,7 @@ def test_a_moderate_shrink_is_an_ordinary_ok_run(db_path: Path) -> None:
 
 def test_threshold_is_configurable_and_zero_turns_it_off(db_path: Path) -> None:
     ingest_quotes(db_path, "azure", quotes(10))
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         assert drift_reason(con, "azure", 2, 0.0) is None
         assert drift_reason(con, "azure", 8, 0.9) is not None
         assert drift_reason(con, "azure", 9, 0.9) is None

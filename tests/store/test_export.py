@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.export import MANIFEST, ExportError, export_database
 
 
@@ -71,7 +71,7 @@ def test_a_folder_of_someone_elses_is_refused(migrated_db: Path, tmp_path: Path)
 def test_the_exporting_connection_can_write_nowhere_else(migrated_db: Path, tmp_path: Path) -> None:
     allowed = tmp_path / "staging"
     allowed.mkdir()
-    with store.reader(migrated_db, 10, writable_dir=allowed) as con:
+    with connections.reader(migrated_db, 10, writable_dir=allowed) as con:
         con.execute(f"COPY (SELECT 1) TO '{allowed}/ok.csv'")
         for statement in (
             f"COPY (SELECT 1) TO '{tmp_path}/elsewhere.csv'",

@@ -165,7 +165,7 @@ def test_bad_lake_settings_are_one_line_usage_errors(
 
 def test_secrets_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from priceadvisor.config import load_settings
-    from priceadvisor.store import db as store
+
 
     monkeypatch.setenv("PRICEADVISOR_CATALOG_PASSWORD", "s3cret")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")

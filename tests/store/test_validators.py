@@ -4,19 +4,19 @@ from pathlib import Path
 
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import CachedBody, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.validators import load_validators, save_validators
 from tests.localserver import local_settings, serving
 
 
 def test_renewed_validators_survive_a_new_connection(db_path: Path) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         cache = load_validators(con, "oracle")
         assert cache.entries == {}
         cache.put("https://x/products", CachedBody(b'{"items": []}', '"v1"', None))
         assert save_validators(con, cache) == 1
         assert save_validators(con, cache) == 0  # nothing renewed since
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         again = load_validators(con, "oracle")
         other = load_validators(con, "azure")
     assert again.entries == {"https://x/products": CachedBody(b'{"items": []}', '"v1"', None)}

@@ -33,8 +33,8 @@ from priceadvisor.cli.sqlguard import check_read_only
 from priceadvisor.config_light import ConfigError, default_db_path, recorded_db_path
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import ResourceError
-from priceadvisor.store import db as store
-from priceadvisor.store import reads
+from priceadvisor.store import errors, reads
+from priceadvisor.store.handle import Store
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
@@ -119,7 +119,8 @@ def fetch(
         raise UsageError("no provider enabled: enable one in the config or pass --provider")
     # Recorded prices never land in the live database by default: they would pass for live.
     path = recorded_db_path() if offline and current.db is None and not into_live else None
-    summaries = _fetch_with_progress(settings, ids, offline, path)
+    store = Store(path, settings.lock_timeout) if path is not None else current.store
+    summaries = _fetch_with_progress(settings, store, ids, offline)
     render(_summary_table(summaries), fmt, out, title="Fetch summary")
     if path is not None:
         err.print(f"recorded responses written to {path}; read them with --db {path}")
@@ -128,13 +129,13 @@ def fetch(
 
 
 def _fetch_with_progress(
-    settings: Settings, ids: list[str], offline: bool, path: Path | None = None
+    settings: Settings, store: Store, ids: list[str], offline: bool
 ) -> list[IngestSummary]:
     from priceadvisor.cli.progress import FetchProgress
     from priceadvisor.collect.fetch import run_cycle
 
     with FetchProgress(err, ids) as progress:
-        return run_cycle(settings, ids, offline, progress.update, path)
+        return run_cycle(settings, store, ids, offline, progress.update)
 
 
 def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
@@ -274,8 +275,7 @@ def prices(
     # Machine formats get every column unless --columns: a stable shape for scripts.
     shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
-    settings = state(ctx).read_settings
-    with store.reader(store.target(settings), settings.lock_timeout, as_of=moment) as con:
+    with state(ctx).store.reader(as_of=moment) as con:
         _resolve_gpu(con, flt, gpu)
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
@@ -324,8 +324,7 @@ def history(
 ) -> None:
     """Price intervals over time (newest first per offer), published and derived."""
     flt = _offer_filter(provider, None, None, False, pricing, include_derived=True)
-    settings = state(ctx).read_settings
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.reader() as con:
         _resolve_gpu(con, flt, gpu)
         table = reads.history(con, flt, region, instance_type, limit)
     render(table, fmt, out, title="Price history (USD)")
@@ -339,8 +338,7 @@ def sql(
 ) -> None:
     """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
     the first 1000 rows; csv and json stream every row."""
-    settings = state(ctx).read_settings
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.reader() as con:
         check_read_only(con, query)
         with _sql_errors():
             if fmt is not Format.TABLE:
@@ -365,7 +363,7 @@ def _sql_errors() -> Iterator[None]:
     try:
         yield
     except duckdb.PermissionException as exc:
-        raise UsageError(f"refused: {store.first_line(exc)}") from None
+        raise UsageError(f"refused: {errors.first_line(exc)}") from None
     except duckdb.Error as exc:
         raise UserError(f"SQL error: {_one_line(exc)}") from None
 
@@ -381,9 +379,9 @@ def export(
     """Write the public views as Parquet, hive-partitioned by day."""
     from priceadvisor.store.export import export_database
 
-    settings = state(ctx).settings
-    target = out_dir or settings.db_path().parent / "export"
-    counts = export_database(store.target(settings), target, settings.lock_timeout)
+    current = state(ctx)
+    target = out_dir or current.settings.db_path().parent / "export"
+    counts = export_database(current.store, target)
     rows = [(name, n) for name, n in counts.items()]
     render(reads.Table(["table", "rows"], rows), Format.TABLE, out, title=f"Exported to {target}")
 
@@ -394,8 +392,8 @@ def doctor(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     from priceadvisor.cli.doctor import render_report
     from priceadvisor.collect import health
 
-    settings = state(ctx).settings
-    report = health.check(settings)
+    current = state(ctx)
+    report = health.check(current.settings, current.store)
     render_report(report, fmt, out)
     if not report.healthy:
         raise typer.Exit(1)
@@ -406,7 +404,8 @@ def providers(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """List providers: enabled, configured (or why not), interval, endpoints, last run."""
     from priceadvisor.collect import health
 
-    table = health.providers_table(state(ctx).settings)
+    current = state(ctx)
+    table = health.providers_table(current.settings, current.store)
     render(table, fmt, out, title="Providers")
 
 
@@ -455,9 +454,10 @@ def demo(
     current = state(ctx)
     settings = current.settings
     path = _demo_path(current.db, replace)
-    summaries = _fetch_with_progress(settings, manifest_ids(), True, path)
+    store = Store(path, settings.lock_timeout)
+    summaries = _fetch_with_progress(settings, store, manifest_ids(), True)
     render(_summary_table(summaries), Format.TABLE, out, title="Offline fetch (recorded data)")
-    with store.reader(path, settings.lock_timeout) as con:
+    with store.reader() as con:
         table = reads.prices(
             con, reads.OfferFilter(), "gpu-hour", 25, layout.view_columns(layout.DEFAULT)
         )
@@ -509,7 +509,7 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-_USER_ERRORS = (UserError, store.StoreError, ResourceError)
+_USER_ERRORS = (UserError, errors.StoreError, ResourceError)
 
 
 def _is_unknown_provider(exc: Exception) -> bool:
@@ -558,8 +558,8 @@ def _unexpected(exc: Exception) -> str:
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or exc}{where}"
     if isinstance(exc, duckdb.Error):
-        return f"database error: {store.first_line(exc)}"
-    return f"unexpected {type(exc).__name__}: {store.first_line(exc)}"
+        return f"database error: {errors.first_line(exc)}"
+    return f"unexpected {type(exc).__name__}: {errors.first_line(exc)}"
 
 
 def _is_usage_error(exc: Exception) -> bool:

@@ -29,7 +29,6 @@ from priceadvisor.sizing.estimate import (
     software_key,
 )
 from priceadvisor.sizing.tco import rent_vs_buy
-from priceadvisor.store import db as store
 from priceadvisor.store import reads
 
 commands = typer.Typer()
@@ -336,7 +335,7 @@ def advise(
     names = [settings.workload(workload).name] if workload else [w.name for w in settings.workloads]
     from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
 
-    with store.writer(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.writer() as con:
         store_advice(con, settings.workloads)
         table = reads.fetch_table(
             con,
@@ -383,7 +382,7 @@ def tco(
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.reader() as con:
         model, rent = _rental(con, gpu, workload, settings)
     spec = gpu_catalog().gpus[model]
     price = purchase_price or spec.specs.get("approx_list_price_usd")

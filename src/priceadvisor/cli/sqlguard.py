@@ -1,8 +1,8 @@
 """What the `sql` command lets through: one plain query, or EXPLAIN [ANALYZE] of one.
 
-This is the first of two fences. The second is the reader connection itself (store.db.reader),
-which DuckDB seals against files, network, extensions and settings; so a statement that
-passes here still cannot write or fetch anything. This check gives the clear refusal, and keeps
+This is the first of two fences. The second is the reader connection itself
+(store.connections.reader), which DuckDB seals against files, network, extensions and settings;
+so a statement that passes here still cannot write or fetch anything. This check gives the clear refusal, and keeps
 EXPLAIN ANALYZE (which runs its statement) to queries.
 """
 

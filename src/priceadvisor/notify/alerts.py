@@ -29,7 +29,8 @@ import duckdb
 from priceadvisor.config import AlertRule, AlertSettings
 from priceadvisor.notify import Message
 from priceadvisor.notify import slack as blocks
-from priceadvisor.store import db as store
+from priceadvisor.store import transactions
+from priceadvisor.store.ids import next_id
 
 
 @dataclass(slots=True)
@@ -276,7 +277,7 @@ def _step(
             "send_resolved": settings.send_resolved,
         },
     )
-    store.replace_rows(
+    transactions.replace_rows(
         con,
         "core.alert_state",
         ["fingerprint"],
@@ -335,12 +336,13 @@ def silence(
     comment: str | None,
     now: dt.datetime,
 ) -> int:
-    silence_id = store.next_id(con, "core.silence_ids")
-    con.execute(
-        "INSERT INTO core.silences (id, matchers, comment, created_at, expires_at) "
-        "VALUES (?, ?, ?, ?, ?)",
-        [silence_id, json.dumps(matchers), comment, now, until],
-    )
+    with transactions.atomic(con):  # the id is logged with its row (store.ids)
+        silence_id = next_id(con, "core.silence_ids")
+        con.execute(
+            "INSERT INTO core.silences (id, matchers, comment, created_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [silence_id, json.dumps(matchers), comment, now, until],
+        )
     return silence_id
 
 
@@ -351,10 +353,10 @@ def evaluate_and_queue(
     now: dt.datetime,
 ) -> int:
     """One transaction: advance alert state and queue its notifications together."""
-    from priceadvisor.notify.outbox import enqueue  # noqa: PLC0415 - outbox imports the channels
+    from priceadvisor.notify.outbox import enqueue_within  # noqa: PLC0415 - outbox imports the channels
 
-    with store.transaction(con):
+    with transactions.atomic(con):
         return sum(
-            enqueue(con, "alert", m, channel_names)
+            enqueue_within(con, "alert", m, channel_names)
             for m in messages(evaluate(con, settings, now), now)
         )

@@ -1,6 +1,6 @@
 """The web dashboard: server-rendered pages, downloads and a JSON API over the public views.
 
-Pages and API share one set of handlers: each reads through `store.reader` in a worker thread
+Pages and API share one set of handlers: each reads through `Store.reader` in a worker thread
 (the event loop keeps serving /healthz and the scheduler meanwhile) and renders either Jinja
 (templates/web/, autoescaped) or JSON. Filters live in the query string, so every view is a
 shareable URL, and downloads take the same query string: they contain exactly the page shown.
@@ -29,7 +29,8 @@ from priceadvisor.notify import render as templates
 from priceadvisor.resources import templates_dir
 from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard as queries
-from priceadvisor.store import db as store
+from priceadvisor.store import errors
+from priceadvisor.store.handle import Store
 from priceadvisor.store.reads import Table
 
 T = TypeVar("T")
@@ -95,15 +96,15 @@ def records(table: Table) -> list[dict[str, Any]]:
 
 
 class Dashboard:
-    def __init__(self, db_path: store.Target, mode: str) -> None:
-        self.db_path = db_path
+    def __init__(self, store: Store, mode: str) -> None:
+        self.store = store
         self.mode = mode  # "live", "recorded responses" (run --offline) or "read-only"
         self._cached_choices: tuple[int, dict[str, list[Any]]] | None = None
 
     def _choices(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
         """The filter controls' values change only when the data does: kept per change stamp
         (a scan of every offer saved on most page views)."""
-        stamp = store.change_stamp(con, self.db_path)
+        stamp = self.store.change_stamp(con)
         if self._cached_choices is None or self._cached_choices[0] != stamp:
             self._cached_choices = (stamp, queries.filter_choices(con))
         return self._cached_choices[1]
@@ -113,12 +114,14 @@ class Dashboard:
         folder) may be written by it."""
 
         def work() -> T:
-            with store.reader(self.db_path, READ_LOCK_TIMEOUT, writable_dir) as con:
+            with self.store.reader(
+                writable_dir=writable_dir, lock_timeout=READ_LOCK_TIMEOUT
+            ) as con:
                 return fn(con, *args)
 
         try:
             return await anyio.to_thread.run_sync(work)
-        except store.StoreError as exc:
+        except errors.StoreError as exc:
             raise HTTPException(503, str(exc)) from None
 
     async def _parquet_bytes(self, q: queries.OfferQuery) -> bytes:

@@ -12,7 +12,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from priceadvisor.store.db import StoreError
+from priceadvisor.store.errors import StoreError
 
 
 class DaemonRunning(StoreError):
