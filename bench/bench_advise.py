@@ -47,8 +47,8 @@ from priceadvisor.manifest import manifest, manifest_ids
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 COUNTS = [1.0, 2.0, 4.0, 8.0]
 TASKS = ["serve", "batch", "lora", "finetune", "serve"]

@@ -35,8 +35,8 @@ from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.notify import alerts
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 PROVIDERS = ["aws", "azure", "gcp", "oracle", "lambda", "runpod"]
 HELD_BACK = 3  # regions per provider that appear only after the first evaluation

@@ -26,8 +26,8 @@ from gen_snapshot import snapshots
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
 from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 MANIFEST = Manifest(
     id="bench",

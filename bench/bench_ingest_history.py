@@ -52,8 +52,8 @@ from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
 from priceadvisor.service.daemon import _bound_memory
 from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 MANIFEST = Manifest(
     id="bench",
@@ -65,7 +65,9 @@ MANIFEST = Manifest(
 )
 # The daemon's ingest session checkpoints without vacuum (collect.fetch.ingest_results); a
 # checkout from before that option had none.
-INGEST_SESSION = {"vacuum": False} if "vacuum" in inspect.signature(connections.writer).parameters else {}
+INGEST_SESSION = (
+    {"vacuum": False} if "vacuum" in inspect.signature(connections.writer).parameters else {}
+)
 T0 = dt.datetime(2025, 1, 1)
 SEED = 1
 

@@ -44,10 +44,9 @@ from tests.pg import create_database, start_postgres
 
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.store import connections, transactions
-from priceadvisor.store.runs import start_run
-from priceadvisor.store import lake, maintenance
+from priceadvisor.store import connections, lake, maintenance, transactions
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 START = dt.datetime(2026, 11, 1)
 GPUS = ["H100-SXM-80GB", "H200-141GB", "B200-180GB", "A100-SXM-80GB", "L40S-48GB", "L4-24GB"]

@@ -31,10 +31,9 @@ from bench_startup import cli_sql
 from gen_snapshot import snapshots
 
 from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
-from priceadvisor.store import layout
+from priceadvisor.store import connections, layout
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 T0 = dt.datetime(2026, 11, 1)
 

@@ -57,11 +57,10 @@ from gen_snapshot import snapshots
 from priceadvisor.cli import filters
 from priceadvisor.cli import prices as layout
 from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
+from priceadvisor.store import connections, reads
 from priceadvisor.store import layout as storage_order
-from priceadvisor.store import reads
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 CLI_ARGS = ["prices", "--gpu", "H100", "--pricing", "spot"]
 TABLE_ROWS = 50  # what the CLI's table asks for without --limit

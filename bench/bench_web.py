@@ -32,8 +32,9 @@ from priceadvisor.models import FetchResult, RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
+from priceadvisor.store.handle import Store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 MANIFEST = Manifest(
     id="aws",
@@ -78,7 +79,7 @@ def build(db: Path, offers: int) -> None:
 
 
 def measure(db: Path, offers: int, requests: int) -> None:
-    app = web.build_app(Dashboard(db, "bench").routes())
+    app = web.build_app(Dashboard(Store(db), "bench").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=60) as http:
         for label, path in TARGETS.items():
             http.get(path).raise_for_status()  # warm: first open of the file, template compile

@@ -13,8 +13,7 @@ from rich.console import Console
 
 from priceadvisor.cli import prices as layout
 from priceadvisor.config_light import recorded_db_path
-from priceadvisor.store import connections
-from priceadvisor.store import reads
+from priceadvisor.store import connections, reads
 from tests.conftest import cli, query
 
 

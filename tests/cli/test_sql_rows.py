@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.cli.output import to_csv, to_json
-from priceadvisor.store import connections
-from priceadvisor.store import reads
+from priceadvisor.store import connections, reads
 from tests.conftest import cli
 
 BIG = "select range AS n, 'row ' || range AS label from range(25000)"

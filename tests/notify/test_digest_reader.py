@@ -11,6 +11,7 @@ import pytest
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.models import utcnow
 from priceadvisor.notify import digest as digests
+from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
 from tests.conftest import cli
 from tests.service import dashboard_data
@@ -93,7 +94,9 @@ def test_preview_writes_the_chart_it_references(
 
 
 def test_email_html_fits_a_390_px_phone(db_path: Path, settings: Settings, tmp_path: Path) -> None:
-    digest = digests.with_health(build(dashboard_data.build(db_path), settings), settings)
+    digest = digests.with_health(
+        build(dashboard_data.build(db_path), settings), settings, configured_store(settings)
+    )
     page = tmp_path / "digest.html"
     page.write_text(digests.render(digest).html, encoding="utf-8")
     with chromium(tmp_path, width=390, height=844) as driver:

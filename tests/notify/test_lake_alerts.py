@@ -7,8 +7,7 @@ from pathlib import Path
 
 from priceadvisor.models import utcnow
 from priceadvisor.notify import alerts, outbox
-from priceadvisor.store import connections
-from priceadvisor.store import lake
+from priceadvisor.store import connections, lake
 from tests.notify.test_alerts import DROP, fetch
 
 

@@ -23,8 +23,7 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 from priceadvisor.cli.app import main
 from priceadvisor.models import RawQuote, utcnow
 from priceadvisor.notify.slack import MAX_BLOCKS, MAX_SECTION_CHARS, paginate, sections
-from priceadvisor.store import connections
-from priceadvisor.store import leases
+from priceadvisor.store import connections, leases
 from tests.conftest import cli, ingest_quotes, query
 
 SECRET = "hunter2-SMTP-PASSWORD"

@@ -20,7 +20,9 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import Message, outbox
 from priceadvisor.notify.email import message_id
 from priceadvisor.service.daemon import Daemon
+from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
+from priceadvisor.store.handle import Store
 from tests.conftest import query
 from tests.notify.test_notify import (
     SECRET,
@@ -61,7 +63,9 @@ def queue(settings: Settings, *messages: Message) -> None:
 
 
 def deliver(settings: Settings) -> dict[str, int]:
-    return asyncio.run(outbox.deliver(settings, settings.db_path(), outbox.channels(settings)))
+    return asyncio.run(
+        outbox.deliver(settings, configured_store(settings), outbox.channels(settings))
+    )
 
 
 def rows(db: Path) -> list[tuple[Any, ...]]:
@@ -84,8 +88,8 @@ def test_two_concurrent_deliverers_send_each_row_once(db_path: Path, tmp_path: P
         async def both() -> list[dict[str, int]]:
             available = outbox.channels(settings)
             return await asyncio.gather(
-                outbox.deliver(settings, db_path, available),
-                outbox.deliver(settings, db_path, available),
+                outbox.deliver(settings, Store(db_path), available),
+                outbox.deliver(settings, Store(db_path), available),
             )
 
         first, second = asyncio.run(both())

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.models import RawQuote
-from priceadvisor.store import dashboard as queries
 from priceadvisor.store import connections
+from priceadvisor.store import dashboard as queries
 from tests.conftest import ingest_quotes
 
 

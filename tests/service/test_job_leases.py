@@ -11,8 +11,7 @@ from priceadvisor.config import load_settings
 from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import outbox
 from priceadvisor.service.daemon import Daemon
-from priceadvisor.store import connections
-from priceadvisor.store import leases
+from priceadvisor.store import connections, leases
 from tests.conftest import query
 from tests.notify.test_notify import database  # noqa: F401 - the fixture: recorded offers
 from tests.notify.test_outbox import Webhook, webhook_server

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.config import load_settings
+from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
 from tests.history import violations_in
 from tests.notify.test_notify import SECRET, Inbox, email_config, free_port, smtp_server
@@ -86,7 +87,7 @@ def test_two_daemons_a_cli_fetch_and_readers_share_one_lake(
         base = config_for(tmp_path, s, "1s")
         first = lake_config(tmp_path, base, "first", ["azure"], lake_lines, notify)
         second = lake_config(tmp_path, base, "second", ["oracle"], lake_lines, notify)
-        target = store.target(load_settings(first))
+        target = configured_store(load_settings(first)).where
         with connections.writer(target):
             pass  # the lake's first migration, so both daemons start within the helper's wait
         stop, problems, reads = threading.Event(), [], []

@@ -11,10 +11,11 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
+from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
 from priceadvisor.store.drift import drift_reason
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import azure_pages, ingest_quotes, query
 from tests.conftest import serve_azure as serve
 
@@ -85,7 +86,9 @@ def test_fetch_cycle_applies_the_configured_share(db_path: Path) -> None:
     def cycle(settings: Settings, pages: list[Any]) -> IngestSummary:
         with respx.mock:
             serve(pages)
-            [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
+            [summary] = run_cycle(
+                settings, configured_store(settings), ["azure"], False, lambda *_: None
+            )
         return summary
 
     pages = azure_pages()

@@ -12,10 +12,11 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
+from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.reads import recent_rejections
+from priceadvisor.store.runs import start_run
 from tests.conftest import azure_pages, query, with_price
 from tests.conftest import serve_azure as serve
 
@@ -23,7 +24,9 @@ from tests.conftest import serve_azure as serve
 def cycle(settings: Settings, pages: list[Any]) -> Any:
     with respx.mock:
         serve(pages)
-        [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["azure"], False, lambda *_: None
+        )
     return summary
 
 

@@ -10,12 +10,9 @@ import duckdb
 import pytest
 import stamina
 
-from priceadvisor.store import connections, transactions
-
+from priceadvisor.store import connections, lake, transactions
 from priceadvisor.store.ids import next_id
-
 from priceadvisor.store.runs import start_run
-from priceadvisor.store import lake
 
 
 @pytest.fixture

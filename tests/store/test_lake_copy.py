@@ -9,9 +9,8 @@ import duckdb
 import pytest
 
 from priceadvisor.notify import Message, alerts, outbox
-from priceadvisor.store import connections
+from priceadvisor.store import connections, lake, lakecopy
 from priceadvisor.store.runs import start_run
-from priceadvisor.store import lake, lakecopy
 from tests.conftest import cli, ingest_quotes
 from tests.store.test_lake_cli import h100, lake_config
 

@@ -16,9 +16,9 @@ import stamina
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import connections, lake, transactions
-from priceadvisor.store.runs import start_run
 from priceadvisor.store import ingest as ingest_module
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.history import violations_in
 
 ROUNDS = 4

@@ -8,7 +8,6 @@ import duckdb
 import pytest
 
 from priceadvisor.store import connections, errors, lake, lakesql, schema, transactions
-
 from priceadvisor.store.runs import start_run
 
 
@@ -73,7 +72,10 @@ def test_reader_refuses_a_lake_without_schema(tmp_path: Path) -> None:
     target = lake.Lake(catalog=str(tmp_path / "empty.ducklake"), data_path=str(tmp_path / "d"))
     with lake.connect(target):
         pass
-    with pytest.raises(errors.StoreError, match="not a priceadvisor database"), connections.reader(target):
+    with (
+        pytest.raises(errors.StoreError, match="not a priceadvisor database"),
+        connections.reader(target),
+    ):
         pass
 
 

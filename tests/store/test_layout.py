@@ -21,10 +21,10 @@ from priceadvisor.collect.fetch import ingest_results
 from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import connections, transactions
-from priceadvisor.store.runs import start_run
-from priceadvisor.store import lake, layout, reads
+from priceadvisor.store import connections, lake, layout, reads, transactions
+from priceadvisor.store.handle import Store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import query
 
 T0 = dt.datetime(2026, 11, 20, 12, 0)
@@ -106,7 +106,7 @@ def test_a_first_load_larger_than_a_row_group_is_sorted_by_the_fetch_session(
     with connections.writer(db_path) as con:
         run_id = start_run(con, "azure")
     result = FetchResult("azure", RunStatus.OK, changed(quotes, 0.6, seed=4), finished_at=T0)
-    ingest_results(load_settings(db=db_path), db_path, [run_id], [result], threading.Event())
+    ingest_results(load_settings(db=db_path), Store(db_path), [run_id], [result], threading.Event())
     assert in_order(query(db_path, STORED))
 
 
@@ -147,7 +147,7 @@ def test_a_fetch_cycle_keeps_the_table_clustered(db_path: Path) -> None:
         result = FetchResult(
             "azure", RunStatus.OK, quotes, finished_at=T0 + dt.timedelta(hours=hour)
         )
-        ingest_results(settings, db_path, [run_id], [result], threading.Event())
+        ingest_results(settings, Store(db_path), [run_id], [result], threading.Event())
         quotes = changed(quotes, 0.3, seed=hour)
         assert in_order(query(db_path, STORED))
 
@@ -273,7 +273,7 @@ def test_a_failed_rewrite_leaves_the_fetch_stored_and_ok(
         run_id = start_run(con, "azure")
     result = FetchResult("azure", RunStatus.OK, snapshot(), finished_at=T0)
     settings = load_settings(db=db_path)
-    [summary] = ingest_results(settings, db_path, [run_id], [result], threading.Event())
+    [summary] = ingest_results(settings, Store(db_path), [run_id], [result], threading.Event())
     assert summary.status is RunStatus.OK and summary.offers_new == len(snapshot())
     assert query(db_path, "SELECT count(*) FROM core.current_offers") == [(len(snapshot()),)]
     assert "not rewritten in storage order: could not write file" in caplog.text

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.models import utcnow
-from priceadvisor.store import connections
-from priceadvisor.store import leases
+from priceadvisor.store import connections, leases
 
 NOW = dt.datetime(2026, 11, 23, 8, 0)
 

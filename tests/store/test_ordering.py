@@ -11,8 +11,8 @@ import pytest
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import connections, schema
-from priceadvisor.store.runs import start_run
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import query
 from tests.history import INVARIANTS, violations
 

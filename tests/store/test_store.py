@@ -60,7 +60,10 @@ def test_failing_migration_rolls_back_with_its_bookkeeping(
         "CREATE TABLE core.half_done (x INTEGER);\nSELECT * FROM no_such_table;"
     )
     monkeypatch.setattr(schema, "migrations_dir", lambda: folder)
-    with pytest.raises(errors.StoreError, match=r"0999_broken\.sql failed"), connections.writer(db_path):
+    with (
+        pytest.raises(errors.StoreError, match=r"0999_broken\.sql failed"),
+        connections.writer(db_path),
+    ):
         pass
     con = duckdb.connect(str(db_path))
     versions = [r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()]
@@ -77,11 +80,17 @@ def test_badly_named_migration_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_reader_refuses_missing_and_foreign_files(tmp_path: Path) -> None:
-    with pytest.raises(errors.StoreError, match="no database at"), connections.reader(tmp_path / "x"):
+    with (
+        pytest.raises(errors.StoreError, match="no database at"),
+        connections.reader(tmp_path / "x"),
+    ):
         pass
     other = tmp_path / "other.duckdb"
     duckdb.connect(str(other)).close()
-    with pytest.raises(errors.StoreError, match="not a priceadvisor database"), connections.reader(other):
+    with (
+        pytest.raises(errors.StoreError, match="not a priceadvisor database"),
+        connections.reader(other),
+    ):
         pass
 
 

@@ -13,10 +13,9 @@ import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import dashboard, reads
-from priceadvisor.store import connections
-from priceadvisor.store.runs import start_run
+from priceadvisor.store import connections, dashboard, reads
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 # Six offers at one price per GPU-hour: only their keys tell them apart.
 KEYS = [

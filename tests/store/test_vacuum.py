@@ -8,7 +8,6 @@ from pathlib import Path
 import duckdb
 
 from priceadvisor.store import connections
-
 from priceadvisor.store.runs import start_run
 
 ROWS = 300_000  # three row groups: deleting most of them lets a vacuum merge them into one

@@ -489,19 +489,18 @@ def _offers_source(provider: str) -> bool:
 
 
 def _demo_path(given: Path | None, replace: bool) -> Path:
-    """The demo's own database: a temporary file unless --db names one (never the configured
-    one: the demo's recorded prices must not mix with live ones)."""
+    """The demo's own database: a file in a new temporary folder of its own unless --db names
+    one (never the configured one: the demo's recorded prices must not mix with live ones;
+    and two demos at once must not replace each other's)."""
     import tempfile
 
     if given is None:
-        path = Path(tempfile.gettempdir()) / "priceadvisor-demo" / "demo.duckdb"
-    else:
-        path = given
-        if path.exists() and not replace:
-            raise UserError(f"{path} exists; the demo needs a fresh database (add --replace)")
-    for stale in (path, path.with_name(path.name + ".wal")):
+        return Path(tempfile.mkdtemp(prefix="priceadvisor-demo-")) / "demo.duckdb"
+    if given.exists() and not replace:
+        raise UserError(f"{given} exists; the demo needs a fresh database (add --replace)")
+    for stale in (given, given.with_name(given.name + ".wal")):
         stale.unlink(missing_ok=True)
-    return path
+    return given
 
 
 def _one_line(exc: BaseException) -> str:

@@ -2,8 +2,8 @@
 
 This is the first of two fences. The second is the reader connection itself
 (store.connections.reader), which DuckDB seals against files, network, extensions and settings;
-so a statement that passes here still cannot write or fetch anything. This check gives the clear refusal, and keeps
-EXPLAIN ANALYZE (which runs its statement) to queries.
+so a statement that passes here still cannot write or fetch anything. This check gives the
+clear refusal, and keeps EXPLAIN ANALYZE (which runs its statement) to queries.
 """
 
 from __future__ import annotations

@@ -184,6 +184,8 @@ class Daemon:
         _bound_memory()
         _import_advisor(self.settings)
         await asyncio.to_thread(self._prepare_database)
+        if self.lock is not None:
+            self.lock.hold_database_file()  # the file exists now: lock it under every name
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
         for provider in self.providers:
             self._schedule(scheduler, provider)

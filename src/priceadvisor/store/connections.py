@@ -325,11 +325,24 @@ def _open(
             return quiet(duckdb.connect(str(path), read_only=read_only, config=config))
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
-                raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
+                raise _unopenable(path, exc) from None
             wait.holder = _holder(str(exc))
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
+            raise _unopenable(path, exc) from None
         wait.pause()
+
+
+def _unopenable(path: Path, exc: duckdb.Error) -> StoreError:
+    """A write-ahead log DuckDB cannot replay (torn or corrupt by a crash or a bad disk) keeps
+    the file closed for good: the error names the way out (docs/operations.md)."""
+    if _WAL_REPLAY not in str(exc):
+        return StoreError(f"cannot open database {path}: {first_line(exc)}")
+    wal = path.with_name(path.name + ".wal")
+    return StoreError(
+        f"cannot open database {path}: its write-ahead log {wal} does not replay "
+        f"({first_line(exc)}); move that file aside (mv {wal} {wal}.broken) to open the "
+        "database as of its last checkpoint, as docs/operations.md describes"
+    )
 
 
 def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

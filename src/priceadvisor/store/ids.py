@@ -42,13 +42,13 @@ def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
 
 
 def _require_transaction(con: duckdb.DuckDBPyConnection, sequence: str) -> None:
-    """DuckDB says whether a transaction is open only by refusing a second BEGIN."""
-    try:
-        con.execute("BEGIN TRANSACTION")
-    except duckdb.TransactionException:
-        return  # the caller's transaction is open: the id is logged with its row
-    con.execute("ROLLBACK")
-    raise StoreError(f"an id of {sequence} was taken outside the transaction that writes its row")
+    """DuckDB does not say whether a connection is in a transaction, but an autocommit
+    statement runs in a transaction of its own: two in a row see two transaction ids."""
+    first, second = (con.execute("SELECT current_transaction_id()").fetchone() for _ in range(2))
+    if first != second:
+        raise StoreError(
+            f"an id of {sequence} was taken outside the transaction that writes its row"
+        )
 
 
 @retry_on(lambda exc: isinstance(exc, _CounterMoved) or is_conflict(exc), 20)
