@@ -119,7 +119,7 @@ def fetch(
         raise UsageError("no provider enabled: enable one in the config or pass --provider")
     # Recorded prices never land in the live database by default: they would pass for live.
     path = recorded_db_path() if offline and current.db is None and not into_live else None
-    store = Store(path, settings.lock_timeout) if path is not None else current.store
+    store = current.store if path is None else current.store.with_file(path)
     summaries = _fetch_with_progress(settings, store, ids, offline)
     render(_summary_table(summaries), fmt, out, title="Fetch summary")
     if path is not None:
@@ -454,7 +454,7 @@ def demo(
     current = state(ctx)
     settings = current.settings
     path = _demo_path(current.db, replace)
-    store = Store(path, settings.lock_timeout)
+    store = current.store.with_file(path)
     summaries = _fetch_with_progress(settings, store, manifest_ids(), True)
     render(_summary_table(summaries), Format.TABLE, out, title="Offline fetch (recorded data)")
     with store.reader() as con:

@@ -39,6 +39,10 @@ class Store:
     def lake(self) -> lake.Lake | None:
         return self.where if isinstance(self.where, lake.Lake) else None
 
+    def with_file(self, path: Path) -> Store:
+        """The same timeouts on another DuckDB file (the demo's, the recorded responses')."""
+        return Store(path, self.lock_timeout)
+
     def describe(self) -> str:
         """For messages: a file's path, a lake's catalog without its password."""
         return connections.describe(self.where)
