@@ -336,14 +336,18 @@ def silence(
     comment: str | None,
     now: dt.datetime,
 ) -> int:
-    with transactions.atomic(con):  # the id is logged with its row (store.ids)
+    """Add a silence in a transaction of its own, which also logs its id (store.ids)."""
+
+    def insert(con: duckdb.DuckDBPyConnection) -> int:
         silence_id = next_id(con, "core.silence_ids")
         con.execute(
             "INSERT INTO core.silences (id, matchers, comment, created_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?)",
             [silence_id, json.dumps(matchers), comment, now, until],
         )
-    return silence_id
+        return silence_id
+
+    return transactions.retried(con, insert)
 
 
 def evaluate_and_queue(

@@ -61,8 +61,9 @@ def channels(settings: Settings) -> dict[str, Channel]:
 def enqueue(
     con: duckdb.DuckDBPyConnection, kind: str, message: Message, channel_names: list[str]
 ) -> int:
-    """`enqueue_within` in a transaction of its own, which also logs the ids it takes."""
-    return transactions.run_atomic(con, lambda c: enqueue_within(c, kind, message, channel_names))
+    """`enqueue_within` in a transaction of its own, which also logs the ids it takes; run
+    again on a lake when another writer's commit wins (transactions.retried)."""
+    return transactions.retried(con, lambda c: enqueue_within(c, kind, message, channel_names))
 
 
 def enqueue_within(

@@ -10,17 +10,17 @@ import duckdb
 
 from priceadvisor.models import utcnow
 from priceadvisor.store.ids import next_id
-from priceadvisor.store.transactions import atomic
+from priceadvisor.store.transactions import retried
 
 
 def start_runs(
     con: duckdb.DuckDBPyConnection, providers: list[str], source: str = "live"
 ) -> list[int]:
     """Record a run per provider as `running` before its network work, so a crash leaves a
-    trace; in one transaction, which also logs the ids taken (store.ids). `source` is 'live' or
-    'recorded' (the shipped responses): recorded never passes for live."""
-    with atomic(con):
-        return [_start_run(con, provider, source) for provider in providers]
+    trace; in one transaction, which also logs the ids taken (store.ids), run again on a lake
+    when another writer's commit wins. `source` is 'live' or 'recorded' (the shipped
+    responses): recorded never passes for live."""
+    return retried(con, lambda c: [_start_run(c, provider, source) for provider in providers])
 
 
 def start_run(con: duckdb.DuckDBPyConnection, provider: str, source: str = "live") -> int:
