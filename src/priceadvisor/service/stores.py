@@ -4,7 +4,7 @@ the DuckDB file (--db, PRICEADVISOR_DB) or the [lake], with the lake's secrets r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from priceadvisor.store.handle import Store
 from priceadvisor.store.lake import S3, Lake
@@ -19,7 +19,8 @@ def configured_store(settings: DbSettings) -> Store:
     full load), so only the full Settings can lead here to a lake."""
     lake_settings = getattr(settings, "lake", None)
     if getattr(settings, "storage", "duckdb") == "ducklake" and lake_settings is not None:
-        return Store(configured_lake(settings, lake_settings), settings.lock_timeout)  # type: ignore[arg-type]
+        lake = configured_lake(cast("Settings", settings), lake_settings)
+        return Store(lake, settings.lock_timeout)
     return Store(settings.db_path(), settings.lock_timeout)
 
 
