@@ -149,7 +149,8 @@ def writer(
     takes, warning every `lock_timeout`, until `give_up` is set (the daemon's shutdown).
     On a lake there is no file lock to wait for: writers run at once and DuckLake orders their
     transactions (a conflicting commit fails with duckdb.TransactionException, see
-    `retry_conflicts`).
+    `transactions.retry_conflicts`). Migrated means store.schema.prepare has run: it also
+    repairs a sequence left behind its table (store.ids).
 
     `vacuum=False`: the closing CHECKPOINT leaves the space of deleted rows in place (DuckDB's
     `max_vacuum_tasks=0`) instead of merging the row groups that hold them; the next writer
