@@ -46,8 +46,9 @@ from priceadvisor.config import WorkloadProfile
 from priceadvisor.manifest import manifest, manifest_ids
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.sizing.advisor import store_advice
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 COUNTS = [1.0, 2.0, 4.0, 8.0]
 TASKS = ["serve", "batch", "lora", "finetune", "serve"]
@@ -88,9 +89,9 @@ def build(db: Path, n_offers: int, seed: int) -> int:
                 interruption_rate=rng.choice((None, 0.05, 0.2)) if spot else None,
             )
         )
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         for provider, found in quotes.items():
-            run_id = store.start_run(con, provider)
+            run_id = start_run(con, provider)
             result = FetchResult(provider, RunStatus.OK, found, finished_at=utcnow())
             ingest(con, run_id, result, manifest(provider))
         [(stored,)] = con.execute("SELECT count(*) FROM offers").fetchall()
@@ -134,7 +135,7 @@ def measure(db: Path, n_workloads: int, repeat: int, daemon: bool, rows_file: Pa
         daemon_module._bound_memory()  # exactly what the daemon sets
     profiles = workloads(n_workloads)
     timings, cpu = [], []
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         for _ in range(repeat):
             started, cpu_started = time.perf_counter(), time.process_time()
             store_advice(con, profiles, keep=KEEP)
@@ -178,7 +179,7 @@ def per_row(db: Path, n_workloads: int) -> tuple[float, float, list[list[Any]]]:
     # Not at the top: the timed child may import another checkout's priceadvisor (--code).
     from tests.sizing.per_row import ranking  # noqa: PLC0415
 
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         started, cpu_started = time.perf_counter(), time.process_time()
         expected = ranking(con, workloads(n_workloads), KEEP)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started

@@ -34,8 +34,9 @@ from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.notify import alerts
 from priceadvisor.sizing.advisor import store_advice
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 PROVIDERS = ["aws", "azure", "gcp", "oracle", "lambda", "runpod"]
 HELD_BACK = 3  # regions per provider that appear only after the first evaluation
@@ -62,7 +63,7 @@ def snapshot(provider: int, offers: int, rounds: int) -> list[RawQuote]:
 
 def ingest_round(db: Path, offers: int, providers: int, rounds: int) -> None:
     """One fetch of every provider (run in a child process), then the advice ranking."""
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         for i, provider in enumerate(PROVIDERS[:providers]):
             result = FetchResult(
                 provider,
@@ -70,7 +71,7 @@ def ingest_round(db: Path, offers: int, providers: int, rounds: int) -> None:
                 snapshot(i, offers // providers, rounds),
                 finished_at=utcnow(),
             )
-            ingest(con, store.start_run(con, provider), result, manifest_for(provider))
+            ingest(con, start_run(con, provider), result, manifest_for(provider))
         if rounds == 0:
             fail_runs(con, PROVIDERS[providers])
         store_advice(con, [WORKLOAD])
@@ -79,7 +80,7 @@ def ingest_round(db: Path, offers: int, providers: int, rounds: int) -> None:
 def fail_runs(con: duckdb.DuckDBPyConnection, provider: str) -> None:
     for _ in range(RULES.failing_after):
         failed = FetchResult(provider, RunStatus.FAILED, [], error="HTTP 500", finished_at=utcnow())
-        ingest(con, store.start_run(con, provider), failed, manifest_for(provider))
+        ingest(con, start_run(con, provider), failed, manifest_for(provider))
 
 
 def manifest_for(provider: str) -> Manifest:
@@ -105,7 +106,7 @@ def in_child(db: Path, offers: int, providers: int, rounds: int) -> None:
 
 def evaluate(db: Path) -> tuple[float, int, int, int]:
     """(seconds, offers, series, notifications queued) of one evaluation, as the daemon runs it."""
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         started = time.perf_counter()
         queued = alerts.evaluate_and_queue(con, RULES, ["email", "slack"], utcnow())
         elapsed = time.perf_counter() - started
@@ -126,7 +127,7 @@ def main() -> None:
     args = parser.parse_args()
     offers = 20_000 if args.quick else args.offers
     # The daemon's bounds (service.daemon._bound_memory): DuckDB gets 128 MB and one thread.
-    store.CONNECTION_CONFIG.update(
+    connections.CONNECTION_CONFIG.update(
         {"memory_limit": "128MB", "allocator_flush_threshold": "4MB", "threads": 1}
     )
     with tempfile.TemporaryDirectory() as tmp:

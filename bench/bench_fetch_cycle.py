@@ -27,11 +27,12 @@ from tests.localserver import local_settings, serving
 from priceadvisor.collect.adapters import REGISTRY
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings
+from priceadvisor.service.stores import configured_store
 
 
 def timed(config: Settings, ids: list[str]) -> tuple[float, int]:
     started = time.perf_counter()
-    summaries = run_cycle(config, ids, False, lambda *_: None)
+    summaries = run_cycle(config, configured_store(config), ids, False, lambda *_: None)
     assert all(s.status.value == "ok" for s in summaries), [
         (s.provider, s.error) for s in summaries
     ]

@@ -25,8 +25,9 @@ from gen_snapshot import snapshots
 
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 MANIFEST = Manifest(
     id="bench",
@@ -51,11 +52,11 @@ def main() -> None:
 def run(db: Path, offers: int, count: int, change: float) -> None:
     timings, clock = [], dt.datetime(2026, 11, 1)
     stream = snapshots(offers, change)
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         for i in range(count):
             quotes, changed = next(stream)
             clock += dt.timedelta(minutes=15)
-            run_id = store.start_run(con, "bench")
+            run_id = start_run(con, "bench")
             result = FetchResult("bench", RunStatus.OK, quotes, finished_at=clock)
             started = time.perf_counter()
             summary = ingest(con, run_id, result, MANIFEST)

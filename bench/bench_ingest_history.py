@@ -51,8 +51,9 @@ from gen_snapshot import base_quotes, next_snapshot
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
 from priceadvisor.service.daemon import _bound_memory
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 MANIFEST = Manifest(
     id="bench",
@@ -64,7 +65,9 @@ MANIFEST = Manifest(
 )
 # The daemon's ingest session checkpoints without vacuum (collect.fetch.ingest_results); a
 # checkout from before that option had none.
-INGEST_SESSION = {"vacuum": False} if "vacuum" in inspect.signature(store.writer).parameters else {}
+INGEST_SESSION = (
+    {"vacuum": False} if "vacuum" in inspect.signature(connections.writer).parameters else {}
+)
 T0 = dt.datetime(2025, 1, 1)
 SEED = 1
 
@@ -111,14 +114,14 @@ FROM _past AS p JOIN _keys AS c USING (k)
 def build(db: Path, offers: int, hours: int, change: float) -> dict[str, float]:
     """The history described in the module docstring; returns how long building took."""
     started = time.perf_counter()
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         con.execute(
             "INSERT INTO core.fetch_runs (provider, started_at, finished_at, observed_at, "
             "status, offers_seen, source) SELECT 'bench', t, t, t, 'ok', ?, 'live' "
             "FROM (SELECT ?::TIMESTAMP + to_hours(h) AS t FROM range(?) AS r(h))",
             [offers, T0, hours],
         )
-        run_id = store.start_run(con, "bench")
+        run_id = start_run(con, "bench")
         quotes = base_quotes(offers, SEED)
         ingest(
             con,
@@ -166,7 +169,7 @@ def _reorder(con: object, table: str, order: str) -> None:
 
 
 def sizes(db: Path) -> dict[str, float]:
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         con.execute("CHECKPOINT")
         total, free = con.execute(
             "SELECT total_blocks, free_blocks FROM pragma_database_size()"
@@ -207,7 +210,7 @@ def measure(db: str, offers: int, hours: int, change: float, ingests: int, growt
     """In the child: the daemon's bounds, then timed hourly ingests, then growth ingests."""
     _bound_memory()
     path = Path(db)
-    with store.writer(path):
+    with connections.writer(path):
         pass  # migrations, catalogs and views: once per process, as in the daemon
     rng = random.Random(SEED + hours)
     quotes = base_quotes(offers, SEED)
@@ -218,10 +221,10 @@ def measure(db: str, offers: int, hours: int, change: float, ingests: int, growt
     for i in range(ingests + growth):
         if i:
             quotes, _ = next_snapshot(quotes, change, rng)
-        with store.writer(path) as con:  # the daemon starts a run before fetching
-            run_id = store.start_run(con, "bench")
+        with connections.writer(path) as con:  # the daemon starts a run before fetching
+            run_id = start_run(con, "bench")
         started_cpu, started = time.process_time(), time.perf_counter()
-        with store.writer(path, **INGEST_SESSION) as con:
+        with connections.writer(path, **INGEST_SESSION) as con:
             result = FetchResult(
                 "bench", RunStatus.OK, quotes, finished_at=now_after(hours + 1 + i)
             )

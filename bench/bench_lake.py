@@ -44,9 +44,9 @@ from tests.pg import create_database, start_postgres
 
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.store import db as store
-from priceadvisor.store import lake, maintenance
+from priceadvisor.store import connections, lake, maintenance, transactions
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 START = dt.datetime(2026, 11, 1)
 GPUS = ["H100-SXM-80GB", "H200-141GB", "B200-180GB", "A100-SXM-80GB", "L40S-48GB", "L4-24GB"]
@@ -92,7 +92,7 @@ def manifest(provider: str) -> Manifest:
 
 
 @contextmanager
-def backends(tmp: Path) -> Iterator[dict[str, store.Target]]:
+def backends(tmp: Path) -> Iterator[dict[str, connections.Target]]:
     """A fresh DuckDB file and a fresh lake (PostgreSQL catalog, local data directory)."""
     with start_postgres() as dsn:
         catalog = create_database(dsn, "bench")
@@ -103,24 +103,24 @@ def backends(tmp: Path) -> Iterator[dict[str, store.Target]]:
 
 
 def ingest_snapshots(
-    target: store.Target, provider: str, offers: int, count: int, seed: int = 1
+    target: connections.Target, provider: str, offers: int, count: int, seed: int = 1
 ) -> list[float]:
     """Seconds per snapshot: the first all new, the rest with 5 % of prices changed."""
     timings, stream = [], snapshots(offers, 0.05, seed)
     for i in range(count):
         quotes, _ = next(stream)
-        with store.writer(target) as con:
-            run_id = store.retry_conflicts(store.start_run)(con, provider)
+        with connections.writer(target) as con:
+            run_id = transactions.retry_conflicts(start_run)(con, provider)
             observed = START + dt.timedelta(minutes=15 * (i + 1))
             result = FetchResult(provider, RunStatus.OK, quotes, finished_at=observed)
             started = time.perf_counter()
             # as the fetch path does: a commit lost to the other writer is redone whole
-            store.retry_conflicts(ingest)(con, run_id, result, manifest(provider))
+            transactions.retry_conflicts(ingest)(con, run_id, result, manifest(provider))
             timings.append(time.perf_counter() - started)
     return timings
 
 
-def bench_ingest(targets: dict[str, store.Target], offers: int, count: int) -> None:
+def bench_ingest(targets: dict[str, connections.Target], offers: int, count: int) -> None:
     print(f"\n## Ingest of a {offers:,}-offer snapshot")
     for name, target in targets.items():
         timings = ingest_snapshots(target, "bench", offers, count)
@@ -138,8 +138,8 @@ def timed(run: Callable[[], object], repeat: int = 5) -> float:
     return statistics.median(laps)
 
 
-def build_history(target: store.Target, offers: int, days: int) -> int:
-    with store.writer(target) as con:
+def build_history(target: connections.Target, offers: int, days: int) -> int:
+    with connections.writer(target) as con:
         con.execute("DELETE FROM core.price_intervals")
         con.execute(
             HISTORY_BUILD_SQL,
@@ -149,13 +149,13 @@ def build_history(target: store.Target, offers: int, days: int) -> int:
     return int(rows)
 
 
-def bench_queries(targets: dict[str, store.Target], offers: int, days: int) -> None:
+def bench_queries(targets: dict[str, connections.Target], offers: int, days: int) -> None:
     print(f"\n## Queries at {offers:,} offers, {days} days of hourly history")
     for name, target in targets.items():
         started = time.perf_counter()
         rows = build_history(target, offers, days)
         built = time.perf_counter() - started
-        with store.reader(target) as con:
+        with connections.reader(target) as con:
             cheapest = timed(lambda con=con: con.execute(CHEAPEST_SQL).fetchall())
             history = timed(lambda con=con: con.execute(HISTORY_SQL).fetchall())
         print(
@@ -170,7 +170,7 @@ def _writer(target: lake.Lake, provider: str, offers: int, count: int, seed: int
 
 def latencies(target: lake.Lake, until: Callable[[], bool], minimum: int) -> list[float]:
     laps: list[float] = []
-    with store.reader(target) as con:
+    with connections.reader(target) as con:
         while len(laps) < minimum or not until():
             started = time.perf_counter()
             con.execute(CHEAPEST_SQL).fetchall()
@@ -189,7 +189,7 @@ def summary(laps: list[float]) -> str:
 
 def bench_readers(target: lake.Lake, offers: int, count: int) -> None:
     print(f"\n## Reader latency on the lake, two writers ingesting {offers:,}-offer snapshots")
-    with store.writer(target):
+    with connections.writer(target):
         pass  # migrated (when only this part runs)
     idle = latencies(target, lambda: True, 20)
     print(f"idle         {summary(idle)}")
@@ -210,7 +210,7 @@ def bench_readers(target: lake.Lake, offers: int, count: int) -> None:
 def lake_storage(target: lake.Lake) -> str:
     """Data and delete files the current snapshot reads, dead rows of current_offers, rows
     inlined in the catalog, and the Parquet files on disk with their size."""
-    with store.writer(target) as con:
+    with connections.writer(target) as con:
         data, deletes = maintenance.data_files(con), maintenance.delete_files(con)
         dead = maintenance.dead_rows(con, "core", "current_offers")
         inlined = maintenance.inlined_rows(con)
@@ -241,7 +241,7 @@ def maintain_twice(target: lake.Lake) -> None:
         ("again", dt.timedelta(0), dt.timedelta(0)),  # deletes what the previous run freed
     ):
         wall, cpu = time.perf_counter(), time.process_time()
-        with store.writer(target) as con:
+        with connections.writer(target) as con:
             report = maintenance.run(con, retention, grace)
         took = f"{time.perf_counter() - wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU"
         print(f"after {label:9}{lake_storage(target)} ({took})")

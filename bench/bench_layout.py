@@ -31,9 +31,9 @@ from bench_startup import cli_sql
 from gen_snapshot import snapshots
 
 from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.store import db as store
-from priceadvisor.store import layout
+from priceadvisor.store import connections, layout
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 T0 = dt.datetime(2026, 11, 1)
 
@@ -59,8 +59,8 @@ def _scan_rows(node: dict[str, Any]) -> int:
 
 def hour(db: Path, quotes: list[Any], at: int) -> tuple[float, float | None]:
     """One ingest then the layout check: the ingest's seconds, the rewrite's (None: none)."""
-    with store.writer(db) as con:
-        run_id = store.start_run(con, "bench")
+    with connections.writer(db) as con:
+        run_id = start_run(con, "bench")
         result = FetchResult("bench", RunStatus.OK, quotes, finished_at=T0 + dt.timedelta(hours=at))
         started = time.perf_counter()
         ingest(con, run_id, result, MANIFEST)

@@ -31,7 +31,7 @@ from tests.localserver import RecordingServer, serving
 
 from priceadvisor.collect.adapters import REGISTRY
 from priceadvisor.manifest import manifest
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, errors
 
 PROVIDERS = [p for p in sorted(REGISTRY) if p != "vast"]  # vast: 25 calls per run, see note
 
@@ -81,12 +81,12 @@ def rss_mb(pid: int) -> float:
 
 def finished_runs(db: Path) -> int:
     try:
-        with store.reader(db, lock_timeout=5) as con:
+        with connections.reader(db, lock_timeout=5) as con:
             row = con.execute(
                 "SELECT count(*) FROM fetch_runs WHERE status <> 'running'"
             ).fetchone()
             return int(row[0]) if row else 0
-    except store.StoreError:
+    except errors.StoreError:
         return 0
 
 
@@ -143,7 +143,7 @@ def report(
     samples = [s for s in samples if s[1] > 0]  # before the process had mapped anything
     half = len(samples) // 2
     first, second = samples[:half], samples[half:]
-    with store.reader(db) as con:
+    with connections.reader(db) as con:
         outcomes = dict(
             con.execute("SELECT status, count(*) FROM fetch_runs GROUP BY 1").fetchall()
         )

@@ -57,10 +57,10 @@ from gen_snapshot import snapshots
 from priceadvisor.cli import filters
 from priceadvisor.cli import prices as layout
 from priceadvisor.models import FetchResult, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, reads
 from priceadvisor.store import layout as storage_order
-from priceadvisor.store import reads
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 CLI_ARGS = ["prices", "--gpu", "H100", "--pricing", "spot"]
 TABLE_ROWS = 50  # what the CLI's table asks for without --limit
@@ -103,8 +103,8 @@ WHERE o.pricing IN ('on_demand', 'spot') AND o.price_origin = 'published'
 
 def build(db: Path, offers: int) -> None:
     quotes, _ = next(snapshots(offers, 0.0))
-    with store.writer(db) as con:
-        run_id = store.start_run(con, "bench")
+    with connections.writer(db) as con:
+        run_id = start_run(con, "bench")
         result = FetchResult("bench", RunStatus.OK, quotes, finished_at=dt.datetime(2026, 11, 1))
         ingest(con, run_id, result, MANIFEST)
         storage_order.keep_clustered(con)  # as the fetch session does after its ingests
@@ -138,7 +138,7 @@ def cli_sql(db: Path) -> tuple[str, list[Any]]:
 
     reads.fetch_table = capture  # type: ignore[assignment]
     try:
-        with store.reader(db) as con:
+        with connections.reader(db) as con:
             flt = reads.OfferFilter(
                 gpu_models=filters.gpu_models("H100", reads.gpu_families(con)), pricing="spot"
             )
@@ -150,7 +150,7 @@ def cli_sql(db: Path) -> tuple[str, list[Any]]:
 
 def gpuhunt_mirror(db: Path, folder: Path) -> str:
     """A local copy of gpuhunt's catalog bucket holding the database's offers; its file:// URL."""
-    with store.reader(db) as con:
+    with connections.reader(db) as con:
         rows = con.execute(CATALOG_ROWS).fetchall()
     for provider in GPUHUNT_PROVIDERS:
         text = io.StringIO()

@@ -31,8 +31,10 @@ from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
+from priceadvisor.store.handle import Store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 MANIFEST = Manifest(
     id="aws",
@@ -69,15 +71,15 @@ def main() -> None:
 def build(db: Path, offers: int) -> None:
     started = time.perf_counter()
     quotes = base_quotes(offers, seed=7)
-    with store.writer(db) as con:
-        run_id = store.start_run(con, "aws")
+    with connections.writer(db) as con:
+        run_id = start_run(con, "aws")
         result = FetchResult("aws", RunStatus.OK, quotes, finished_at=dt.datetime(2026, 11, 1))
         summary = ingest(con, run_id, result, MANIFEST)
     print(f"{summary.offers_new} offers ingested in {time.perf_counter() - started:.1f} s")
 
 
 def measure(db: Path, offers: int, requests: int) -> None:
-    app = web.build_app(Dashboard(db, "bench").routes())
+    app = web.build_app(Dashboard(Store(db), "bench").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=60) as http:
         for label, path in TARGETS.items():
             http.get(path).raise_for_status()  # warm: first open of the file, template compile

@@ -23,7 +23,9 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import digest as digests
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections
+from priceadvisor.store.handle import Store
 
 SHOTS = [
     ("dashboard-prices", "/", 1280, 1000, False),
@@ -47,7 +49,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         db = dashboard_data.build(Path(tmp) / "shots.duckdb")
-        with ServerThread(web.build_app(Dashboard(db, "sample data").routes())) as url:
+        with ServerThread(web.build_app(Dashboard(Store(db), "sample data").routes())) as url:
             for name, path, width, height, dark in SHOTS:
                 shoot(url + path, args.out / f"{name}.png", width, height, dark, Path(tmp))
                 print(args.out / f"{name}.png")
@@ -60,9 +62,9 @@ def main() -> None:
 
 def digest_html(db: Path) -> str:
     settings = load_settings(None, db=db)
-    with store.reader(db) as con:
+    with connections.reader(db) as con:
         built = digests.build(con, settings, utcnow())
-    return digests.render(digests.with_health(built, settings)).html
+    return digests.render(digests.with_health(built, settings, configured_store(settings))).html
 
 
 def shoot(url: str, target: Path, width: int, height: int, dark: bool, tmp: Path) -> None:

@@ -119,10 +119,10 @@ def cli_process(*args: str, timeout: float = 300) -> subprocess.CompletedProcess
 @pytest.fixture(scope="module")
 def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An empty database with the current schema, shared by a module's read-only tests."""
-    from priceadvisor.store import db as store
+    from priceadvisor.store import connections
 
     path = tmp_path_factory.mktemp("migrated") / "prices.duckdb"
-    with store.writer(path):
+    with connections.writer(path):
         pass
     return path
 
@@ -144,11 +144,12 @@ def ingest_quotes(
     """One recorded run of `provider` with these quotes, ingested like a fetch."""
     from priceadvisor.manifest import manifest
     from priceadvisor.models import FetchResult, RunStatus, utcnow
-    from priceadvisor.store import db as store
+    from priceadvisor.store import connections
     from priceadvisor.store.ingest import ingest
+    from priceadvisor.store.runs import start_run
 
-    with store.writer(db) as con:
-        run_id = store.start_run(con, provider)
+    with connections.writer(db) as con:
+        run_id = start_run(con, provider)
         result = FetchResult(
             provider, status or RunStatus.OK, quotes, error=error, finished_at=utcnow()
         )

@@ -18,6 +18,7 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import IngestSummary
+from priceadvisor.service.stores import configured_store
 
 # A fault gets (path, query) and returns (status, headers, body) to send instead, or None.
 Fault = Callable[[str, dict[str, str]], tuple[int, dict[str, str], bytes] | None]
@@ -136,7 +137,8 @@ def local_settings(
 def fetch_served(provider: str, db: Path) -> tuple[IngestSummary, RecordingServer]:
     """One fetch cycle of `provider` against its recordings on a local server."""
     with serving(provider) as server:
-        [summary] = run_cycle(local_settings(db, server), [provider], False, lambda *_: None)
+        local = local_settings(db, server)
+        [summary] = run_cycle(local, configured_store(local), [provider], False, lambda *_: None)
     return summary, server
 
 
@@ -150,5 +152,7 @@ def fetch_locally(
         servers = [stack.enter_context(serving(p)) for p in providers]
         servers[0].faults.extend(faults or [])
         settings = local_settings(db, *servers, **provider)
-        summaries = run_cycle(settings, list(providers), False, lambda *_: None)
+        summaries = run_cycle(
+            settings, configured_store(settings), list(providers), False, lambda *_: None
+        )
     return {s.provider: s for s in summaries} | {"servers": {s.provider: s for s in servers}}

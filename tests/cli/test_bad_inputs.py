@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from priceadvisor.cli.app import main
-from priceadvisor.store import db as store
+from priceadvisor.store import schema
 from tests.conftest import cli_process
 
 # (arguments after `--db {db}`, exit code, a fragment of the error line). Placeholders: {db} the
@@ -287,8 +287,8 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory, data_db: Path) -> dict[s
     foreign = duckdb.connect(str(files["foreign"]))
     foreign.execute("CREATE TABLE t AS SELECT 1 AS a")
     foreign.close()
-    files["old"] = _with_version(data_db, folder / "old.duckdb", store.latest_version() - 1)
-    files["newer"] = _with_version(data_db, folder / "newer.duckdb", store.latest_version() + 1)
+    files["old"] = _with_version(data_db, folder / "old.duckdb", schema.latest_version() - 1)
+    files["newer"] = _with_version(data_db, folder / "newer.duckdb", schema.latest_version() + 1)
     return files
 
 
@@ -482,6 +482,6 @@ def test_an_unforeseen_failure_is_still_one_line(
     def fail(*_: object, **__: object) -> None:
         raise failure
 
-    monkeypatch.setattr("priceadvisor.store.db.reader", fail)
+    monkeypatch.setattr("priceadvisor.store.connections.reader", fail)
     code, _, err = run(capsys, ["--db", places["db"], "prices"])
     assert (code, err.strip()) == (1, f"error: {line}")

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import re
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -8,7 +10,7 @@ import pytest
 
 from priceadvisor.collect.adapters import REGISTRY
 from priceadvisor.manifest import manifest
-from tests.conftest import cli, cli_process
+from tests.conftest import cli, cli_process, query
 
 EU_MEMBERS = {
     "AT",
@@ -331,6 +333,23 @@ def test_demo_builds_a_fresh_database(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 1 and "--replace" in err
     code, _, _ = cli(capsys, "--db", str(target), "demo", "--replace")
     assert code == 0
+
+
+def test_two_demos_keep_their_own_databases(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --db each demo gets a database of its own: a second demo (at the same time, on
+    the same machine) never deletes the first one's."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made = []
+    for _ in range(2):
+        code, out, _ = cli(capsys, "demo")
+        assert code == 0
+        made.append(Path(re.search(r"The demo database is (\S+),", out)[1]))  # type: ignore[index]
+    assert made[0] != made[1]
+    for path in made:
+        assert path.is_relative_to(tmp_path)
+        assert query(path, "SELECT count(*) FROM offers")[0][0] > 0
 
 
 @pytest.mark.slow

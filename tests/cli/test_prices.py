@@ -13,8 +13,7 @@ from rich.console import Console
 
 from priceadvisor.cli import prices as layout
 from priceadvisor.config_light import recorded_db_path
-from priceadvisor.store import db as store
-from priceadvisor.store import reads
+from priceadvisor.store import connections, reads
 from tests.conftest import cli, query
 
 
@@ -35,7 +34,7 @@ def prices(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[in
 
 
 def test_default_table_fits_80_columns_with_every_price_whole(offline_db: Path) -> None:
-    with store.reader(offline_db) as con:
+    with connections.reader(offline_db) as con:
         columns = layout.view_columns(layout.DEFAULT)
         table = reads.prices(con, reads.OfferFilter(), "gpu-hour", None, columns)
     console = Console(width=80, record=True, color_system=None)
@@ -52,7 +51,7 @@ def test_default_table_fits_80_columns_with_every_price_whole(offline_db: Path) 
 
 
 def test_numbers_are_right_aligned_by_type(offline_db: Path) -> None:
-    with store.reader(offline_db) as con:
+    with connections.reader(offline_db) as con:
         table = reads.prices(
             con, reads.OfferFilter(), "hour", 40, layout.view_columns(layout.DEFAULT)
         )

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.cli.output import to_csv, to_json
-from priceadvisor.store import db as store
-from priceadvisor.store import reads
+from priceadvisor.store import connections, reads
 from tests.conftest import cli
 
 BIG = "select range AS n, 'row ' || range AS label from range(25000)"
@@ -47,7 +46,7 @@ def test_machine_formats_stream_every_row_as_a_whole_render_would(
 ) -> None:
     code, out, _ = cli(capsys, "--db", str(migrated_db), "sql", "-f", fmt, BIG)
     assert code == 0
-    with store.reader(migrated_db) as con:
+    with connections.reader(migrated_db) as con:
         whole = reads.fetch_table(con, BIG)
     assert out == (to_json(whole) + "\n" if fmt == "json" else to_csv(whole))
     if fmt == "json":
@@ -67,7 +66,7 @@ def test_machine_formats_of_an_empty_result(
 
 
 def test_rows_are_fetched_in_batches_not_whole(migrated_db: Path) -> None:
-    with store.reader(migrated_db) as con:
+    with connections.reader(migrated_db) as con:
         columns, batches = reads.fetch_batches(con, BIG, size=4096)
         sizes = [len(rows) for rows in batches]
     assert columns == ["n", "label"]
@@ -75,7 +74,7 @@ def test_rows_are_fetched_in_batches_not_whole(migrated_db: Path) -> None:
 
 
 def test_counting_takes_what_sql_takes(migrated_db: Path) -> None:
-    with store.reader(migrated_db) as con:
+    with connections.reader(migrated_db) as con:
         assert reads.count_rows(con, "select * from range(7); -- seven") == 7
         assert reads.count_rows(con, "with a as (select 1) select * from a, range(3)") == 3
         assert reads.count_rows(con, "pragma version") == 1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.cli.app import main
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 
 HEAVY = (
     "priceadvisor.collect.adapters",
@@ -85,7 +85,7 @@ def _read_commands(global_args: list[str], env: dict[str, str]) -> list[str]:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "prices.duckdb"
-    with store.writer(path):
+    with connections.writer(path):
         pass  # an empty database with the schema: the read path runs to the end
     return path
 

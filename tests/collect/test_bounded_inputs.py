@@ -14,6 +14,7 @@ import pytest
 from priceadvisor.collect import offline
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
+from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import RecordingServer, local_settings, serving
 
@@ -38,11 +39,11 @@ def fails_cleanly(server: RecordingServer, db: Path, **provider: object) -> str:
     """A good run, then the fault's run: failed, one line, the good run's offers unchanged."""
     settings = local_settings(db, server, **provider)
     faults, server.faults[:] = list(server.faults), []
-    [good] = run_cycle(settings, ["azure"], False, lambda *_: None)
+    [good] = run_cycle(settings, configured_store(settings), ["azure"], False, lambda *_: None)
     assert good.status is RunStatus.OK, good.error
     before = offers(db)
     server.faults[:] = faults
-    [bad] = run_cycle(settings, ["azure"], False, lambda *_: None)
+    [bad] = run_cycle(settings, configured_store(settings), ["azure"], False, lambda *_: None)
     assert bad.status is RunStatus.FAILED
     assert bad.error and "\n" not in bad.error
     assert offers(db) == before
@@ -93,7 +94,8 @@ def test_a_redirect_within_the_origin_is_followed(db_path: Path) -> None:
 
     with serving("azure") as server:
         server.faults.append(moved)
-        [summary] = run_cycle(local_settings(db_path, server), ["azure"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.OK, summary.error
     assert summary.offers_seen > 0
     assert sum(r.startswith("/moved/api/retail/prices") for r in server.requests) == 3

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
+from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import local_settings, serving
 
@@ -16,7 +17,8 @@ def offers(db: Path) -> list[tuple[object, ...]]:
 
 def test_fetch_through_a_local_server_sees_every_page(db_path: Path) -> None:
     with serving("azure") as server:
-        [summary] = run_cycle(local_settings(db_path, server), ["azure"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.offers_seen == 56
     assert len(server.requests) == 3  # NextPageLink rebased onto 127.0.0.1, not prices.azure.com
     assert all(r.startswith("/api/retail/prices") for r in server.requests)
@@ -26,12 +28,14 @@ def test_fetch_through_a_local_server_sees_every_page(db_path: Path) -> None:
 def test_server_error_on_page_two_keeps_earlier_offers(db_path: Path) -> None:
     with serving("azure") as server:
         settings = local_settings(db_path, server)
-        run_cycle(settings, ["azure"], False, lambda *_: None)
+        run_cycle(settings, configured_store(settings), ["azure"], False, lambda *_: None)
         before = offers(db_path)
         server.faults.append(
             lambda path, q: (500, {}, b"oops") if q.get("$skip") == "1000" else None
         )
-        [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["azure"], False, lambda *_: None
+        )
     assert summary.status is RunStatus.FAILED and "HTTP 500" in (summary.error or "")
     assert offers(db_path) == before
 
@@ -47,7 +51,8 @@ def test_rate_limit_with_retry_after_then_success(db_path: Path) -> None:
             return None
 
         server.faults.append(limited)
-        [summary] = run_cycle(local_settings(db_path, server), ["azure"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.requests == 5
 
 
@@ -60,7 +65,8 @@ def test_truncated_body_fails_cleanly(db_path: Path) -> None:
                 b'{"Items": [{"currencyCode": "US',
             )
         )
-        [summary] = run_cycle(local_settings(db_path, server), ["azure"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["azure"], False, lambda *_: None)
     assert summary.status is RunStatus.FAILED and "invalid JSON" in (summary.error or "")
 
 
@@ -68,5 +74,7 @@ def test_hanging_server_hits_the_deadline(db_path: Path) -> None:
     with serving("azure") as server:
         server.delay = 3.0
         settings = local_settings(db_path, server, deadline="1s")
-        [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["azure"], False, lambda *_: None
+        )
     assert summary.status is RunStatus.FAILED and "deadline" in (summary.error or "")

@@ -23,6 +23,7 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
+from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import RecordingServer, local_settings, serving
 
@@ -215,12 +216,12 @@ def test_fault_is_recorded_and_changes_nothing(provider: str, fault: str, db_pat
         hanging = (provider,) if fault == "hang-past-deadline" else ()
         settings = settings_for(servers, db_path, hanging)
         # FX first, so a provider priced in euros has its rate (ecb alone when it is the subject)
-        run_cycle(settings, ["ecb"], False, lambda *_: None)
-        [good] = run_cycle(settings, [provider], False, lambda *_: None)
+        run_cycle(settings, configured_store(settings), ["ecb"], False, lambda *_: None)
+        [good] = run_cycle(settings, configured_store(settings), [provider], False, lambda *_: None)
         assert good.status is RunStatus.OK, good.error
         before = fx_snapshot(db_path) if provider == "ecb" else snapshot(db_path, provider)
         FAULTS[fault](servers[provider])
-        [bad] = run_cycle(settings, [provider], False, lambda *_: None)
+        [bad] = run_cycle(settings, configured_store(settings), [provider], False, lambda *_: None)
     assert bad.status in (RunStatus.FAILED, RunStatus.PARTIAL)
     assert bad.error and "\n" not in bad.error and len(bad.error) < 600
     assert bad.offers_closed == 0
@@ -237,7 +238,12 @@ def test_one_failing_provider_leaves_the_others_alone(db_path: Path) -> None:
         settings = settings_for(servers, db_path, hanging=("coreweave",))
         status(500)(servers["runpod"])
         hang(servers["coreweave"])
-        summaries = {s.provider: s for s in run_cycle(settings, PROVIDERS, False, lambda *_: None)}
+        summaries = {
+            s.provider: s
+            for s in run_cycle(
+                settings, configured_store(settings), PROVIDERS, False, lambda *_: None
+            )
+        }
     assert summaries["runpod"].status is RunStatus.FAILED
     assert summaries["coreweave"].status is RunStatus.FAILED
     healthy = [p for p in PROVIDERS if p not in ("runpod", "coreweave")]

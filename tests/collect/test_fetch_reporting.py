@@ -18,6 +18,7 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 
@@ -40,7 +41,7 @@ def test_an_unreachable_source_is_one_short_cause_with_retries_counted(db_path: 
     port = closed_port()
     endpoints = {name: f"http://127.0.0.1:{port}" for name in manifest("aws").endpoints}
     settings = load_settings(db=db_path, providers={"aws": {"endpoints": endpoints}})
-    [summary] = run_cycle(settings, ["aws"], False, lambda *_: None)
+    [summary] = run_cycle(settings, configured_store(settings), ["aws"], False, lambda *_: None)
     assert summary.status is RunStatus.FAILED
     error = summary.error or ""
     assert error.startswith(f"{len(manifest('aws').regions)} scopes: cannot reach 127.0.0.1 (")
@@ -70,7 +71,8 @@ def test_the_cli_prints_no_line_per_retry(tmp_path: Path) -> None:
 def test_a_run_lasts_its_fetch_not_only_its_ingest(db_path: Path) -> None:
     with serving("ecb") as server:
         server.delay = 1.0
-        [summary] = run_cycle(local_settings(db_path, server), ["ecb"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["ecb"], False, lambda *_: None)
     assert summary.status is RunStatus.OK
     assert summary.duration_s >= 1.0
 

@@ -10,7 +10,8 @@ import pytest
 
 from priceadvisor.collect import fetch
 from priceadvisor.config import Settings, load_settings
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections, errors
 from tests.conftest import query
 from tests.service.test_one_writer import hold_read_only
 
@@ -22,8 +23,10 @@ def test_a_failed_ingest_finishes_its_run_as_failed(
         raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate\nSee also …")
 
     monkeypatch.setattr(fetch, "ingest", out_of_memory)
-    with pytest.raises(store.StoreError, match=r"^ingest failed: Out of Memory Error"):
-        fetch.run_cycle(settings, ["oracle", "ecb"], True, lambda *_: None)
+    with pytest.raises(errors.StoreError, match=r"^ingest failed: Out of Memory Error"):
+        fetch.run_cycle(
+            settings, configured_store(settings), ["oracle", "ecb"], True, lambda *_: None
+        )
     reason = "the snapshot could not be stored: Out of Memory Error: failed to allocate"
     assert query(db_path, "SELECT provider, status, error FROM fetch_runs ORDER BY ALL") == [
         ("ecb", "failed", reason),
@@ -34,10 +37,14 @@ def test_a_failed_ingest_finishes_its_run_as_failed(
 @pytest.mark.slow  # another process holds the file
 def test_a_cli_fetch_waits_for_a_reader_longer_than_lock_timeout(db_path: Path) -> None:
     settings = load_settings(db=db_path, lock_timeout="1s")
-    fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)  # creates the database
+    fetch.run_cycle(
+        settings, configured_store(settings), ["oracle"], True, lambda *_: None
+    )  # creates the database
     reader = hold_read_only(db_path, seconds=4)
     try:
-        [summary] = fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)
+        [summary] = fetch.run_cycle(
+            settings, configured_store(settings), ["oracle"], True, lambda *_: None
+        )
         assert reader.poll() is not None  # it got its turn only once the reader had gone
     finally:
         reader.kill()
@@ -49,12 +56,12 @@ def test_a_cli_fetch_waits_for_a_reader_longer_than_lock_timeout(db_path: Path) 
 def test_a_fetch_marks_runs_of_vanished_processes_abandoned(
     settings: Settings, db_path: Path
 ) -> None:
-    fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)
-    [run_id] = fetch.start_runs(settings, db_path, ["oracle"], threading.Event())
-    with store.writer(db_path) as con:
+    fetch.run_cycle(settings, configured_store(settings), ["oracle"], True, lambda *_: None)
+    [run_id] = fetch.start_runs(configured_store(settings), ["oracle"], threading.Event())
+    with connections.writer(db_path) as con:
         # a CLI fetch interrupted with Ctrl-C: its process (a PID above Linux's maximum) is gone
         con.execute("UPDATE core.fetch_runs SET pid = 4194305 WHERE run_id = ?", [run_id])
-    fetch.run_cycle(settings, ["oracle"], True, lambda *_: None)
+    fetch.run_cycle(settings, configured_store(settings), ["oracle"], True, lambda *_: None)
     assert query(db_path, "SELECT status FROM fetch_runs ORDER BY run_id") == [
         ("ok",),
         ("abandoned",),
@@ -66,8 +73,8 @@ def test_a_nested_write_in_one_thread_fails_at_once_instead_of_waiting_forever(
     db_path: Path,
 ) -> None:
     with (
-        store.writer(db_path),
-        pytest.raises(store.StoreError, match="already open in this thread"),
-        store.writer(db_path, give_up=threading.Event()),
+        connections.writer(db_path),
+        pytest.raises(errors.StoreError, match="already open in this thread"),
+        connections.writer(db_path, give_up=threading.Event()),
     ):
         pass

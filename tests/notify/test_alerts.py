@@ -12,8 +12,7 @@ from priceadvisor.catalog import region_catalog
 from priceadvisor.config import AlertRule, AlertSettings, ConfigError, load_settings
 from priceadvisor.models import RawQuote, RunStatus, utcnow
 from priceadvisor.notify import alerts
-from priceadvisor.store import db as store
-from priceadvisor.store import leases
+from priceadvisor.store import connections, leases
 from tests.conftest import cli, ingest_quotes, query
 from tests.notify.test_notify import SECRET, Inbox, Webhook, free_port, smtp_server, webhook_server
 
@@ -42,7 +41,7 @@ def fetch(
 def evaluate(
     db: Path, settings: AlertSettings, now: dt.datetime | None = None
 ) -> list[alerts.Decision]:
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         return alerts.evaluate(con, settings, now or utcnow())
 
 
@@ -106,7 +105,7 @@ def test_silence_suppresses_then_expires(db_path: Path) -> None:
     fetch(db_path, {"eastus": 98.32})
     evaluate(db_path, DROP)
     now = utcnow()
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         alerts.silence(
             con, {"gpu_model": "H100-SXM-80GB"}, now + dt.timedelta(hours=1), "maintenance", now
         )
@@ -264,7 +263,7 @@ def test_new_offer_rule_over_a_thousand_combinations_fires_within_the_daemons_me
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for key, value in {"memory_limit": "128MB", "threads": 1}.items():  # as the daemon runs
-        monkeypatch.setitem(store.CONNECTION_CONFIG, key, value)
+        monkeypatch.setitem(connections.CONNECTION_CONFIG, key, value)
     settings = AlertSettings(rules=[AlertRule(kind="new_offer")], for_fetches=1)
     regions = {p: sorted(r for q, r in region_catalog() if q == p) for p in ("vast", "azure")}
     for provider, names in regions.items():  # what exists when the rule starts
@@ -276,7 +275,7 @@ def test_new_offer_rule_over_a_thousand_combinations_fires_within_the_daemons_me
         db_path, "SELECT count(DISTINCT (gpu_model, provider, region)) FROM offers"
     )
     assert combinations >= 1000 + 2 * len(SCALE_GPUS)
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         queued = alerts.evaluate_and_queue(con, settings, ["email"], utcnow())
         fired = con.execute("SELECT count(*) FROM core.alert_state WHERE firing").fetchone()
     assert fired == (combinations - 2 * len(SCALE_GPUS),)  # all but the seeded ones
@@ -299,14 +298,14 @@ def test_manual_evaluation_takes_its_turn_behind_a_daemons_alerts_lease(
             f'[notify.slack]\nwebhook_url = "{url}"\n'
         )
         base = ["--config", str(config), "--db", str(db_path)]
-        with store.writer(db_path) as con:
+        with connections.writer(db_path) as con:
             assert leases.acquire(con, "alerts", "other-host:42:abc", 600, utcnow())
         code, _, err = cli(capsys, *base, "alerts", "evaluate")
         assert code == 1 and "other-host:42:abc is evaluating alerts" in err
         assert len(err.strip().splitlines()) == 1
-        with store.writer(db_path) as con:
+        with connections.writer(db_path) as con:
             assert leases.release(con, "alerts", "other-host:42:abc", utcnow())
         code, _, err = cli(capsys, *base, "alerts", "evaluate")
         assert code == 0, err
-    with store.reader(db_path) as con:
+    with connections.reader(db_path) as con:
         assert leases.current(con, "alerts")[0] is None

@@ -11,21 +11,22 @@ import pytest
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.models import utcnow
 from priceadvisor.notify import digest as digests
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections
 from tests.conftest import cli
 from tests.service import dashboard_data
 from tests.service.browser import chromium
 
 
 def build(db: Path, settings: Settings) -> digests.Digest:
-    with store.reader(db) as con:
+    with connections.reader(db) as con:
         return digests.build(con, settings, utcnow())
 
 
 def fresh_market(db: Path) -> Path:
     """One week-old market: every interval began yesterday."""
     dashboard_data.build(db)
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         con.execute("DELETE FROM core.price_closed")
         con.execute("UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - INTERVAL 1 DAY")
     return db
@@ -97,7 +98,9 @@ def test_preview_writes_the_chart_it_references(
 
 
 def test_email_html_fits_a_390_px_phone(db_path: Path, settings: Settings, tmp_path: Path) -> None:
-    digest = digests.with_health(build(dashboard_data.build(db_path), settings), settings)
+    digest = digests.with_health(
+        build(dashboard_data.build(db_path), settings), settings, configured_store(settings)
+    )
     page = tmp_path / "digest.html"
     page.write_text(digests.render(digest).html, encoding="utf-8")
     with chromium(tmp_path, width=390, height=844) as driver:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from priceadvisor.models import utcnow
 from priceadvisor.notify import alerts, outbox
-from priceadvisor.store import db as store
-from priceadvisor.store import lake
+from priceadvisor.store import connections, lake
 from tests.notify.test_alerts import DROP, fetch
 
 
@@ -18,10 +17,10 @@ def test_a_drop_fires_once_and_is_claimed_once(tmp_path: Path) -> None:
     queued = []
     for price in (98.32, 80.0, 80.0, 80.0):
         fetch(target, {"eastus": price})  # a lake is a store too
-        with store.writer(target) as con:
+        with connections.writer(target) as con:
             queued.append(alerts.evaluate_and_queue(con, DROP, ["email", "slack"], now))
     assert queued == [0, 0, 2, 0]  # reference, 1 of 2, fires on both channels, no repeat
-    with store.writer(target) as con:
+    with connections.writer(target) as con:
         states = con.execute("SELECT count(*), count(DISTINCT fingerprint) FROM core.alert_state")
         assert states.fetchone() == (1, 1)
         later = utcnow()  # queued rows are due from the moment they were queued

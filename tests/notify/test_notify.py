@@ -23,8 +23,7 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 from priceadvisor.cli.app import main
 from priceadvisor.models import RawQuote, utcnow
 from priceadvisor.notify.slack import MAX_BLOCKS, MAX_SECTION_CHARS, paginate, sections
-from priceadvisor.store import db as store
-from priceadvisor.store import leases
+from priceadvisor.store import connections, leases
 from tests.conftest import cli, ingest_quotes, query
 
 SECRET = "hunter2-SMTP-PASSWORD"
@@ -47,7 +46,7 @@ def database(db_path: Path) -> Path:
         )
     ]
     ingest_quotes(db_path, "lambda", quotes)
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         # a week ago the hostile offer cost twice as much: it becomes a mover
         con.execute(
             "UPDATE core.current_offers SET valid_from = now()::TIMESTAMP - "
@@ -325,17 +324,17 @@ def test_manual_digest_send_takes_its_turn_behind_a_daemons_digest_lease(
         config = tmp_path / "slack.toml"
         config.write_text('lock_timeout = "1s"\n[notify.slack]\n')
         args = ["--config", str(config), "--db", str(database), "digest", "--send"]
-        with store.writer(database) as con:
+        with connections.writer(database) as con:
             assert leases.acquire(con, "digest", "other-host:42:abc", 600, utcnow())
         code, _, err = cli(capsys, *args)
         assert code == 1 and "other-host:42:abc has queued this digest" in err
         assert len(err.strip().splitlines()) == 1 and hook.posts == []
-        with store.writer(database) as con:
+        with connections.writer(database) as con:
             assert leases.release(con, "digest", "other-host:42:abc", utcnow())
         code, _, err = cli(capsys, *args)
     assert code == 0, err
     assert len(hook.posts) == 1
-    with store.reader(database) as con:
+    with connections.reader(database) as con:
         assert leases.current(con, "digest")[0] is None
 
 

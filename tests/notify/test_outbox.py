@@ -20,7 +20,9 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import Message, outbox
 from priceadvisor.notify.email import message_id
 from priceadvisor.service.daemon import Daemon
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections
+from priceadvisor.store.handle import Store
 from tests.conftest import query
 from tests.notify.test_notify import (
     SECRET,
@@ -55,13 +57,15 @@ def message(n: int, parts: int = 1) -> Message:
 
 
 def queue(settings: Settings, *messages: Message) -> None:
-    with store.writer(settings.db_path()) as con:
+    with connections.writer(settings.db_path()) as con:
         for m in messages:
             outbox.enqueue(con, "test", m, sorted(outbox.channels(settings)))
 
 
 def deliver(settings: Settings) -> dict[str, int]:
-    return asyncio.run(outbox.deliver(settings, settings.db_path(), outbox.channels(settings)))
+    return asyncio.run(
+        outbox.deliver(settings, configured_store(settings), outbox.channels(settings))
+    )
 
 
 def rows(db: Path) -> list[tuple[Any, ...]]:
@@ -84,8 +88,8 @@ def test_two_concurrent_deliverers_send_each_row_once(db_path: Path, tmp_path: P
         async def both() -> list[dict[str, int]]:
             available = outbox.channels(settings)
             return await asyncio.gather(
-                outbox.deliver(settings, db_path, available),
-                outbox.deliver(settings, db_path, available),
+                outbox.deliver(settings, Store(db_path), available),
+                outbox.deliver(settings, Store(db_path), available),
             )
 
         first, second = asyncio.run(both())
@@ -135,12 +139,12 @@ def test_a_crashed_claim_expires_and_the_row_is_sent_once(db_path: Path, tmp_pat
     with webhook_server(hook) as url:
         settings = settings_for(tmp_path, db_path, slack=url)
         queue(settings, message(1))
-        with store.writer(db_path) as con:  # a deliverer claims the row, then dies
+        with connections.writer(db_path) as con:  # a deliverer claims the row, then dies
             [(row_id, _)] = outbox.due(con, utcnow())
             assert outbox.claim(con, row_id, utcnow(), 600.0) is not None
             assert outbox.claim(con, row_id, utcnow(), 600.0) is None  # nobody else gets it
         assert deliver(settings) == {}  # still claimed
-        with store.writer(db_path) as con:  # the lease runs out (its end moved into the past)
+        with connections.writer(db_path) as con:  # the lease runs out (its end moved into the past)
             con.execute(
                 "UPDATE core.notifications SET claimed_until = ? WHERE id = ?",
                 [utcnow() - dt.timedelta(seconds=1), row_id],
@@ -243,7 +247,7 @@ def test_a_resent_email_keeps_its_message_id(
     with smtp_server(port, inbox):
         queue(settings, message(1), message(2))
         assert deliver(settings) == {"sent": 2}
-        with store.writer(db_path) as con:  # the crash window: the "sent" mark was lost
+        with connections.writer(db_path) as con:  # the crash window: the "sent" mark was lost
             con.execute("UPDATE core.notifications SET status = 'queued' WHERE key LIKE 'test:1:%'")
         time.sleep(0.01)
         assert deliver(settings) == {"sent": 1}
@@ -311,7 +315,7 @@ def test_the_daemon_delivers_every_notify_deliver_every(db_path: Path, tmp_path:
     settings = settings_for(
         tmp_path, db_path, 'deliver_every = "7s"\n', slack="http://127.0.0.1:9/hook"
     )
-    with store.writer(db_path):
+    with connections.writer(db_path):
         pass  # an empty, migrated database
     scheduler = AsyncIOScheduler()
     Daemon(settings)._schedule_notifications(scheduler)

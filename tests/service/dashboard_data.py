@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from priceadvisor.models import RawQuote
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from tests.conftest import ingest_quotes
 
 EVIL = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
@@ -65,7 +65,7 @@ RECORDED = ("vast", "runpod")
 def build(db: Path) -> Path:
     for provider, quotes in OFFERS.items():
         ingest_quotes(db, provider, quotes)
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         _backdate_h100_history(con)
         _advice_alerts_notifications(con)
         con.execute(

@@ -24,7 +24,7 @@ import pytest
 
 from priceadvisor.collect.adapters import REGISTRY
 from priceadvisor.manifest import manifest
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, errors
 from tests.localserver import RecordingServer, serving
 
 pytestmark = pytest.mark.slow
@@ -128,14 +128,14 @@ def wait_for(condition: Any, seconds: float, what: str) -> None:
 
 def runs(db: Path) -> list[tuple[str, str]]:
     try:
-        with store.reader(db, lock_timeout=10) as con:
+        with connections.reader(db, lock_timeout=10) as con:
             return [
                 (p, s)
                 for p, s in con.execute(
                     "SELECT provider, status FROM fetch_runs ORDER BY run_id"
                 ).fetchall()
             ]
-    except store.StoreError:
+    except errors.StoreError:
         return []
 
 
@@ -174,7 +174,7 @@ def test_jobs_run_data_lands_health_metrics_and_sigterm_exits_0(
     logs = d.logs()
     assert any(e.get("provider") == "azure" and e.get("status") == "ok" for e in logs)
     assert all({"ts", "level", "msg"} <= set(e) for e in logs)
-    with store.reader(db_path) as con:
+    with connections.reader(db_path) as con:
         [(offers,)] = con.execute("SELECT count(*) FROM offers").fetchall()
     assert offers > 0
 
@@ -218,7 +218,7 @@ def test_readers_during_repeated_ingests_never_fail(tmp_path: Path, db_path: Pat
         for _ in range(READS):
             try:
                 seen.append(snapshot_counts(db_path))
-            except store.StoreError as exc:
+            except errors.StoreError as exc:
                 problems.append(str(exc))
             problems += cli_count_problems(db_path)
         wait_for(lambda: len(runs(db_path)) >= first + 2, 120, "ingests during the reads")
@@ -238,7 +238,7 @@ def test_readers_during_repeated_ingests_never_fail(tmp_path: Path, db_path: Pat
 
 def snapshot_counts(db: Path) -> dict[str, tuple[int, int]]:
     """Per provider, in one read: (current offers, offers_seen of its latest ok run)."""
-    with store.reader(db, lock_timeout=30) as con:
+    with connections.reader(db, lock_timeout=30) as con:
         rows = con.execute("""
             SELECT provider, (SELECT count(*) FROM offers o WHERE o.provider = r.provider),
                    arg_max(offers_seen, run_id)
@@ -282,7 +282,7 @@ def test_kill_9_during_ingests_leaves_a_consistent_database(tmp_path: Path, db_p
                 time.sleep(rng.uniform(0.2, 1.5))
                 d.proc.send_signal(signal.SIGKILL)
                 d.proc.wait(timeout=15)
-    with store.writer(db_path) as con:  # the next start: opens, marks abandoned runs
+    with connections.writer(db_path) as con:  # the next start: opens, marks abandoned runs
         statuses = dict(
             con.execute("SELECT status, count(*) FROM core.fetch_runs GROUP BY 1").fetchall()
         )
@@ -328,7 +328,7 @@ def test_weekly_digest_catches_up_once_and_not_again_after_restart(
             d.proc.send_signal(signal.SIGTERM)
             assert d.proc.wait(timeout=15) == 0
     assert len(hook.posts) == 1 and " · GPU prices " in hook.posts[0]["text"]
-    with store.reader(db_path) as con:
+    with connections.reader(db_path) as con:
         rows = con.execute("SELECT kind, channel, status FROM notifications").fetchall()
     assert rows == [("digest", "slack", "sent")]
     assert not any("SECRETPATH" in line for line in d.lines)

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
+from priceadvisor.store.handle import Store
 from tests.conftest import cli
 from tests.service import dashboard_data
 from tests.service.browser import ServerThread
@@ -30,14 +31,14 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(database: Path) -> Iterator[httpx.Client]:
-    app = web.build_app(Dashboard(database, "test").routes())
+    app = web.build_app(Dashboard(Store(database), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         yield http
 
 
 @pytest.fixture(scope="module")
 def guarded(database: Path) -> Iterator[httpx.Client]:
-    app = web.build_app(Dashboard(database, "test").routes(), SecretStr(TOKEN))
+    app = web.build_app(Dashboard(Store(database), "test").routes(), SecretStr(TOKEN))
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         yield http
 
@@ -175,7 +176,7 @@ def test_token_guards_pages_and_api_but_not_probes(guarded: httpx.Client) -> Non
 
 
 def test_login_form_sets_the_cookie(database: Path) -> None:
-    app = web.build_app(Dashboard(database, "test").routes(), SecretStr(TOKEN))
+    app = web.build_app(Dashboard(Store(database), "test").routes(), SecretStr(TOKEN))
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         wrong = http.post("/login", data={"token": "nope"})
         assert wrong.status_code == 303 and "failed" in wrong.headers["location"]

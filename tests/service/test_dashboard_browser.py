@@ -14,6 +14,7 @@ import pytest
 
 from priceadvisor.service import labels, web
 from priceadvisor.service.dashboard import CHART_SERIES_SHOWN, Dashboard
+from priceadvisor.store.handle import Store
 from tests.service import dashboard_data
 from tests.service.browser import ServerThread, chromium, require_chromium
 
@@ -31,7 +32,7 @@ PAGES = [
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require_chromium()
     db = dashboard_data.build(tmp_path_factory.mktemp("web") / "web.duckdb")
-    app = web.build_app(Dashboard(db, "test data").routes())
+    app = web.build_app(Dashboard(Store(db), "test data").routes())
     with ServerThread(app) as url:
         yield url
 

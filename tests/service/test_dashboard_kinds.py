@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.models import RawQuote
+from priceadvisor.store import connections
 from priceadvisor.store import dashboard as queries
-from priceadvisor.store import db as store
 from tests.conftest import ingest_quotes
 
 
@@ -29,7 +29,7 @@ def kinds_db(db_path: Path) -> Path:
 
 
 def _prices(path: Path, q: queries.OfferQuery) -> list[tuple[str, float]]:
-    with store.reader(path) as con:
+    with connections.reader(path) as con:
         table, _ = queries.offers_page(con, q)
     pricing, price = table.columns.index("pricing"), table.columns.index("price_gpu_hour_usd")
     return [(row[pricing], row[price]) for row in table.rows]
@@ -39,7 +39,7 @@ def test_derived_prices_only_when_asked(kinds_db: Path) -> None:
     assert _prices(kinds_db, queries.OfferQuery()) == [("on_demand", 3.0)]
     both = _prices(kinds_db, queries.OfferQuery(include_derived=True))
     assert sorted(both) == [("on_demand", 3.0), ("spot", 0.5)]
-    with store.reader(kinds_db) as con:
+    with connections.reader(kinds_db) as con:
         cheapest = queries.cheapest_per_model(con, queries.OfferQuery())
     assert [row[-1] for row in cheapest.rows] == [3.0]
 

@@ -12,8 +12,8 @@ import pytest
 
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
-from priceadvisor.store import db as store
-from priceadvisor.store import lake, lakecopy
+from priceadvisor.store import connections, lake, lakecopy
+from priceadvisor.store.handle import Store
 from tests.service import dashboard_data
 from tests.service.browser import ServerThread
 
@@ -28,8 +28,8 @@ ROUTES = [
 
 
 @contextmanager
-def serving(where: store.Target) -> Iterator[httpx.Client]:
-    app = web.build_app(Dashboard(where, "test").routes())
+def serving(where: connections.Target) -> Iterator[httpx.Client]:
+    app = web.build_app(Dashboard(Store(where), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=60) as http:
         yield http
 

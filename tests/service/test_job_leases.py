@@ -11,8 +11,7 @@ from priceadvisor.config import load_settings
 from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import outbox
 from priceadvisor.service.daemon import Daemon
-from priceadvisor.store import db as store
-from priceadvisor.store import leases
+from priceadvisor.store import connections, leases
 from tests.conftest import query
 from tests.notify.test_notify import database  # noqa: F401 - the fixture: recorded offers
 from tests.notify.test_outbox import Webhook, webhook_server
@@ -32,7 +31,7 @@ def daemon_for(tmp_path: Path, db: Path, url: str, owned: str = "") -> Daemon:
 
 
 def hold(db: Path, job: str, holder: str, seconds: float) -> None:
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         assert leases.acquire(con, job, holder, seconds, utcnow())
 
 
@@ -52,11 +51,11 @@ def test_alerts_wait_for_a_peer_s_evaluation_then_skip_it_while_held(
         hold(database, "alerts", "peer", 3600)
         daemon._alert(daemon.settings, SUMMARY)
         assert series(database) == 0  # the peer evaluates; this daemon did not
-        with store.writer(database) as con:
+        with connections.writer(database) as con:
             assert leases.release(con, "alerts", "peer", utcnow())
         daemon._alert(daemon.settings, SUMMARY)
         assert series(database) > 0
-        with store.writer(database) as con:  # given back after the evaluation
+        with connections.writer(database) as con:  # given back after the evaluation
             assert leases.current(con, "alerts")[0] is None
 
 
@@ -73,7 +72,7 @@ def test_digest_is_queued_by_the_lease_holder_only(
         second._queue_digest()
         assert notifications(database) == 0  # the holder's job, not this daemon's
         first._queue_digest()  # the holder renews its lease and queues
-        with store.writer(database) as con:
+        with connections.writer(database) as con:
             holder, until = leases.current(con, "digest")
         assert holder == first.holder and until > utcnow() + dt.timedelta(minutes=59)
         assert notifications(database) == 1

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.config import load_settings
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections
 from tests.history import violations_in
 from tests.notify.test_notify import SECRET, Inbox, email_config, free_port, smtp_server
 from tests.s3 import KEY_ID, S3Server
@@ -48,7 +49,7 @@ def lake_section(pg_dsn: str, s3: S3Server, bucket: str) -> str:
 def read_loop(target: object, stop: threading.Event, problems: list[str], reads: list[int]) -> None:
     while not stop.is_set():
         try:
-            with store.reader(target) as con:  # type: ignore[arg-type]
+            with connections.reader(target) as con:  # type: ignore[arg-type]
                 [(offers,)] = con.execute("SELECT count(*) FROM offers").fetchall()
             reads.append(offers)
         except Exception as exc:
@@ -86,8 +87,8 @@ def test_two_daemons_a_cli_fetch_and_readers_share_one_lake(
         base = config_for(tmp_path, s, "1s")
         first = lake_config(tmp_path, base, "first", ["azure"], lake_lines, notify)
         second = lake_config(tmp_path, base, "second", ["oracle"], lake_lines, notify)
-        target = store.target(load_settings(first))
-        with store.writer(target):
+        target = configured_store(load_settings(first)).where
+        with connections.writer(target):
             pass  # the lake's first migration, so both daemons start within the helper's wait
         stop, problems, reads = threading.Event(), [], []
         db = tmp_path / "unused.duckdb"  # --db is ignored with storage = "ducklake"
@@ -115,7 +116,7 @@ def test_two_daemons_a_cli_fetch_and_readers_share_one_lake(
                 assert d.proc.wait(timeout=60) == 0
             logs += again.lines + b2.lines
     assert problems == [] and len(reads) > 0
-    with store.reader(target) as con:
+    with connections.reader(target) as con:
         assert violations_in(con) == dict.fromkeys(violations_in(con), 0)
         statuses = {
             st for _, st in con.execute("SELECT provider, status FROM fetch_runs").fetchall()

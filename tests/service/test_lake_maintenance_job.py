@@ -12,7 +12,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from priceadvisor.config import load_settings
 from priceadvisor.service.daemon import Daemon
-from priceadvisor.store import db, lake, leases
+from priceadvisor.store import lake, leases
 from tests.conftest import ingest_quotes
 from tests.store.test_lake_maintenance import quotes
 
@@ -37,15 +37,15 @@ def test_two_daemons_on_one_lake_maintain_it_once(
     pg_dsn: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     first, second = (daemon_on(tmp_path, f"postgres:{pg_dsn}") for _ in range(2))
-    assert isinstance(first.path, lake.Lake)
+    assert isinstance(first.store.where, lake.Lake)
     for base in (1.0, 2.0, 3.0):
-        ingest_quotes(first.path, "azure", quotes(base))
+        ingest_quotes(first.store.where, "azure", quotes(base))
     caplog.set_level(logging.INFO, logger="priceadvisor.service.daemon")
 
     asyncio.run(first.maintenance_job())
     asyncio.run(second.maintenance_job())
 
-    with db.writer(first.path) as con:
+    with first.store.writer() as con:
         assert leases.current(con, "maintenance")[0] == first.holder
     merged = [r for r in caplog.records if r.getMessage().startswith("merged ")]
     skipped = [r for r in caplog.records if r.getMessage().startswith("skipped: ")]

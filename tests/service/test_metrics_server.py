@@ -18,6 +18,7 @@ from priceadvisor.models import RunStatus, utcnow
 from priceadvisor.service import web
 from priceadvisor.service.daemon import Daemon
 from priceadvisor.service.metrics import Freshness, Metrics
+from priceadvisor.service.stores import configured_store
 from priceadvisor.service.web import MAX_CONNECTIONS, HealthServer
 from tests.localserver import local_settings, serving
 
@@ -148,7 +149,9 @@ def test_metrics_include_process_platform_retries_and_freshness() -> None:
 
 def test_last_success_is_served_after_a_restart_before_any_fetch(db_path: Path) -> None:
     settings = load_settings(db=db_path)
-    [earlier] = run_cycle(settings, ["azure"], True, lambda *_: None)  # an earlier process's
+    [earlier] = run_cycle(
+        settings, configured_store(settings), ["azure"], True, lambda *_: None
+    )  # an earlier process's
     assert earlier.status is RunStatus.OK
     daemon = Daemon(settings)
     daemon._prepare_database()  # what `run` does at start

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -160,6 +161,34 @@ def test_a_second_daemon_is_refused_and_a_killed_one_does_not_block_a_restart(
         with daemon(config, db_path) as restarted:  # the killed daemon's lock is gone with it
             restarted.proc.send_signal(signal.SIGTERM)
             assert restarted.proc.wait(timeout=60) == 0
+
+
+def test_a_second_daemon_under_another_name_of_the_file_is_refused(
+    tmp_path: Path, db_path: Path
+) -> None:
+    """A symlink and a hard link (its own real path) lead to the first daemon's lock."""
+    symlink, hard_link = tmp_path / "symlink.duckdb", tmp_path / "other" / "prices.duckdb"
+    symlink.symlink_to(db_path)
+    hard_link.parent.mkdir()
+    with serving("oracle") as server:
+        config = config_for(tmp_path, {"oracle": server}, "1h")
+        with daemon(config, db_path) as first:
+            os.link(db_path, hard_link)  # the running daemon has created the file
+            seconds = [
+                subprocess.run(
+                    [*CLI, "--config", str(config), "--db", str(other), "run"],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                for other in (symlink, hard_link)
+            ]
+            first.proc.send_signal(signal.SIGTERM)
+            assert first.proc.wait(timeout=60) == 0
+    for second in seconds:
+        assert second.returncode == 1, second.stderr
+        last = second.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: another priceadvisor daemon"), second.stderr
 
 
 def test_a_shutdown_while_a_snapshot_waits_stops_cleanly_and_leaves_no_run_running(

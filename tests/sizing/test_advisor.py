@@ -18,7 +18,7 @@ from priceadvisor.models import RawQuote
 from priceadvisor.sizing.advisor import rank, store_advice
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from tests.conftest import cli, ingest_quotes
 
 EXAMPLES = """
@@ -317,7 +317,7 @@ def test_a_higher_price_never_predicts_a_lower_cost(
         WorkloadProfile(name="t", task="lora", model="llama-3.1-8b", train_tokens=1e8),
         WorkloadProfile(name="s", task="serve", model="llama-3.1-8b"),
     ]
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         columns, rows = rank(con, profiles, keep=100)
     records = [dict(zip(columns, r, strict=True)) for r in rows]
     for name, key in (("t", "cost_usd"), ("s", "usd_per_mtok")):
@@ -330,7 +330,7 @@ def test_advice_is_replaced_not_appended(tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
     _db_with_prices(db, [90.0, 98.0])
     profiles = [WorkloadProfile(name="t", task="lora", model="llama-3.1-8b", train_tokens=1e8)]
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         first = store_advice(con, profiles)
         second = store_advice(con, profiles)
         [(n,)] = con.execute("SELECT count(*) FROM advice").fetchall()
@@ -343,7 +343,7 @@ def test_advice_leaves_the_thread_setting_and_no_scratch_tables(tmp_path: Path) 
     db = tmp_path / "t.duckdb"
     _db_with_prices(db, [90.0])
     profiles = [WorkloadProfile(name="t", task="lora", model="llama-3.1-8b", train_tokens=1e8)]
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         con.execute("SET threads = 3")
         store_advice(con, profiles)
         con.execute("DROP VIEW offers")
@@ -374,7 +374,7 @@ def test_fractional_gpu_offers_are_sized(tmp_path: Path) -> None:
     profiles = [
         WorkloadProfile(name="t", task="lora", model="llama-3.2-1b", seq_len=2048, train_tokens=1e7)
     ]
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         columns, rows = rank(con, profiles, keep=10)
     records = [dict(zip(columns, r, strict=True)) for r in rows]
     assert {r["instance_type"] for r in records} == {"NC_A100_slice", "NV6ads_A10_v5"}
@@ -411,7 +411,7 @@ def _h100_offers(db: Path, counts: tuple[float, ...]) -> None:
 
 
 def _ranked(db: Path, profile: WorkloadProfile) -> dict[float, dict[str, Any]]:
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         names, rows = rank(con, [profile], keep=10)
     return {r["gpu_count"]: r for r in (dict(zip(names, row, strict=True)) for row in rows)}
 

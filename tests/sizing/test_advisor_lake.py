@@ -15,7 +15,7 @@ import stamina
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.models import utcnow
 from priceadvisor.sizing.advisor import store_advice
-from priceadvisor.store import db, lake
+from priceadvisor.store import connections, lake, transactions
 from tests.store.test_lake_ingest_concurrent import ingest_once
 
 PROFILES = [WorkloadProfile(name="chat", task="serve", model="llama-3.1-8b")]
@@ -29,7 +29,7 @@ def _real_retries() -> Iterator[None]:
 
 
 def advice(target: lake.Lake) -> list[tuple[object, ...]]:
-    with db.reader(target) as con:
+    with connections.reader(target) as con:
         return con.execute(
             "SELECT workload, rank, provider, region, instance_type FROM core.advice ORDER BY ALL"
         ).fetchall()
@@ -41,7 +41,7 @@ def test_an_advice_refresh_that_loses_its_commit_runs_again(
     target = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=str(tmp_path / "data"))
     # a fresh price: advice ranks only prices younger than twice the provider's fetch interval
     ingest_once(target, "lambda", 0, utcnow() - dt.timedelta(minutes=5))
-    real_transaction = db.transaction
+    real_transaction = transactions.atomic
     attempts: list[int] = []
 
     @contextmanager
@@ -50,12 +50,12 @@ def test_an_advice_refresh_that_loses_its_commit_runs_again(
             attempts.append(1)
             con.execute("SELECT count(*) FROM core.advice")  # our snapshot starts here
             if len(attempts) == 1:  # another daemon's refresh commits inside ours
-                with db.writer(target) as theirs:
+                with connections.writer(target) as theirs:
                     store_advice(theirs, PROFILES)
             yield
 
-    monkeypatch.setattr(db, "transaction", a_rival_commits_meanwhile)
-    with db.writer(target) as con:
+    monkeypatch.setattr(transactions, "atomic", a_rival_commits_meanwhile)
+    with connections.writer(target) as con:
         store_advice(con, PROFILES)  # what the daemon and `advise` call
     monkeypatch.undo()
     assert len(attempts) == 3  # ours, the rival's inside it, ours again after the conflict

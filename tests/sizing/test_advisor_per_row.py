@@ -13,7 +13,7 @@ from priceadvisor.catalog import region_catalog
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.models import RawQuote
 from priceadvisor.sizing.advisor import rank
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from tests.conftest import ingest_quotes
 from tests.sizing.per_row import ranking
 
@@ -72,7 +72,7 @@ def test_set_based_ranking_equals_the_per_row_definition(tmp_path: Path, seed: i
     for provider in PROVIDERS:
         ingest_quotes(db, provider, _quotes(rng, provider))
     profiles = [_profile(rng, i) for i in range(12)]
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         for keep in (3, 100):
             names, rows = rank(con, profiles, keep=keep)
             expected = ranking(con, profiles, keep)

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from priceadvisor.models import RawQuote
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, errors, transactions
 from tests.conftest import cli_process, ingest_quotes
 
 
@@ -73,7 +73,7 @@ def test_export_onto_a_full_disk_is_one_line(tiny_disk: Path, tmp_path: Path) ->
 def test_a_commit_onto_a_full_disk_keeps_its_cause(small_disk: Path) -> None:
     """ROLLBACK after the failed commit raises too; the cause must still be what surfaces."""
     db = small_disk / "prices.duckdb"
-    with store.writer(db):
+    with connections.writer(db):
         pass
     _fill(small_disk / "filler")
     quotes = [
@@ -87,7 +87,7 @@ def test_a_commit_onto_a_full_disk_keeps_its_cause(small_disk: Path) -> None:
         )
         for i in range(2000)
     ]
-    with pytest.raises(store.StoreError, match="No space left on device"):
+    with pytest.raises(errors.StoreError, match="No space left on device"):
         ingest_quotes(db, "azure", quotes)
 
 
@@ -115,6 +115,6 @@ def test_rollback_after_the_transaction_already_ended_keeps_the_first_error() ->
         try:
             raise ValueError("the cause")
         except ValueError:
-            store.rollback(con)
+            transactions.rollback(con)
             raise
     con.close()

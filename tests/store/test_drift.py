@@ -11,9 +11,11 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections
 from priceadvisor.store.drift import drift_reason
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import azure_pages, ingest_quotes, query
 from tests.conftest import serve_azure as serve
 
@@ -45,8 +47,8 @@ def test_a_snapshot_under_half_the_last_good_run_closes_nothing(db_path: Path) -
 
 def test_a_drifted_run_records_no_complete_scope(db_path: Path) -> None:
     ingest_quotes(db_path, "azure", quotes(10))
-    with store.writer(db_path) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(db_path) as con:
+        run_id = start_run(con, "azure")
         result = FetchResult(
             "azure", RunStatus.OK, quotes(2), frozenset({"region-0"}), finished_at=utcnow()
         )
@@ -73,7 +75,7 @@ def test_a_moderate_shrink_is_an_ordinary_ok_run(db_path: Path) -> None:
 
 def test_threshold_is_configurable_and_zero_turns_it_off(db_path: Path) -> None:
     ingest_quotes(db_path, "azure", quotes(10))
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         assert drift_reason(con, "azure", 2, 0.0) is None
         assert drift_reason(con, "azure", 8, 0.9) is not None
         assert drift_reason(con, "azure", 9, 0.9) is None
@@ -84,7 +86,9 @@ def test_fetch_cycle_applies_the_configured_share(db_path: Path) -> None:
     def cycle(settings: Settings, pages: list[Any]) -> IngestSummary:
         with respx.mock:
             serve(pages)
-            [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
+            [summary] = run_cycle(
+                settings, configured_store(settings), ["azure"], False, lambda *_: None
+            )
         return summary
 
     pages = azure_pages()

@@ -7,8 +7,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.export import MANIFEST, ExportError, export_database
+from priceadvisor.store.handle import Store
 
 
 def _files(folder: Path) -> set[str]:
@@ -17,7 +18,7 @@ def _files(folder: Path) -> set[str]:
 
 def test_export_into_a_new_folder_lists_what_it_wrote(migrated_db: Path, tmp_path: Path) -> None:
     target = tmp_path / "export"
-    counts = export_database(migrated_db, target, 10)
+    counts = export_database(Store(migrated_db), target)
     assert set(counts) == {"price_history", "fetch_runs", "offers", "gpus", "regions", "fx_rates"}
     listed = set((target / MANIFEST).read_text().splitlines())
     assert listed == _files(target) - {MANIFEST}
@@ -27,19 +28,19 @@ def test_export_into_a_new_folder_lists_what_it_wrote(migrated_db: Path, tmp_pat
 
 def test_an_empty_folder_is_used(migrated_db: Path, tmp_path: Path) -> None:
     (tmp_path / "export").mkdir()
-    export_database(migrated_db, tmp_path / "export", 10)
+    export_database(Store(migrated_db), tmp_path / "export")
     assert (tmp_path / "export" / "offers.parquet").is_file()
 
 
 def test_an_earlier_export_is_replaced(migrated_db: Path, tmp_path: Path) -> None:
     target = tmp_path / "export"
-    export_database(migrated_db, target, 10)
+    export_database(Store(migrated_db), target)
     stale = target / "price_history" / "day=2000-01-01" / "data_0.parquet"
     stale.parent.mkdir(parents=True)
     duckdb.sql(f"COPY (SELECT 1 AS a) TO '{stale}' (FORMAT parquet)")
     listing = (target / MANIFEST).read_text() + "price_history/day=2000-01-01/data_0.parquet\n"
     (target / MANIFEST).write_text(listing)
-    export_database(migrated_db, target, 10)
+    export_database(Store(migrated_db), target)
     assert not stale.exists()  # written by an export, so replaced
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]
 
@@ -49,11 +50,11 @@ def test_a_file_the_export_did_not_write_stops_it(
     migrated_db: Path, tmp_path: Path, own: str
 ) -> None:
     target = tmp_path / "export"
-    export_database(migrated_db, target, 10)
+    export_database(Store(migrated_db), target)
     before = _files(target)
     (target / own).write_text("mine\n")
     with pytest.raises(ExportError, match="file\\(s\\) an export did not write"):
-        export_database(migrated_db, target, 10)
+        export_database(Store(migrated_db), target)
     assert _files(target) == before | {own}
     assert (target / own).read_text() == "mine\n"
 
@@ -63,7 +64,7 @@ def test_a_folder_of_someone_elses_is_refused(migrated_db: Path, tmp_path: Path)
     target.mkdir()
     (target / "cat.jpg").write_bytes(b"\xff\xd8")
     with pytest.raises(ExportError, match="not an earlier priceadvisor export"):
-        export_database(migrated_db, target, 10)
+        export_database(Store(migrated_db), target)
     assert _files(target) == {"cat.jpg"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["photos"]
 
@@ -71,7 +72,7 @@ def test_a_folder_of_someone_elses_is_refused(migrated_db: Path, tmp_path: Path)
 def test_the_exporting_connection_can_write_nowhere_else(migrated_db: Path, tmp_path: Path) -> None:
     allowed = tmp_path / "staging"
     allowed.mkdir()
-    with store.reader(migrated_db, 10, writable_dir=allowed) as con:
+    with connections.reader(migrated_db, 10, writable_dir=allowed) as con:
         con.execute(f"COPY (SELECT 1) TO '{allowed}/ok.csv'")
         for statement in (
             f"COPY (SELECT 1) TO '{tmp_path}/elsewhere.csv'",

@@ -14,8 +14,9 @@ import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, schema
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import query
 from tests.history import violations
 
@@ -37,8 +38,8 @@ def run(
     scopes: frozenset[str] = frozenset(),
 ) -> RunStatus:
     """One azure run observed `hour` hours after T0."""
-    with store.writer(db) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(db) as con:
+        run_id = start_run(con, "azure")
         observed = T0 + dt.timedelta(hours=hour)
         result = FetchResult("azure", status, quotes, finished_at=observed)
         result.complete_scopes = scopes
@@ -169,12 +170,12 @@ def old_database(
 ) -> tuple[list[str], list[tuple[object, ...]]]:
     """A file migrated only up to 0039 with a history in core.price_intervals: its columns
     and rows."""
-    older = [(v, p) for v, p in store.migrations() if v < 40]
+    older = [(v, p) for v, p in schema.migrations() if v < 40]
     with monkeypatch.context() as patch:
-        patch.setattr(store, "migrations", lambda: older)
+        patch.setattr(schema, "migrations", lambda: older)
         con = duckdb.connect(str(path))
         try:
-            store.migrate(con)
+            schema.migrate(con)
             con.execute(_OLD_ROWS, _OLD_PARAMS)
             rows = con.execute("SELECT * FROM core.price_intervals ORDER BY ALL")
             return [d[0] for d in rows.description], rows.fetchall()
@@ -186,7 +187,7 @@ def test_migration_0040_moves_every_interval_unchanged(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     columns, before = old_database(db_path, monkeypatch)
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         after = con.execute(
             f"SELECT {', '.join(columns)} FROM core.price_intervals ORDER BY ALL"
         ).fetchall()

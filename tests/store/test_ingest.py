@@ -12,9 +12,11 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.reads import recent_rejections
+from priceadvisor.store.runs import start_run
 from tests.conftest import azure_pages, query, with_price
 from tests.conftest import serve_azure as serve
 
@@ -22,7 +24,9 @@ from tests.conftest import serve_azure as serve
 def cycle(settings: Settings, pages: list[Any]) -> Any:
     with respx.mock:
         serve(pages)
-        [summary] = run_cycle(settings, ["azure"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["azure"], False, lambda *_: None
+        )
     return summary
 
 
@@ -132,8 +136,8 @@ def run(
     scopes: frozenset[str] = frozenset(),
     error: str | None = None,
 ) -> Any:
-    with store.writer(db) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(db) as con:
+        run_id = start_run(con, "azure")
         result = FetchResult(
             "azure",
             status,
@@ -233,7 +237,7 @@ def test_duplicate_keys_keep_the_lowest_price_and_are_counted(db_path: Path) -> 
     assert (summary.offers_seen, summary.offers_duplicate, summary.offers_rejected) == (1, 2, 0)
     assert query(db_path, "SELECT price_hour_usd FROM offers") == [(3.5,)]
     assert query(db_path, "SELECT offers_duplicate FROM fetch_runs") == [(2,)]
-    with store.reader(db_path) as con:
+    with connections.reader(db_path) as con:
         shown = recent_rejections(con).rows  # what doctor lists
     assert shown == [("azure", "duplicate key in the snapshot (collapsed into the cheapest)", 2)]
 
@@ -310,7 +314,7 @@ def test_per_gpu_prices_become_node_prices(db_path: Path) -> None:
 
 
 def test_non_usd_prices_convert_at_the_latest_rate_on_or_before(db_path: Path) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         con.executemany(
             "INSERT INTO core.fx_rates VALUES (?, ?, ?, 'test', now())",
             [

@@ -15,8 +15,9 @@ import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import query
 
 T0 = dt.datetime(2026, 11, 1, 12, 0)
@@ -48,8 +49,8 @@ FULL = dataclasses.replace(
 
 
 def run(db: Path, hour: int, quotes: list[RawQuote]) -> Any:
-    with store.writer(db) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(db) as con:
+        run_id = start_run(con, "azure")
         result = FetchResult(
             "azure", RunStatus.OK, quotes, finished_at=T0 + dt.timedelta(hours=hour)
         )

@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from priceadvisor.models import RawQuote
+from priceadvisor.service.stores import configured_store
 from priceadvisor.store import lake
 from tests.conftest import cli, ingest_quotes
 
@@ -165,7 +166,6 @@ def test_bad_lake_settings_are_one_line_usage_errors(
 
 def test_secrets_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from priceadvisor.config import load_settings
-    from priceadvisor.store import db as store
 
     monkeypatch.setenv("PRICEADVISOR_CATALOG_PASSWORD", "s3cret")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
@@ -175,7 +175,7 @@ def test_secrets_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
         'storage = "ducklake"\n[lake]\ncatalog = "postgres:host=db dbname=p"\n'
         'data_path = "s3://bucket/prices"\n[lake.s3]\nendpoint = "127.0.0.1:9000"\n'
     )
-    target = store.target(load_settings(config))
+    target = configured_store(load_settings(config)).where
     assert isinstance(target, lake.Lake)
     assert target.password == "s3cret" and target.s3 is not None
     assert (target.s3.key_id, target.s3.secret, target.data_path) == (

@@ -10,14 +10,15 @@ import duckdb
 import pytest
 import stamina
 
-from priceadvisor.store import db as store
-from priceadvisor.store import lake
+from priceadvisor.store import connections, lake, transactions
+from priceadvisor.store.ids import next_id
+from priceadvisor.store.runs import start_run
 
 
 @pytest.fixture
 def target(pg_dsn: str, tmp_path: Path) -> lake.Lake:
     made = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=f"{tmp_path / 'data'}/")
-    with store.writer(made):
+    with connections.writer(made):
         pass  # migrated
     return made
 
@@ -27,7 +28,7 @@ def test_concurrent_writers_never_share_an_id(target: lake.Lake) -> None:
 
     def take(_: int) -> list[int]:
         with lake.connect(target) as con:
-            return [store.next_id(con, "core.notification_ids") for _ in range(5)]
+            return [next_id(con, "core.notification_ids") for _ in range(5)]
 
     with ThreadPoolExecutor(4) as pool:
         ids = [i for batch in pool.map(take, range(4)) for i in batch]
@@ -39,7 +40,7 @@ def test_a_conflicting_transaction_runs_again(target: lake.Lake) -> None:
 
     with lake.connect(target) as mine, lake.connect(target) as theirs:
 
-        @store.retry_conflicts
+        @transactions.retry_conflicts
         def finish_run() -> None:
             attempts.append(1)
             mine.execute("BEGIN TRANSACTION")
@@ -49,10 +50,10 @@ def test_a_conflicting_transaction_runs_again(target: lake.Lake) -> None:
             try:
                 mine.execute("COMMIT")
             except duckdb.Error:
-                store.rollback(mine)
+                transactions.rollback(mine)
                 raise
 
-        store.start_run(mine, "azure")
+        start_run(mine, "azure")
         finish_run()
         row = mine.execute("SELECT status, error FROM core.fetch_runs").fetchall()
     assert len(attempts) == 2
@@ -80,14 +81,14 @@ CATALOG_ROLLBACKS = [
 def test_a_catalog_rollback_is_a_lost_commit_that_runs_again(error: duckdb.Error) -> None:
     attempts = []
 
-    @store.retry_conflicts
+    @transactions.retry_conflicts
     def work() -> str:
         attempts.append(1)
         if len(attempts) == 1:
             raise error
         return "committed"
 
-    assert store.is_conflict(error)
+    assert transactions.is_conflict(error)
     assert work() == "committed"
     assert len(attempts) == 2
 
@@ -101,4 +102,4 @@ def test_a_catalog_rollback_is_a_lost_commit_that_runs_again(error: duckdb.Error
     ],
 )
 def test_other_failures_are_not_lost_commits(error: Exception) -> None:
-    assert not store.is_conflict(error)
+    assert not transactions.is_conflict(error)

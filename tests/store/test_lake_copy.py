@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from priceadvisor.notify import Message, alerts, outbox
-from priceadvisor.store import db as store
-from priceadvisor.store import lake, lakecopy
+from priceadvisor.store import connections, lake, lakecopy
+from priceadvisor.store.runs import start_run
 from tests.conftest import cli, ingest_quotes
 from tests.store.test_lake_cli import h100, lake_config
 
@@ -50,7 +50,7 @@ def history_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
     assert code == 0, err
     for price in (98.32, 80.0):
         ingest_quotes(path, "lambda", h100(price))
-    with store.writer(path) as con:
+    with connections.writer(path) as con:
         alerts.silence(con, {"provider": "azure"}, NOW, "maintenance", NOW)
         message = Message(key="k1", subject="s", text="t", html="<p>t</p>", slack=[], images={})
         outbox.enqueue(con, "alert", message, ["email", "slack"])
@@ -80,8 +80,8 @@ def test_round_trip_is_lossless(
     # Ids continue after the copied ones (DuckDB may persist a sequence one ahead, never behind).
     assert all(sequences(back)[k] >= v for k, v in sequences(history_file).items())
     # Ids continue after the imported ones on the lake, as in the file.
-    with store.writer(target) as con:
-        assert store.start_run(con, "azure") == sequences(history_file)["core.fetch_run_ids"] + 1
+    with connections.writer(target) as con:
+        assert start_run(con, "azure") == sequences(history_file)["core.fetch_run_ids"] + 1
 
 
 def test_import_refuses_a_lake_with_history(

@@ -15,9 +15,10 @@ import stamina
 
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import db, lake
+from priceadvisor.store import connections, lake, transactions
 from priceadvisor.store import ingest as ingest_module
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.history import violations_in
 
 ROUNDS = 4
@@ -68,10 +69,10 @@ QUOTES = {"lambda": lambda_quotes, "azure": azure_quotes}
 
 
 def ingest_once(target: lake.Lake, provider: str, round_: int, observed: dt.datetime) -> None:
-    with db.writer(target) as con:
-        run_id = db.retry_conflicts(db.start_run)(con, provider)
+    with connections.writer(target) as con:
+        run_id = transactions.retry_conflicts(start_run)(con, provider)
         result = FetchResult(provider, RunStatus.OK, QUOTES[provider](round_), finished_at=observed)
-        db.retry_conflicts(ingest)(con, run_id, result, manifest(provider))
+        transactions.retry_conflicts(ingest)(con, run_id, result, manifest(provider))
 
 
 def writer_thread(
@@ -87,7 +88,7 @@ def writer_thread(
 
 def test_concurrent_ingests_keep_every_interval(pg_dsn: str, tmp_path: Path) -> None:
     target = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=str(tmp_path / "data"))
-    with db.writer(target):
+    with connections.writer(target):
         pass
     errors: list[str] = []
     writers = [
@@ -104,7 +105,7 @@ def test_concurrent_ingests_keep_every_interval(pg_dsn: str, tmp_path: Path) -> 
     for thread in threads:
         thread.join(timeout=600)
     assert errors == []
-    with db.reader(target) as con:
+    with connections.reader(target) as con:
         assert violations_in(con) == dict.fromkeys(violations_in(con), 0)
         runs = con.execute(
             "SELECT provider, status, count(*) FROM core.fetch_runs GROUP BY ALL ORDER BY ALL"
@@ -131,7 +132,7 @@ def test_an_ingest_that_loses_its_commit_is_redone_on_the_winner_s_rows(
     """Deterministic: while the lambda ingest is inside its transaction, another writer commits
     an azure ingest; lambda's commit conflicts, runs again, and both land once."""
     target = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=str(tmp_path / "data"))
-    with db.writer(target):
+    with connections.writer(target):
         pass
     real_finish = ingest_module._finish_run
     calls: list[int] = []
@@ -143,15 +144,15 @@ def test_an_ingest_that_loses_its_commit_is_redone_on_the_winner_s_rows(
                 ingest_once(target, "azure", 0, START)
         return real_finish(*args, **kwargs)
 
-    with db.writer(target) as con:
-        run_id = db.start_run(con, "lambda")
+    with connections.writer(target) as con:
+        run_id = start_run(con, "lambda")
     monkeypatch.setattr(ingest_module, "_finish_run", finish_after_a_rival_commits)
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         result = FetchResult("lambda", RunStatus.OK, lambda_quotes(0), finished_at=START)
-        summary = db.retry_conflicts(ingest)(con, run_id, result, manifest("lambda"))
+        summary = transactions.retry_conflicts(ingest)(con, run_id, result, manifest("lambda"))
     assert len(calls) == 2  # lost the first commit, redone once
     assert summary.offers_new == len(lambda_quotes(0))
-    with db.reader(target) as con:
+    with connections.reader(target) as con:
         assert violations_in(con) == dict.fromkeys(violations_in(con), 0)
         intervals = con.execute(
             "SELECT provider, count(*) FROM core.price_intervals GROUP BY ALL ORDER BY ALL"

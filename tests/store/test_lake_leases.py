@@ -17,7 +17,8 @@ import stamina
 
 from priceadvisor.models import utcnow
 from priceadvisor.notify import Message, outbox
-from priceadvisor.store import db, lake, leases
+from priceadvisor.store import connections, lake, leases
+from priceadvisor.store.ids import next_id
 
 T = TypeVar("T")
 WRITERS = 3
@@ -34,7 +35,7 @@ def _real_retries() -> Iterator[None]:
 @pytest.fixture
 def target(pg_dsn: str, tmp_path: Path) -> lake.Lake:
     shared = lake.Lake(catalog=f"postgres:{pg_dsn}", data_path=str(tmp_path / "data"))
-    with db.writer(shared):
+    with connections.writer(shared):
         pass  # migrated once, before the racers start
     return shared
 
@@ -46,7 +47,7 @@ def race(target: lake.Lake, work: Callable[[int, duckdb.DuckDBPyConnection], T])
 
     def run(i: int) -> None:
         try:
-            with db.writer(target) as con:
+            with connections.writer(target) as con:
                 ready.wait(timeout=60)
                 results[i] = work(i, con)
         except BaseException as exc:
@@ -68,7 +69,7 @@ def test_a_lease_has_one_holder_however_many_race_for_it(target: lake.Lake) -> N
         now = utcnow() + dt.timedelta(hours=round_)
         won = race(target, lambda i, con, now=now: leases.acquire(con, "alerts", f"d{i}", 60, now))
         assert sum(won) == 1
-        with db.writer(target) as con:
+        with connections.writer(target) as con:
             holder, _ = leases.current(con, "alerts")
         assert holder == f"d{won.index(True)}"
 
@@ -76,9 +77,9 @@ def test_a_lease_has_one_holder_however_many_race_for_it(target: lake.Lake) -> N
 def queue_rows(target: lake.Lake, count: int) -> None:
     message = Message(key="k", subject="s", text="t", html="<p>t</p>", slack=[{"text": "t"}])
     payload = json.dumps(asdict(message) | {"images": {}})
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         for n in range(count):
-            row_id = db.next_id(con, "core.notification_ids")
+            row_id = next_id(con, "core.notification_ids")
             con.execute(
                 "INSERT INTO core.notifications (id, kind, channel, key, payload, created_at, "
                 "status, attempts, next_attempt_at) VALUES (?, 'test', 'slack', ?, ?, ?, "
@@ -101,5 +102,5 @@ def test_each_outbox_row_is_claimed_by_one_deliverer(target: lake.Lake) -> None:
     claimed = race(target, deliverer)
     every = [row_id for rows in claimed for row_id in rows]
     assert sorted(every) == sorted(set(every))  # nobody took a row another one took
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         assert len(every) == con.execute("SELECT count(*) FROM core.notifications").fetchone()[0]

@@ -16,7 +16,7 @@ import pytest
 import stamina
 
 from priceadvisor.models import RawQuote, utcnow
-from priceadvisor.store import db, lake, leases, maintenance
+from priceadvisor.store import connections, lake, leases, maintenance
 from tests.conftest import cli, ingest_quotes
 from tests.store.test_lake_cli import lake_config
 
@@ -48,7 +48,7 @@ def setup(pg_dsn: str, tmp_path: Path) -> tuple[Path, lake.Lake]:
 
 def views(target: lake.Lake) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of the history's views, in a stable order."""
-    with db.reader(target) as con:
+    with connections.reader(target) as con:
         return {
             view: con.execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall() for view in VIEWS
         }
@@ -56,7 +56,7 @@ def views(target: lake.Lake) -> dict[str, list[tuple[Any, ...]]]:
 
 def stats(target: lake.Lake) -> tuple[int, int, dt.datetime]:
     """(data files the current snapshot reads, snapshots, the oldest snapshot's time)."""
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         row = con.execute("SELECT min(snapshot_time) FROM ducklake_snapshots('lake')").fetchone()
         assert row is not None
         return maintenance.data_files(con), maintenance.snapshot_count(con), row[0]
@@ -145,7 +145,7 @@ def repriced(run: int) -> list[RawQuote]:
 
 def storage(target: lake.Lake) -> tuple[int, int, int]:
     """(rows inlined in the catalog, delete files, dead rows of core.current_offers)."""
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         return (
             maintenance.inlined_rows(con),
             maintenance.delete_files(con),
@@ -169,7 +169,7 @@ def test_maintain_flushes_inlined_rows_and_rewrites_deleted_ones_keeping_time_tr
     # ingest deletes from a data file) in the catalog database.
     assert inlined > 0 and dead > 0
 
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         report = maintenance.run(con, dt.timedelta(days=90))
         inlined_after = maintenance.inlined_rows(con)
         dead_after = maintenance.dead_rows(con, "core", "current_offers")
@@ -188,15 +188,15 @@ def test_maintain_takes_the_lease_and_gives_it_back(
     config, target = setup
     config.write_text('lock_timeout = "1s"\n' + config.read_text())
     ingest_quotes(target, "azure", quotes(1.0))
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         assert leases.acquire(con, "maintenance", "peer-host:42:ab", 3600, utcnow())
     code, _, err = cli(capsys, "--config", str(config), "lake", "maintain")
     assert code == 1 and err.startswith("error: peer-host:42:ab holds the maintenance lease")
     assert err.count("\n") == 1
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         assert leases.release(con, "maintenance", "peer-host:42:ab", utcnow())
     maintain(capsys, config)
-    with db.reader(target) as con:
+    with connections.reader(target) as con:
         assert leases.current(con, "maintenance")[0] is None
 
 
@@ -265,11 +265,11 @@ def test_ingests_keep_working_while_the_lake_is_maintained(
     ingester = threading.Thread(target=ingest_more)
     ingester.start()
     for _ in range(3):
-        with db.writer(target) as con:
+        with connections.writer(target) as con:
             maintenance.run(con, dt.timedelta(seconds=1), dt.timedelta(seconds=1))
     ingester.join(timeout=300)
     assert not failures
-    with db.reader(target) as con:
+    with connections.reader(target) as con:
         runs = con.execute("SELECT count(*) FROM fetch_runs WHERE status = 'ok'").fetchone()
         prices = con.execute("SELECT sum(price_hour_usd) FROM offers").fetchone()
         history = con.execute("SELECT count(*) FROM price_history").fetchone()

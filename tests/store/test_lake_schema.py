@@ -7,7 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from priceadvisor.store import db, lake, lakesql
+from priceadvisor.store import connections, errors, lake, lakesql, schema, transactions
+from priceadvisor.store.runs import start_run
 
 
 @pytest.fixture(params=["duckdb", "postgres"])
@@ -27,43 +28,43 @@ def _columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]]:
 
 
 def test_lake_has_the_files_schema(target: lake.Lake, tmp_path: Path) -> None:
-    with db.writer(tmp_path / "prices.duckdb") as con:
+    with connections.writer(tmp_path / "prices.duckdb") as con:
         expected = _columns(con)
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         assert lake.is_lake(con)
         assert _columns(con) == expected
         versions = [
             r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()
         ]
-        assert max(versions) == db.latest_version()
+        assert max(versions) == schema.latest_version()
         assert con.execute("SELECT count(*) FROM main.gpus").fetchone()[0] > 10
-    with db.reader(target) as con:  # read-only, sealed, version-checked
+    with connections.reader(target) as con:  # read-only, sealed, version-checked
         assert con.execute("SELECT count(*) FROM offers").fetchone() == (0,)
 
 
 def test_migrations_apply_once(target: lake.Lake) -> None:
-    with db.writer(target) as con:
-        assert db.migrate(con) == []
+    with connections.writer(target) as con:
+        assert schema.migrate(con) == []
         assert con.execute("SELECT count(*) FROM core.schema_migrations").fetchone() == (
-            len(db.migrations()),
+            len(schema.migrations()),
         )
 
 
 def test_run_ids_come_from_the_counter(target: lake.Lake) -> None:
-    with db.writer(target) as con:
-        ids = [db.start_run(con, "azure") for _ in range(3)]
+    with connections.writer(target) as con:
+        ids = [start_run(con, "azure") for _ in range(3)]
         assert ids == [ids[0], ids[0] + 1, ids[0] + 2]
         assert con.execute("SELECT count(DISTINCT run_id) FROM core.fetch_runs").fetchone() == (3,)
 
 
 def test_replace_rows_keeps_one_row_per_key(target: lake.Lake) -> None:
-    with db.writer(target) as con:
+    with connections.writer(target) as con:
         for rate in (1.1, 1.2):
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE _r AS SELECT DATE '2026-01-02' AS rate_date, "
                 f"'USD' AS currency, {rate} AS per_eur, 'ecb' AS source, now()::TIMESTAMP AS t"
             )
-            db.replace_rows(con, "core.fx_rates", ["rate_date", "currency"], "_r")
+            transactions.replace_rows(con, "core.fx_rates", ["rate_date", "currency"], "_r")
         assert con.execute("SELECT per_eur FROM core.fx_rates").fetchall() == [(1.2,)]
 
 
@@ -71,7 +72,10 @@ def test_reader_refuses_a_lake_without_schema(tmp_path: Path) -> None:
     target = lake.Lake(catalog=str(tmp_path / "empty.ducklake"), data_path=str(tmp_path / "d"))
     with lake.connect(target):
         pass
-    with pytest.raises(db.StoreError, match="not a priceadvisor database"), db.reader(target):
+    with (
+        pytest.raises(errors.StoreError, match="not a priceadvisor database"),
+        connections.reader(target),
+    ):
         pass
 
 

@@ -21,9 +21,10 @@ from priceadvisor.collect.fetch import ingest_results
 from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import db as store
-from priceadvisor.store import lake, layout, reads
+from priceadvisor.store import connections, lake, layout, reads, transactions
+from priceadvisor.store.handle import Store
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import query
 
 T0 = dt.datetime(2026, 11, 20, 12, 0)
@@ -63,7 +64,7 @@ def changed(quotes: list[RawQuote], share: float, seed: int) -> list[RawQuote]:
 
 
 def merge(con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], hours: int) -> None:
-    run_id = store.start_run(con, "azure")
+    run_id = start_run(con, "azure")
     result = FetchResult("azure", RunStatus.OK, quotes, finished_at=T0 + dt.timedelta(hours=hours))
     ingest(con, run_id, result, manifest("azure"))
 
@@ -81,7 +82,7 @@ def small_tables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_first_load_is_stored_in_gpu_model_order(db_path: Path) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         merge(con, snapshot(), 0)
         rows = con.execute(STORED).fetchall()
     assert len(rows) == len(snapshot())
@@ -98,14 +99,14 @@ def test_a_first_load_larger_than_a_row_group_is_sorted_by_the_fetch_session(
     quotes = snapshot()
     monkeypatch.setattr(layout, "ROW_GROUP_ROWS", len(quotes) // 2)
     monkeypatch.setattr(layout, "MIN_ROWS", 0)
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         merge(con, quotes, 0)
         assert not in_order(con.execute(STORED).fetchall())  # as the snapshot came
         assert layout.appended_rows(con)[0] == len(quotes)
-    with store.writer(db_path) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(db_path) as con:
+        run_id = start_run(con, "azure")
     result = FetchResult("azure", RunStatus.OK, changed(quotes, 0.6, seed=4), finished_at=T0)
-    ingest_results(load_settings(db=db_path), db_path, [run_id], [result], threading.Event())
+    ingest_results(load_settings(db=db_path), Store(db_path), [run_id], [result], threading.Event())
     assert in_order(query(db_path, STORED))
 
 
@@ -114,7 +115,7 @@ def test_the_ingest_session_restores_the_order_once_enough_rows_were_appended(
     db_path: Path,
 ) -> None:
     quotes = snapshot()
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         merge(con, quotes, 0)
         assert layout.keep_clustered(con)  # a batch under a row group counts as appended
         quotes = changed(quotes, 0.1, seed=2)  # ~10 % appended: under CLUSTER_SHARE
@@ -141,12 +142,12 @@ def test_a_fetch_cycle_keeps_the_table_clustered(db_path: Path) -> None:
     settings = load_settings(db=db_path)
     quotes = snapshot()
     for hour in range(6):
-        with store.writer(db_path) as con:
-            run_id = store.start_run(con, "azure")
+        with connections.writer(db_path) as con:
+            run_id = start_run(con, "azure")
         result = FetchResult(
             "azure", RunStatus.OK, quotes, finished_at=T0 + dt.timedelta(hours=hour)
         )
-        ingest_results(settings, db_path, [run_id], [result], threading.Event())
+        ingest_results(settings, Store(db_path), [run_id], [result], threading.Event())
         quotes = changed(quotes, 0.3, seed=hour)
         assert in_order(query(db_path, STORED))
 
@@ -154,7 +155,7 @@ def test_a_fetch_cycle_keeps_the_table_clustered(db_path: Path) -> None:
 def test_a_database_from_before_the_layout_is_rewritten_at_its_next_ingest(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         merge(con, snapshot(), 0)
         shuffle(con)  # as an older version stored it
         con.execute("UPDATE core.table_layout SET clustered_run = NULL")  # as 0100 leaves it
@@ -192,21 +193,21 @@ FILTERS = {
 def test_prices_read_the_same_from_clustered_and_shuffled_storage(
     db_path: Path, tmp_path: Path, sort: str
 ) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         merge(con, snapshot(), 0)
         merge(con, changed(snapshot(), 0.3, seed=4), 1)
     shuffled = tmp_path / "shuffled.duckdb"
     shutil.copy(db_path, shuffled)
-    with store.writer(shuffled) as con:
+    with connections.writer(shuffled) as con:
         shuffle(con)
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         layout.cluster(con, 0)
         assert in_order(con.execute(STORED).fetchall())
     for name, flt in FILTERS.items():
         for limit in (None, 5):
-            with store.reader(db_path) as con:
+            with connections.reader(db_path) as con:
                 clustered = reads.prices(con, flt, sort, limit)
-            with store.reader(shuffled) as con:
+            with connections.reader(shuffled) as con:
                 unclustered = reads.prices(con, flt, sort, limit)
             assert clustered == unclustered, name
             assert flt.gpu_models != ["L4-24GB"] or {r[4] for r in clustered.rows} == {"L4-24GB"}
@@ -216,7 +217,7 @@ def test_a_gpu_filter_skips_the_row_groups_of_other_models(db_path: Path) -> Non
     """The point of the order: DuckDB's zone maps let `--gpu H100` read only the row groups
     holding H100s (EXPLAIN ANALYZE's rows scanned), here 3 of 4 row groups skipped."""
     rows = 4 * layout.ROW_GROUP_ROWS
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         merge(con, snapshot(), 0)
         con.execute(  # many more offers, copies of the ingested ones under other keys
             "INSERT INTO core.current_offers SELECT o.* REPLACE (o.instance_type || '.' || i AS "
@@ -225,7 +226,7 @@ def test_a_gpu_filter_skips_the_row_groups_of_other_models(db_path: Path) -> Non
         layout.cluster(con, 0)
         total = con.execute("SELECT count(*) FROM core.current_offers").fetchone()
     flt = reads.OfferFilter(gpu_models=["H100-NVL-94GB", "H100-SXM-80GB"], pricing="spot")
-    with duckdb.connect(str(db_path), read_only=True) as con:  # store.reader locks profiling
+    with duckdb.connect(str(db_path), read_only=True) as con:  # connections.reader locks profiling
         con.execute("PRAGMA enable_profiling = 'json'")
         con.execute(f"PRAGMA profiling_output = '{db_path.with_suffix('.json')}'")
         found = reads.prices(con, flt, "gpu-hour", 50)
@@ -248,14 +249,14 @@ def scanned(node: dict[str, Any], table: str) -> int:
 def test_a_lake_is_rewritten_in_order_too(tmp_path: Path) -> None:
     """The same rewrite in one DuckLake transaction: rows in order, the offers unchanged."""
     target = lake.Lake(catalog=str(tmp_path / "catalog.ducklake"), data_path=str(tmp_path / "data"))
-    with store.writer(target) as con:
+    with connections.writer(target) as con:
         merge(con, snapshot(), 0)
         shuffle(con)
         con.execute("UPDATE core.table_layout SET clustered_run = NULL")
         before = query_offers(con)
-        assert store.retry_conflicts(layout.keep_clustered)(con)
+        assert transactions.retry_conflicts(layout.keep_clustered)(con)
         assert query_offers(con) == before
-    with store.reader(target) as con:
+    with connections.reader(target) as con:
         assert in_order(con.execute(STORED).fetchall())
         assert query_offers(con) == before
 
@@ -268,11 +269,11 @@ def test_a_failed_rewrite_leaves_the_fetch_stored_and_ok(
         raise duckdb.IOException("could not write file: No space left on device")
 
     monkeypatch.setattr(layout, "cluster", disk_full)
-    with store.writer(db_path) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(db_path) as con:
+        run_id = start_run(con, "azure")
     result = FetchResult("azure", RunStatus.OK, snapshot(), finished_at=T0)
     settings = load_settings(db=db_path)
-    [summary] = ingest_results(settings, db_path, [run_id], [result], threading.Event())
+    [summary] = ingest_results(settings, Store(db_path), [run_id], [result], threading.Event())
     assert summary.status is RunStatus.OK and summary.offers_new == len(snapshot())
     assert query(db_path, "SELECT count(*) FROM core.current_offers") == [(len(snapshot()),)]
     assert "not rewritten in storage order: could not write file" in caplog.text

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.models import utcnow
-from priceadvisor.store import db as store
-from priceadvisor.store import leases
+from priceadvisor.store import connections, leases
 
 NOW = dt.datetime(2026, 11, 23, 8, 0)
 
 
 def take(db: Path, job: str, holder: str, ttl: float = 60, now: dt.datetime = NOW) -> bool:
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         return leases.acquire(con, job, holder, ttl, now)
 
 
@@ -33,7 +32,7 @@ def test_the_holder_renews_and_the_expiry_moves(db_path: Path) -> None:
     assert take(db_path, "digest", "a")
     assert take(db_path, "digest", "a", now=NOW + dt.timedelta(seconds=50))
     assert not take(db_path, "digest", "b", now=NOW + dt.timedelta(seconds=70))
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         assert leases.current(con, "digest") == ("a", NOW + dt.timedelta(seconds=110))
 
 
@@ -44,7 +43,7 @@ def test_jobs_have_separate_leases(db_path: Path) -> None:
 
 def test_release_frees_it_at_once_and_only_for_the_holder(db_path: Path) -> None:
     assert take(db_path, "alerts", "a")
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         assert not leases.release(con, "alerts", "b", NOW)
         assert leases.release(con, "alerts", "a", NOW)
     assert take(db_path, "alerts", "b", now=NOW + dt.timedelta(seconds=1))
@@ -73,8 +72,8 @@ def test_a_dead_holder_s_lease_is_taken_after_expiry(db_path: Path) -> None:
         "import sys, datetime as dt, os, signal\n"
         "from pathlib import Path\n"
         "from priceadvisor.models import utcnow\n"
-        "from priceadvisor.store import db, leases\n"
-        "with db.writer(Path(sys.argv[1])) as con:\n"
+        "from priceadvisor.store import connections, leases\n"
+        "with connections.writer(Path(sys.argv[1])) as con:\n"
         "    assert leases.acquire(con, 'digest', leases.holder_id(), 2.0, utcnow())\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )

@@ -10,8 +10,9 @@ import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, schema
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import query
 from tests.history import INVARIANTS, violations
 
@@ -26,8 +27,8 @@ def quote(region: str, price: float) -> RawQuote:
 
 
 def started(db: Path) -> int:
-    with store.writer(db) as con:
-        return store.start_run(con, "azure")
+    with connections.writer(db) as con:
+        return start_run(con, "azure")
 
 
 def merge(db: Path, run_id: int, observed: dt.datetime, quotes: list[RawQuote], **kw: Any) -> Any:
@@ -35,7 +36,7 @@ def merge(db: Path, run_id: int, observed: dt.datetime, quotes: list[RawQuote], 
     result = FetchResult(
         "azure", kw.pop("status", RunStatus.OK), quotes, finished_at=observed, **kw
     )
-    with store.writer(db) as con:
+    with connections.writer(db) as con:
         return ingest(con, run_id, result, manifest("azure"))
 
 
@@ -114,17 +115,17 @@ def test_a_late_failed_fetch_is_recorded_as_failed(db_path: Path) -> None:
 def test_an_upgraded_database_orders_new_snapshots_after_its_old_runs(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before_0005 = [m for m in store.migrations() if m[0] < 5]
-    monkeypatch.setattr(store, "migrations", lambda: before_0005)
-    monkeypatch.setattr(store, "create_views", lambda con: None)  # today's views need 0005
-    with store.writer(db_path) as con:  # a database written before observation times
+    before_0005 = [m for m in schema.migrations() if m[0] < 5]
+    monkeypatch.setattr(schema, "migrations", lambda: before_0005)
+    monkeypatch.setattr(schema, "create_views", lambda con: None)  # today's views need 0005
+    with connections.writer(db_path) as con:  # a database written before observation times
         con.execute(
             "INSERT INTO core.fetch_runs (provider, started_at, finished_at, status) "
             "VALUES ('azure', ?, ?, 'ok'), ('azure', ?, NULL, 'failed')",
             [T0, T0 + dt.timedelta(minutes=1), T0],
         )
     monkeypatch.undo()
-    store._prepared.clear()  # a new process: the upgrade runs at its first write
+    connections._prepared.clear()  # a new process: the upgrade runs at its first write
     summary = merge(db_path, started(db_path), T0, [quote("eastus", 3.0)])
     assert summary.status is RunStatus.SUPERSEDED  # observed before the old run finished
     assert query(db_path, "SELECT status, observed_at FROM fetch_runs ORDER BY run_id") == [

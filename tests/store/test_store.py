@@ -9,7 +9,8 @@ import duckdb
 import pytest
 
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, errors, schema
+from priceadvisor.store.runs import start_run
 
 PUBLIC_VIEWS = {
     "offers",
@@ -23,19 +24,19 @@ PUBLIC_VIEWS = {
 
 
 def test_migrations_apply_once_with_bookkeeping(db_path: Path) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         rows = con.execute("SELECT version, name FROM core.schema_migrations").fetchall()
-        assert rows == [(v, p.stem) for v, p in store.migrations()]
-        assert store.migrate(con) == []  # nothing left to apply
+        assert rows == [(v, p.stem) for v, p in schema.migrations()]
+        assert schema.migrate(con) == []  # nothing left to apply
 
 
 def test_every_public_view_exists_and_is_recreated_at_start(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         con.execute("DROP VIEW offers")
-    monkeypatch.setattr(store, "_prepared", set())  # as in a new process
-    with store.writer(db_path) as con:
+    monkeypatch.setattr(connections, "_prepared", set())  # as in a new process
+    with connections.writer(db_path) as con:
         names = {
             r[0]
             for r in con.execute(
@@ -58,8 +59,11 @@ def test_failing_migration_rolls_back_with_its_bookkeeping(
     (folder / "0999_broken.sql").write_text(
         "CREATE TABLE core.half_done (x INTEGER);\nSELECT * FROM no_such_table;"
     )
-    monkeypatch.setattr(store, "migrations_dir", lambda: folder)
-    with pytest.raises(store.StoreError, match=r"0999_broken\.sql failed"), store.writer(db_path):
+    monkeypatch.setattr(schema, "migrations_dir", lambda: folder)
+    with (
+        pytest.raises(errors.StoreError, match=r"0999_broken\.sql failed"),
+        connections.writer(db_path),
+    ):
         pass
     con = duckdb.connect(str(db_path))
     versions = [r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()]
@@ -70,32 +74,38 @@ def test_failing_migration_rolls_back_with_its_bookkeeping(
 
 def test_badly_named_migration_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "1_x.sql").write_text("SELECT 1")
-    monkeypatch.setattr(store, "migrations_dir", lambda: tmp_path)
-    with pytest.raises(store.StoreError, match=r"not NNNN_name\.sql"):
-        store.migrations()
+    monkeypatch.setattr(schema, "migrations_dir", lambda: tmp_path)
+    with pytest.raises(errors.StoreError, match=r"not NNNN_name\.sql"):
+        schema.migrations()
 
 
 def test_reader_refuses_missing_and_foreign_files(tmp_path: Path) -> None:
-    with pytest.raises(store.StoreError, match="no database at"), store.reader(tmp_path / "x"):
+    with (
+        pytest.raises(errors.StoreError, match="no database at"),
+        connections.reader(tmp_path / "x"),
+    ):
         pass
     other = tmp_path / "other.duckdb"
     duckdb.connect(str(other)).close()
-    with pytest.raises(store.StoreError, match="not a priceadvisor database"), store.reader(other):
+    with (
+        pytest.raises(errors.StoreError, match="not a priceadvisor database"),
+        connections.reader(other),
+    ):
         pass
 
 
 def test_reader_refuses_an_older_schema(db_path: Path) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         con.execute("DELETE FROM core.schema_migrations")
         con.execute("INSERT INTO core.schema_migrations VALUES (0, 'old', now())")
-    with pytest.raises(store.StoreError, match="fetch` once"), store.reader(db_path):
+    with pytest.raises(errors.StoreError, match="fetch` once"), connections.reader(db_path):
         pass
 
 
 def test_reader_is_read_only(db_path: Path) -> None:
-    with store.writer(db_path):
+    with connections.writer(db_path):
         pass
-    with store.reader(db_path) as con, pytest.raises(duckdb.Error):
+    with connections.reader(db_path) as con, pytest.raises(duckdb.Error):
         con.execute("DELETE FROM core.fetch_runs")
 
 
@@ -125,24 +135,24 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def test_reader_waits_for_a_writer_then_gets_in(db_path: Path) -> None:
-    with store.writer(db_path):
+    with connections.writer(db_path):
         pass
     proc = hold_lock(db_path, 1.0)
     try:
-        with store.reader(db_path, lock_timeout=15) as con:
+        with connections.reader(db_path, lock_timeout=15) as con:
             assert con.execute("SELECT count(*) FROM offers").fetchone() == (0,)
     finally:
         stop(proc)
 
 
 def test_reader_gives_up_with_a_clear_message(db_path: Path) -> None:
-    with store.writer(db_path):
+    with connections.writer(db_path):
         pass
     proc = hold_lock(db_path, 600)  # held until killed: a reader that waited would hang
     try:
         with (
-            pytest.raises(store.StoreError, match="locked by another process"),
-            store.reader(db_path, lock_timeout=0.5),
+            pytest.raises(errors.StoreError, match="locked by another process"),
+            connections.reader(db_path, lock_timeout=0.5),
         ):
             pass
     finally:
@@ -155,12 +165,12 @@ def test_runs_of_dead_processes_are_marked_abandoned(
 ) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    with store.writer(db_path) as con:
-        mine = store.start_run(con, "azure")
-        theirs = store.start_run(con, "azure")
+    with connections.writer(db_path) as con:
+        mine = start_run(con, "azure")
+        theirs = start_run(con, "azure")
         con.execute("UPDATE core.fetch_runs SET pid = ? WHERE run_id = ?", [dead.pid, theirs])
-    monkeypatch.setattr(store, "_prepared", set())  # the next process to open it
-    with store.writer(db_path) as con:
+    monkeypatch.setattr(connections, "_prepared", set())  # the next process to open it
+    with connections.writer(db_path) as con:
         status = dict(con.execute("SELECT run_id, status FROM core.fetch_runs").fetchall())
     assert status == {mine: "running", theirs: "abandoned"}
     assert os.getpid() != dead.pid
@@ -176,10 +186,10 @@ def test_no_connection_draws_a_progress_bar_and_readers_stay_sealed(
 ) -> None:
     # DuckDB draws its bar on stdout, piped or not, once a statement runs 2 s: into a CSV
     # the user redirects, or over the daemon's log.
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         assert _progress_bar(con) is False
     for folder in (None, tmp_path):
-        with store.reader(db_path, writable_dir=folder) as con:
+        with connections.reader(db_path, writable_dir=folder) as con:
             assert _progress_bar(con) is False
             with pytest.raises(duckdb.InvalidInputException, match="locked"):
                 con.execute("SET enable_progress_bar = true")

@@ -13,9 +13,9 @@ import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import dashboard, reads
-from priceadvisor.store import db as store
+from priceadvisor.store import connections, dashboard, reads
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 # Six offers at one price per GPU-hour: only their keys tell them apart.
 KEYS = [
@@ -42,8 +42,8 @@ def equal_priced(keys: list[tuple[str, str, str, str]]) -> list[RawQuote]:
 
 
 def stored(path: Path, keys: list[tuple[str, str, str, str]]) -> Path:
-    with store.writer(path) as con:
-        run_id = store.start_run(con, "azure")
+    with connections.writer(path) as con:
+        run_id = start_run(con, "azure")
         result = FetchResult(
             "azure", RunStatus.OK, equal_priced(keys), finished_at=dt.datetime(2026, 11, 20)
         )
@@ -69,9 +69,9 @@ def test_equal_prices_come_back_in_one_order_whatever_the_insertion_order(
 ) -> None:
     forward = stored(tmp_path / "forward.duckdb", KEYS)
     backward = stored(tmp_path / "backward.duckdb", KEYS[::-1])
-    with store.reader(forward) as con:
+    with connections.reader(forward) as con:
         rows_forward = LISTINGS[listing](con)
-    with store.reader(backward) as con:
+    with connections.reader(backward) as con:
         rows_backward = LISTINGS[listing](con)
     assert rows_forward, "the listing must have offers to order"
     assert rows_forward == rows_backward

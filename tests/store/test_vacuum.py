@@ -7,7 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from priceadvisor.store import db as store
+from priceadvisor.store import connections
+from priceadvisor.store.runs import start_run
 
 ROWS = 300_000  # three row groups: deleting most of them lets a vacuum merge them into one
 
@@ -22,20 +23,20 @@ def _stored_rows(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def _fill_and_delete(path: Path, vacuum: bool) -> int:
-    with store.writer(path) as con:
+    with connections.writer(path) as con:
         con.execute(f"CREATE TABLE scratch AS SELECT range AS i FROM range({ROWS})")
-    with store.writer(path, vacuum=vacuum) as con:
+    with connections.writer(path, vacuum=vacuum) as con:
         con.execute("DELETE FROM scratch WHERE i % 10 < 7")
-    with store.reader(path) as con:
+    with connections.reader(path) as con:
         return _stored_rows(con)
 
 
 def test_a_session_without_vacuum_leaves_deleted_rows_to_the_next_writer(tmp_path: Path) -> None:
     path = tmp_path / "p.duckdb"
     assert _fill_and_delete(path, vacuum=False) == ROWS
-    with store.writer(path) as con:
-        store.start_run(con, "aws")  # any change: its checkpoint vacuums every table
-    with store.reader(path) as con:
+    with connections.writer(path) as con:
+        start_run(con, "aws")  # any change: its checkpoint vacuums every table
+    with connections.reader(path) as con:
         assert _stored_rows(con) == ROWS * 3 // 10
         assert con.execute("SELECT count(*), min(i) FROM scratch").fetchone() == (90_000, 7)
 

@@ -4,19 +4,20 @@ from pathlib import Path
 
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import CachedBody, RunStatus
-from priceadvisor.store import db as store
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections
 from priceadvisor.store.validators import load_validators, save_validators
 from tests.localserver import local_settings, serving
 
 
 def test_renewed_validators_survive_a_new_connection(db_path: Path) -> None:
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         cache = load_validators(con, "oracle")
         assert cache.entries == {}
         cache.put("https://x/products", CachedBody(b'{"items": []}', '"v1"', None))
         assert save_validators(con, cache) == 1
         assert save_validators(con, cache) == 0  # nothing renewed since
-    with store.writer(db_path) as con:
+    with connections.writer(db_path) as con:
         again = load_validators(con, "oracle")
         other = load_validators(con, "azure")
     assert again.entries == {"https://x/products": CachedBody(b'{"items": []}', '"v1"', None)}
@@ -28,8 +29,12 @@ def test_a_second_process_sends_the_stored_etag_and_reuses_the_body(db_path: Pat
     with serving("oracle") as server:
         server.etag = '"list-2026-11-14"'
         settings = local_settings(db_path, server)
-        [first] = run_cycle(settings, ["oracle"], False, lambda *_: None)
-        [second] = run_cycle(settings, ["oracle"], False, lambda *_: None)
+        [first] = run_cycle(
+            settings, configured_store(settings), ["oracle"], False, lambda *_: None
+        )
+        [second] = run_cycle(
+            settings, configured_store(settings), ["oracle"], False, lambda *_: None
+        )
     assert first.status is second.status is RunStatus.OK
     assert server.not_modified == 1
     assert (second.offers_seen, second.offers_changed, second.offers_closed) == (32, 0, 0)

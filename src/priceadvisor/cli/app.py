@@ -42,8 +42,8 @@ from priceadvisor.config_light import (
 from priceadvisor.durations import parse_duration
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import ResourceError
-from priceadvisor.store import db as store
-from priceadvisor.store import reads
+from priceadvisor.store import errors, reads
+from priceadvisor.store.handle import Store
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
@@ -139,7 +139,8 @@ def fetch(
         raise UsageError("--record writes what a live fetch receives: not with --offline")
     # Recorded prices never land in the live database by default: they would pass for live.
     path = recorded_db_path() if offline and current.db is None and not into_live else None
-    summaries = _fetch_with_progress(settings, ids, offline, path, record)
+    store = current.store if path is None else current.store.with_file(path)
+    summaries = _fetch_with_progress(settings, store, ids, offline, record)
     render(_summary_table(summaries), fmt, out, title="Fetch summary")
     if record is not None:
         err.print(f"responses recorded under {record}/<provider>/: review them before use")
@@ -151,9 +152,9 @@ def fetch(
 
 def _fetch_with_progress(
     settings: Settings,
+    store: Store,
     ids: list[str],
     offline: bool,
-    path: Path | None = None,
     record: Path | None = None,
 ) -> list[IngestSummary]:
     from priceadvisor.cli.progress import FetchProgress
@@ -162,7 +163,7 @@ def _fetch_with_progress(
 
     try:
         with FetchProgress(err, ids) as progress:
-            return run_cycle(settings, ids, offline, progress.update, path, record)
+            return run_cycle(settings, store, ids, offline, progress.update, record)
     except RecordError as exc:
         raise UsageError(str(exc)) from None
 
@@ -307,8 +308,7 @@ def prices(
     # Machine formats get every column unless --columns: a stable shape for scripts.
     shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
-    settings = state(ctx).read_settings
-    with store.reader(store.target(settings), settings.lock_timeout, as_of=moment) as con:
+    with state(ctx).store.reader(as_of=moment) as con:
         _resolve_gpu(con, flt, gpu)
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
@@ -396,8 +396,7 @@ def history(
 ) -> None:
     """Price intervals over time (newest first per offer), published and derived."""
     flt = _offer_filter(provider, None, None, False, pricing, include_derived=True)
-    settings = state(ctx).read_settings
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.reader() as con:
         _resolve_gpu(con, flt, gpu)
         table = reads.history(con, flt, region, instance_type, limit)
     render(table, fmt, out, title="Price history (USD)")
@@ -419,9 +418,9 @@ def sql(
 ) -> None:
     """Run one read-only SQL query against the public views (see docs/sql.md). A table shows
     the first 1000 rows; csv and json stream every row. Ctrl-C stops the query at once."""
-    settings = state(ctx).read_settings
-    limit = _timeout(timeout, settings.readers.sql_timeout)
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    current = state(ctx)
+    limit = _timeout(timeout, current.read_settings.readers.sql_timeout)
+    with current.store.reader() as con:
         check_read_only(con, query)
         with _sql_errors(limit):
             if fmt is not Format.TABLE:
@@ -476,7 +475,7 @@ def _sql_errors(timeout: float) -> Iterator[None]:
             f"query needs more memory than readers.memory_limit allows: {cause[0]}"
         ) from None
     except duckdb.PermissionException as exc:
-        raise UserError(f"refused: {store.first_line(exc)}") from None
+        raise UserError(f"refused: {errors.first_line(exc)}") from None
     except duckdb.Error as exc:
         raise UserError(f"SQL error: {_one_line(exc)}") from None
 
@@ -492,9 +491,9 @@ def export(
     """Write the public views as Parquet, hive-partitioned by day."""
     from priceadvisor.store.export import export_database
 
-    settings = state(ctx).settings
-    target = out_dir or settings.db_path().parent / "export"
-    counts = export_database(store.target(settings), target, settings.lock_timeout)
+    current = state(ctx)
+    target = out_dir or current.settings.db_path().parent / "export"
+    counts = export_database(current.store, target)
     rows = [(name, n) for name, n in counts.items()]
     render(reads.Table(["table", "rows"], rows), Format.TABLE, out, title=f"Exported to {target}")
 
@@ -505,8 +504,8 @@ def doctor(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     from priceadvisor.cli.doctor import render_report
     from priceadvisor.collect import health
 
-    settings = state(ctx).settings
-    report = health.check(settings)
+    current = state(ctx)
+    report = health.check(current.settings, current.store)
     render_report(report, fmt, out)
     if not report.healthy:
         raise typer.Exit(1)
@@ -527,7 +526,8 @@ def providers(
     if billing:
         render(health.billing_table(), fmt, out, title="Billing terms")
         return
-    table = health.providers_table(state(ctx).settings)
+    current = state(ctx)
+    table = health.providers_table(current.settings, current.store)
     if fmt is Format.TABLE:  # the terms themselves: --billing, or JSON
         table = reads.Table(table.columns[:-1], [row[:-1] for row in table.rows])
     render(table, fmt, out, title="Providers")
@@ -580,9 +580,10 @@ def demo(
     settings = current.settings
     path = _demo_path(current.db, replace)
     providers = enabled_providers(settings, manifest_ids())
-    summaries = _fetch_with_progress(settings, providers, True, path)
+    store = current.store.with_file(path)
+    summaries = _fetch_with_progress(settings, store, providers, True)
     render(_summary_table(summaries), Format.TABLE, out, title="Offline fetch (recorded data)")
-    with store.reader(path, settings.lock_timeout) as con:
+    with store.reader() as con:
         table = reads.prices(
             con, reads.OfferFilter(), "gpu-hour", 25, layout.view_columns(layout.DEFAULT)
         )
@@ -626,19 +627,18 @@ def _offers_source(provider: str) -> bool:
 
 
 def _demo_path(given: Path | None, replace: bool) -> Path:
-    """The demo's own database: a temporary file unless --db names one (never the configured
-    one: the demo's recorded prices must not mix with live ones)."""
+    """The demo's own database: a file in a new temporary folder of its own unless --db names
+    one (never the configured one: the demo's recorded prices must not mix with live ones;
+    and two demos at once must not replace each other's)."""
     import tempfile
 
     if given is None:
-        path = Path(tempfile.gettempdir()) / "priceadvisor-demo" / "demo.duckdb"
-    else:
-        path = given
-        if path.exists() and not replace:
-            raise UserError(f"{path} exists; the demo needs a fresh database (add --replace)")
-    for stale in (path, path.with_name(path.name + ".wal")):
+        return Path(tempfile.mkdtemp(prefix="priceadvisor-demo-")) / "demo.duckdb"
+    if given.exists() and not replace:
+        raise UserError(f"{given} exists; the demo needs a fresh database (add --replace)")
+    for stale in (given, given.with_name(given.name + ".wal")):
         stale.unlink(missing_ok=True)
-    return path
+    return given
 
 
 def _one_line(exc: BaseException) -> str:
@@ -646,7 +646,7 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-_USER_ERRORS = (UserError, store.StoreError, ResourceError)
+_USER_ERRORS = (UserError, errors.StoreError, ResourceError)
 
 
 def _is_unknown_provider(exc: Exception) -> bool:
@@ -705,8 +705,8 @@ def _unexpected(exc: Exception) -> str:
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or exc}{where}"
     if isinstance(exc, duckdb.Error):
-        return f"database error: {store.first_line(exc)}"
-    return f"unexpected {type(exc).__name__}: {store.first_line(exc)}"
+        return f"database error: {errors.first_line(exc)}"
+    return f"unexpected {type(exc).__name__}: {errors.first_line(exc)}"
 
 
 def _is_usage_error(exc: Exception) -> bool:

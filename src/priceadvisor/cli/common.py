@@ -26,7 +26,7 @@ from priceadvisor.config_light import (
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
-    from priceadvisor.store.db import Target
+    from priceadvisor.store.handle import Store
 
 # Piped output is not cut to 80 columns: scripts and CI logs get whole tables.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 250)
@@ -49,6 +49,7 @@ class AppState:
     db: Path | None
     _settings: Settings | None = None
     _read: ReadSettings | None = None
+    _store: Store | None = None
 
     @property
     def settings(self) -> Settings:
@@ -78,6 +79,16 @@ class AppState:
                 _limit_readers(self._read)
         return self._read or self.settings
 
+    @property
+    def store(self) -> Store:
+        """The configured store, built once (service.stores: the lake's secrets resolved
+        there); from the light read settings when those are all the command needed so far."""
+        if self._store is None:
+            from priceadvisor.service.stores import configured_store
+
+            self._store = configured_store(self.read_settings)
+        return self._store
+
 
 def recorded_database_hint(reading: Path) -> str | None:
     """Where `fetch --offline` wrote recorded responses, when `reading` is the default live
@@ -90,9 +101,9 @@ def recorded_database_hint(reading: Path) -> str | None:
 
 
 def _limit_readers(settings: DbSettings) -> None:
-    from priceadvisor.store import db as store
+    from priceadvisor.store import connections
 
-    store.limit_readers(settings.readers)
+    connections.limit_readers(settings.readers)
 
 
 def _configure_logging(level: str) -> None:
@@ -128,32 +139,32 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format
 
 
 @contextmanager
-def job_lease(settings: Settings, where: Target, job: str, activity: str) -> Iterator[None]:
+def job_lease(settings: Settings, store: Store, job: str, activity: str) -> Iterator[None]:
     """The daemons' lease on `job` (store.leases), held while the command does that job: a
     manual run takes its turn like a daemon, waiting up to lock_timeout for the holder (then
     one line naming it: "<holder> <activity>"), and gives the lease back when it is done."""
     # The store loads here, for the commands that run such a job, not at every start-up.
     from priceadvisor.models import utcnow
-    from priceadvisor.store import db, leases
+    from priceadvisor.store import leases
 
     holder = leases.holder_id()
-    deadline = time.monotonic() + settings.lock_timeout
-    while not _take_lease(settings, where, holder, job):
+    deadline = time.monotonic() + store.lock_timeout
+    while not _take_lease(settings, store, holder, job):
         if time.monotonic() >= deadline:
-            with db.reader(where, settings.lock_timeout) as con:
+            with store.reader() as con:
                 other, until = leases.current(con, job)
             raise UserError(f"{other} {activity} (lease until {until:%H:%M:%S} UTC)")
         time.sleep(0.5)
     try:
         yield
     finally:
-        with db.writer(where, settings.lock_timeout) as con:
+        with store.writer() as con:
             leases.release(con, job, holder, utcnow())
 
 
-def _take_lease(settings: Settings, where: Target, holder: str, job: str) -> bool:
+def _take_lease(settings: Settings, store: Store, holder: str, job: str) -> bool:
     from priceadvisor.models import utcnow
-    from priceadvisor.store import db, leases
+    from priceadvisor.store import leases
 
-    with db.writer(where, settings.lock_timeout) as con:
+    with store.writer() as con:
         return leases.acquire(con, job, holder, settings.daemon.lease, utcnow())

@@ -25,12 +25,12 @@ commands.add_typer(lake_app, name="lake")
 
 
 def _configured_lake(ctx: typer.Context) -> Lake:
-    from priceadvisor.store import lake
+    from priceadvisor.service.stores import configured_lake
 
     settings = state(ctx).settings
     if settings.lake is None:
         raise UsageError("no [lake] section in the config: set lake.catalog and lake.data_path")
-    return lake.from_settings(settings, settings.lake)
+    return configured_lake(settings, settings.lake)
 
 
 def _show(counts: dict[str, tuple[int, str | None]], title: str) -> None:
@@ -93,15 +93,15 @@ def maintain(
 ) -> None:
     """Flush rows inlined in the catalog, rewrite data files with many deleted rows, merge
     small ones, expire snapshots older than the retention, delete old files."""
-    from priceadvisor.store import db, maintenance
+    from priceadvisor.store import maintenance
 
     started = dt.datetime.now(dt.UTC)  # the retention counts back from here, not the lease's end
-    settings = state(ctx).settings
-    where = db.target(settings)
-    if isinstance(where, Path) or settings.lake is None:
+    current = state(ctx)
+    settings, store = current.settings, current.store
+    if store.file is not None or settings.lake is None:
         raise UsageError(
-            f"storage is the DuckDB file {where}: nothing to maintain (its CHECKPOINT merges "
-            "and frees space)"
+            f"storage is the DuckDB file {store.describe()}: nothing to maintain (its CHECKPOINT "
+            "merges and frees space)"
         )
     if keep is None:
         retention = dt.timedelta(seconds=settings.lake.snapshot_retention)
@@ -109,8 +109,8 @@ def maintain(
         retention = _duration("--keep", keep)
     wait = _duration("--grace", grace)
     with (
-        job_lease(settings, where, "maintenance", _MAINTENANCE_ACTIVITY),
-        db.writer(where, settings.lock_timeout) as con,
+        job_lease(settings, store, "maintenance", _MAINTENANCE_ACTIVITY),
+        store.writer() as con,
     ):
         report = maintenance.run(con, retention, wait, started)
     for line in report.lines():

@@ -15,12 +15,12 @@ from priceadvisor.cli.output import Format, render
 from priceadvisor.durations import parse_duration
 from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, Message
-from priceadvisor.store import db as store
 from priceadvisor.store import reads
 from priceadvisor.store.freshness import configured_intervals
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
+    from priceadvisor.store.handle import Store
 
 # The digest, alerts and delivery (HTTP, SMTP, charts, templates) are imported by the commands
 # that use them: `priceadvisor prices` does not pay for them at start-up.
@@ -46,10 +46,11 @@ def digest(
 
     if preview is None and not send:
         raise UsageError("give --preview DIR and/or --send")
-    settings = state(ctx).settings
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    current = state(ctx)
+    settings = current.settings
+    with current.store.reader() as con:
         built = digests.build(con, settings, utcnow())
-    message = digests.render_for(digests.with_health(built, settings), settings)
+    message = digests.render_for(digests.with_health(built, settings, current.store), settings)
     if preview is not None:
         _write_preview(preview, message)
     if send:
@@ -95,13 +96,13 @@ def _channels(settings: Settings) -> dict[str, Channel]:
     return available
 
 
-def _deliver(settings: Settings, available: dict[str, Channel], queued: str) -> None:
+def _deliver(settings: Settings, store: Store, available: dict[str, Channel], queued: str) -> None:
     """Deliver what is due, say how it went; exit 1 when something is left to retry."""
     import asyncio
 
     from priceadvisor.notify import outbox
 
-    outcomes = asyncio.run(outbox.deliver(settings, store.target(settings), available))
+    outcomes = asyncio.run(outbox.deliver(settings, store, available))
     done = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "nothing due"
     out.print(f"{queued}; delivery: {done}")
     if outcomes.get("retry") or outcomes.get("failed"):
@@ -109,8 +110,7 @@ def _deliver(settings: Settings, available: dict[str, Channel], queued: str) -> 
 
 
 def _show(ctx: typer.Context, sql: str, fmt: Format, title: str) -> None:
-    settings = state(ctx).settings
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.reader() as con:
         table = reads.fetch_table(con, sql)
     render(table, fmt, out, title=title)
 
@@ -118,16 +118,16 @@ def _show(ctx: typer.Context, sql: str, fmt: Format, title: str) -> None:
 def _send(ctx: typer.Context, kind: str, message: Message) -> None:
     from priceadvisor.notify import outbox
 
-    settings = state(ctx).settings
+    current = state(ctx)
+    settings, store = current.settings, current.store
     available = _channels(settings)
-    where = store.target(settings)
     # A test message is never queued by a daemon; a digest is, under the digest lease.
     with (
-        _job_lease(settings, where, kind) if kind in _LEASE_ACTIVITY else nullcontext(),
-        store.writer(where, settings.lock_timeout) as con,
+        _job_lease(settings, store, kind) if kind in _LEASE_ACTIVITY else nullcontext(),
+        store.writer() as con,
     ):
         queued = outbox.enqueue(con, kind, message, sorted(available))
-    _deliver(settings, available, f"queued {queued} new")
+    _deliver(settings, store, available, f"queued {queued} new")
 
 
 @alerts_app.command("test")
@@ -161,26 +161,26 @@ def alerts_evaluate(ctx: typer.Context) -> None:
     """Evaluate the alert rules against the current data now, and deliver what fires."""
     from priceadvisor.notify import alerts
 
-    settings = state(ctx).settings
+    current = state(ctx)
+    settings, store = current.settings, current.store
     if not settings.alerts.rules:
         raise UserError("no alert rules configured: add [[alerts.rules]] to the config")
     available = _channels(settings)
-    where = store.target(settings)
-    with _job_lease(settings, where, "alerts"), store.writer(where, settings.lock_timeout) as con:
+    with _job_lease(settings, store, "alerts"), store.writer() as con:
         queued = alerts.evaluate_and_queue(
             con, settings.alerts, sorted(available), utcnow(), configured_intervals(settings)
         )
-    _deliver(settings, available, f"{queued} alert notification(s) queued")
+    _deliver(settings, store, available, f"{queued} alert notification(s) queued")
 
 
 # What a job's lease holder is doing, for the error a manual run gets while it is held.
 _LEASE_ACTIVITY = {"alerts": "is evaluating alerts", "digest": "has queued this digest"}
 
 
-def _job_lease(settings: Settings, where: store.Target, job: str) -> AbstractContextManager[None]:
+def _job_lease(settings: Settings, store: Store, job: str) -> AbstractContextManager[None]:
     """On a lake two evaluations (or two digests) at once could queue one notification twice:
     the command holds the daemons' lease while it queues."""
-    return job_lease(settings, where, job, _LEASE_ACTIVITY[job])
+    return job_lease(settings, store, job, _LEASE_ACTIVITY[job])
 
 
 @alerts_app.command("list")
@@ -213,9 +213,8 @@ def silence_add(
         seconds = parse_duration(duration)
     except ValueError as exc:
         raise UsageError(f"--duration: {exc}") from None
-    settings = state(ctx).settings
     now = utcnow()
-    with store.writer(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.writer() as con:
         silence_id = alerts.silence(
             con, matchers, now + dt.timedelta(seconds=seconds), comment, now
         )
@@ -233,8 +232,7 @@ def silence_list(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
 @silence_app.command("rm")
 def silence_rm(ctx: typer.Context, silence_id: Annotated[int, typer.Argument()]) -> None:
     """Remove a silence."""
-    settings = state(ctx).settings
-    with store.writer(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.writer() as con:
         row = con.execute("DELETE FROM core.silences WHERE id = ?", [silence_id]).fetchone()
     if not row or not row[0]:  # the count of rows deleted
         raise UserError(f"no silence {silence_id}")

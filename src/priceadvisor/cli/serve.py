@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from priceadvisor.cli.common import UserError, err, state
-from priceadvisor.store import db as store
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
+    from priceadvisor.store.handle import Store
 
 commands = typer.Typer()
 
@@ -33,22 +33,24 @@ def serve(
 
     from priceadvisor.service.logs import configure
 
-    settings = state(ctx).settings
+    current = state(ctx)
+    settings, store = current.settings, current.store
     configure(settings.log_level)
-    with store.reader(store.target(settings), settings.lock_timeout):
+    with store.reader():
         pass  # a missing or outdated database is a one-line error now, not a 503 per page
     bind = host or settings.daemon.health_host
-    asyncio.run(_serve(settings, bind, settings.daemon.health_port if port is None else port))
+    chosen = settings.daemon.health_port if port is None else port
+    asyncio.run(_serve(settings, store, bind, chosen))
 
 
-async def _serve(settings: Settings, host: str, port: int) -> None:
+async def _serve(settings: Settings, store: Store, host: str, port: int) -> None:
     import asyncio
 
     from priceadvisor.config import lookup_secret
     from priceadvisor.service import web
     from priceadvisor.service.dashboard import Dashboard
 
-    dashboard = Dashboard(store.target(settings), "read-only view (priceadvisor serve)")
+    dashboard = Dashboard(store, "read-only view (priceadvisor serve)")
     token = lookup_secret(settings, settings.daemon.web_token_env)
     try:
         server = await web.serve(host, port, web.build_app(dashboard.routes(), token))

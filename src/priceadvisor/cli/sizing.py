@@ -22,7 +22,6 @@ from priceadvisor.sizing import tco as tco_model
 from priceadvisor.sizing.alternatives import what_fits
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate, pooled_key, software_key
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import db as store
 from priceadvisor.store import reads
 from priceadvisor.workload import ArchitectureNumbers, WorkloadSpec, describe, field_choices
 
@@ -249,7 +248,7 @@ def advise(
 
     # The table heads each workload with its task; machine formats keep the view's columns.
     wanted = ADVICE_COLUMNS + (", task" if fmt is Format.TABLE else "")
-    with store.writer(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.writer() as con:
         store_advice(con, settings.workloads, options=Options.of(settings, include_stale))
         table = reads.fetch_table(
             con,
@@ -325,7 +324,7 @@ def tco(
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
+    with state(ctx).store.reader() as con:
         use = _workload_use(con, settings, workload, years) if workload else None
         model = use["gpu_model"] if use else _gpu(str(gpu))
         offers = _rentals(con, model)

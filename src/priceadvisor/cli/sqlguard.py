@@ -1,9 +1,9 @@
 """What the `sql` command lets through: one plain query, or EXPLAIN [ANALYZE] of one.
 
-This is the first of two fences. The second is the reader connection itself (store.db.reader),
-which DuckDB seals against files, network, extensions and settings; so a statement that
-passes here still cannot write or fetch anything. This check gives the clear refusal, and keeps
-EXPLAIN ANALYZE (which runs its statement) to queries.
+This is the first of two fences. The second is the reader connection itself
+(store.connections.reader), which DuckDB seals against files, network, extensions and settings;
+so a statement that passes here still cannot write or fetch anything. This check gives the
+clear refusal, and keeps EXPLAIN ANALYZE (which runs its statement) to queries.
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ from priceadvisor.config import Settings, lookup_secret
 from priceadvisor.config_light import ConfigError
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
-from priceadvisor.store import db as store
-from priceadvisor.store import layout
+from priceadvisor.store import errors, layout, runs, transactions
+from priceadvisor.store.handle import Store
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.validators import (
     StoredValidatorCache,
@@ -221,8 +221,7 @@ async def fetch_all(
 
 
 def start_runs(
-    settings: Settings,
-    path: store.Target,
+    store: Store,
     providers: list[str],
     give_up: threading.Event,
     offline_mode: bool = False,
@@ -230,33 +229,32 @@ def start_runs(
     """Record runs as started (a short write, on our turn) so a crash mid-fetch leaves a trace,
     and whether they replay the recorded responses; runs left `running` by processes that are
     gone (a Ctrl-C'd fetch) are marked abandoned."""
-    with store.writer(path, settings.lock_timeout, give_up) as con:
-        return store.retry_conflicts(_start)(con, providers, offline_mode)
+    with store.writer(give_up=give_up) as con:
+        return transactions.retry_conflicts(_start)(con, providers, offline_mode)
 
 
 def prepare_runs(
-    settings: Settings,
-    path: store.Target,
+    store: Store,
     providers: list[str],
     give_up: threading.Event,
     offline_mode: bool = False,
 ) -> tuple[list[int], dict[str, StoredValidatorCache]]:
     """Start the runs (as `start_runs`) and load each provider's stored ETag / Last-Modified
     validators, in one short writer session."""
-    with store.writer(path, settings.lock_timeout, give_up) as con:
-        run_ids = store.retry_conflicts(_start)(con, providers, offline_mode)
+    with store.writer(give_up=give_up) as con:
+        run_ids = transactions.retry_conflicts(_start)(con, providers, offline_mode)
         return run_ids, {provider: load_validators(con, provider) for provider in providers}
 
 
 def _start(con: duckdb.DuckDBPyConnection, providers: list[str], offline_mode: bool) -> list[int]:
     source = "recorded" if offline_mode else "live"
-    store.mark_abandoned_runs(con)
-    return [store.start_run(con, provider, source) for provider in providers]
+    runs.mark_abandoned_runs(con)
+    return runs.start_runs(con, providers, source)
 
 
 def ingest_results(
     settings: Settings,
-    path: store.Target,
+    store: Store,
     run_ids: list[int],
     results: list[FetchResult],
     give_up: threading.Event,
@@ -267,29 +265,29 @@ def ingest_results(
     are saved in the same session. Summaries come back in the order of `results`. If the ingest
     fails, runs it did not finish are finished as failed (abandoned when given up) before the
     error goes on."""
-    runs = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
+    ordered = sorted(zip(run_ids, results, strict=True), key=lambda r: _fx_first(r[1].provider))
     try:
         # no vacuum at the end: the next cycle's run start reclaims the closed rows' space
-        with store.writer(path, settings.lock_timeout, give_up, vacuum=False) as con:
+        with store.writer(give_up=give_up, vacuum=False) as con:
             summaries = {
-                result.provider: store.retry_conflicts(ingest)(
+                result.provider: transactions.retry_conflicts(ingest)(
                     con,
                     run_id,
                     result,
                     manifest(result.provider),
                     settings.provider(result.provider).min_offer_share,
                 )
-                for run_id, result in runs
+                for run_id, result in ordered
             }
             for cache in caches:
                 save_validators(con, cache)
             _keep_clustered(con)
-    except store.StoreError as exc:
-        _finish_unfinished(settings, path, run_ids, exc, give_up.is_set())
+    except errors.StoreError as exc:
+        _finish_unfinished(store, run_ids, exc, give_up.is_set())
         raise
     except duckdb.Error as exc:
-        _finish_unfinished(settings, path, run_ids, exc, gave_up=False)
-        raise store.StoreError(f"ingest failed: {store.first_line(exc)}") from exc
+        _finish_unfinished(store, run_ids, exc, gave_up=False)
+        raise errors.StoreError(f"ingest failed: {errors.first_line(exc)}") from exc
     return [_whole_run(summaries[r.provider], r) for r in results]
 
 
@@ -297,9 +295,9 @@ def _keep_clustered(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite current offers in storage order when the ingests' appended rows call for it. Only
     reads get faster from it: a failure is logged, and the stored snapshots stand."""
     try:
-        store.retry_conflicts(layout.keep_clustered)(con)
+        transactions.retry_conflicts(layout.keep_clustered)(con)
     except duckdb.Error as exc:
-        log.warning("current offers not rewritten in storage order: %s", store.first_line(exc))
+        log.warning("current offers not rewritten in storage order: %s", errors.first_line(exc))
 
 
 def _whole_run(summary: IngestSummary, result: FetchResult) -> IngestSummary:
@@ -309,40 +307,37 @@ def _whole_run(summary: IngestSummary, result: FetchResult) -> IngestSummary:
     return replace(summary, duration_s=fetching.total_seconds() + summary.duration_s)
 
 
-def _finish_unfinished(
-    settings: Settings, path: store.Target, run_ids: list[int], exc: Exception, gave_up: bool
-) -> None:
+def _finish_unfinished(store: Store, run_ids: list[int], exc: Exception, gave_up: bool) -> None:
     status = "abandoned" if gave_up else "failed"
-    reason = f"the snapshot could not be stored: {store.first_line(exc)}"
+    reason = f"the snapshot could not be stored: {errors.first_line(exc)}"
     try:
-        with store.writer(path, settings.lock_timeout) as con:
-            store.fail_runs(con, run_ids, status, reason)
-    except store.StoreError as second:
+        with store.writer() as con:
+            runs.fail_runs(con, run_ids, status, reason)
+    except errors.StoreError as second:
         # The next writer to open the file marks the runs abandoned once this process is gone.
         log.error("could not record runs %s as %s: %s", run_ids, status, second)
 
 
 def run_cycle(
     settings: Settings,
+    store: Store,
     provider_ids: list[str],
     offline_mode: bool,
     progress: ProgressSink,
-    db_path: store.Target | None = None,
     record_dir: Path | None = None,
 ) -> list[IngestSummary]:
-    """Record the runs as started, fetch concurrently, then ingest each result. `record_dir`:
-    also write every response as recordings (a live fetch only; recorder.RecordError when the
-    folder already holds a provider's recordings)."""
+    """Record the runs as started in `store`, fetch concurrently, then ingest each result.
+    `record_dir`: also write every response as recordings (a live fetch only;
+    recorder.RecordError when the folder already holds a provider's recordings)."""
     plans = [plan(settings, p, offline_mode) for p in provider_ids]
     if record_dir is not None:
         for provider in provider_ids:
             recorder.prepare(record_dir, provider)
-    path = db_path or store.target(settings)
     patient = threading.Event()  # never set: a CLI fetch waits its turn until interrupted
     providers = [p.provider for p in plans]
-    run_ids, caches = prepare_runs(settings, path, providers, patient, offline_mode)
+    run_ids, caches = prepare_runs(store, providers, patient, offline_mode)
     results = asyncio.run(fetch_all(settings, plans, offline_mode, progress, caches, record_dir))
-    return ingest_results(settings, path, run_ids, results, patient, list(caches.values()))
+    return ingest_results(settings, store, run_ids, results, patient, list(caches.values()))
 
 
 def _fx_first(provider_id: str) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from priceadvisor.collect.adapters import REGISTRY
@@ -17,8 +16,9 @@ from priceadvisor.config import Settings
 from priceadvisor.durations import format_duration
 from priceadvisor.manifest import TERM_NAMES, Billing, billing_record, manifest
 from priceadvisor.models import utcnow
-from priceadvisor.store import db as store
+from priceadvisor.store import ids, schema
 from priceadvisor.store.availability import ProviderAvailability, listed_not_rentable
+from priceadvisor.store.handle import Store
 from priceadvisor.store.reads import Table, provider_health, recent_rejections, unmapped_names
 
 
@@ -41,35 +41,43 @@ def interval(settings: Settings, provider_id: str) -> float:
     return settings.provider(provider_id).interval or manifest(provider_id).interval
 
 
-def check(settings: Settings) -> HealthReport:
-    path = store.target(settings)
+def check(settings: Settings, store: Store) -> HealthReport:
     empty = Table([], [])
-    if not _exists(path):
+    if not _exists(store):
         return HealthReport(
-            store.describe(path),
+            store.describe(),
             None,
             None,
             empty,
             empty,
             empty,
-            [f"no database at {path}: run `priceadvisor fetch` first"],
+            [f"no database at {store.describe()}: run `priceadvisor fetch` first"],
         )
-    with store.reader(path, settings.lock_timeout) as con:
+    with store.reader() as con:
         runs, unmapped = provider_health(con), unmapped_names(con)
         rejections = recent_rejections(con)
         rentable = {a.provider: a for a in listed_not_rentable(con)}
-        version = store.latest_version()
-    size = path.stat().st_size if isinstance(path, Path) else None
+        behind = ids.sequences_behind(con)
+        version = schema.latest_version()
+    size = store.file.stat().st_size if store.file else None
     report = HealthReport(
-        store.describe(path),
+        store.describe(),
         size,
         version,
         _freshness(settings, runs, rentable),
         unmapped,
         rejections,
     )
-    report.problems = _problems(report.providers)
+    report.problems = [*_problems(report.providers), *map(_sequence_problem, behind)]
     return report
+
+
+def _sequence_problem(behind: ids.Behind) -> str:
+    """A sequence behind its table makes every insert of that table fail on its key."""
+    return (
+        f"{behind.describe()} (a kill -9 before a checkpoint?): the next write repairs it; "
+        "run `priceadvisor fetch` once"
+    )
 
 
 def _freshness(settings: Settings, runs: Table, rentable: dict[str, ProviderAvailability]) -> Table:
@@ -141,8 +149,8 @@ def _problems(providers: Table) -> list[str]:
     return [f"{row[0]}: {row[1]}" for row in providers.rows if row[1] in bad]
 
 
-def providers_table(settings: Settings) -> Table:
-    last = _last_runs(settings)
+def providers_table(settings: Settings, store: Store) -> Table:
+    last = _last_runs(store)
     columns = [
         "id",
         "name",
@@ -200,16 +208,15 @@ def billing_table() -> Table:
     return Table(["provider", "term", "value", "source", "note"], rows)
 
 
-def _exists(path: store.Target) -> bool:
+def _exists(store: Store) -> bool:
     """A lake is there once configured: its reader says so if it holds no priceadvisor data."""
-    return path.is_file() if isinstance(path, Path) else True
+    return store.file.is_file() if store.file else True
 
 
-def _last_runs(settings: Settings) -> dict[str, tuple[str, dt.datetime]]:
-    path = store.target(settings)
-    if not _exists(path):
+def _last_runs(store: Store) -> dict[str, tuple[str, dt.datetime]]:
+    if not _exists(store):
         return {}
-    with store.reader(path, settings.lock_timeout) as con:
+    with store.reader() as con:
         rows = con.execute(
             "SELECT provider, arg_max(status, run_id), max(finished_at) FROM core.fetch_runs "
             "WHERE status <> 'running' GROUP BY provider"

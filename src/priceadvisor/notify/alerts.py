@@ -36,8 +36,8 @@ import duckdb
 from priceadvisor.config import AlertRule, AlertSettings
 from priceadvisor.notify import Message, provenance
 from priceadvisor.notify import slack as blocks
-from priceadvisor.store import db as store
-from priceadvisor.store import freshness
+from priceadvisor.store import freshness, transactions
+from priceadvisor.store.ids import next_id
 
 
 @dataclass(slots=True)
@@ -388,7 +388,7 @@ def _step(
             "send_resolved": settings.send_resolved,
         },
     )
-    store.replace_rows(
+    transactions.replace_rows(
         con,
         "core.alert_state",
         ["fingerprint"],
@@ -447,13 +447,18 @@ def silence(
     comment: str | None,
     now: dt.datetime,
 ) -> int:
-    silence_id = store.next_id(con, "core.silence_ids")
-    con.execute(
-        "INSERT INTO core.silences (id, matchers, comment, created_at, expires_at) "
-        "VALUES (?, ?, ?, ?, ?)",
-        [silence_id, json.dumps(matchers), comment, now, until],
-    )
-    return silence_id
+    """Add a silence in a transaction of its own, which also logs its id (store.ids)."""
+
+    def insert(con: duckdb.DuckDBPyConnection) -> int:
+        silence_id = next_id(con, "core.silence_ids")
+        con.execute(
+            "INSERT INTO core.silences (id, matchers, comment, created_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [silence_id, json.dumps(matchers), comment, now, until],
+        )
+        return silence_id
+
+    return transactions.retried(con, insert)
 
 
 def evaluate_and_queue(
@@ -464,10 +469,10 @@ def evaluate_and_queue(
     intervals: Mapping[str, float] | None = None,
 ) -> int:
     """One transaction: advance alert state and queue its notifications together."""
-    from priceadvisor.notify.outbox import enqueue  # noqa: PLC0415 - outbox imports the channels
+    from priceadvisor.notify.outbox import enqueue_within  # noqa: PLC0415 - outbox imports the channels
 
-    with store.transaction(con):
+    with transactions.atomic(con):
         return sum(
-            enqueue(con, "alert", m, channel_names)
+            enqueue_within(con, "alert", m, channel_names)
             for m in messages(evaluate(con, settings, now, intervals), now)
         )

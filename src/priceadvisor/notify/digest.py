@@ -21,6 +21,7 @@ from priceadvisor.notify import slack as blocks
 from priceadvisor.notify.chart import CID as price_chart_cid
 from priceadvisor.notify.chart import ChartUnavailable, price_chart
 from priceadvisor.store import reads
+from priceadvisor.store.handle import Store
 
 log = logging.getLogger(__name__)
 
@@ -237,8 +238,8 @@ def headline(digest: Digest) -> str:
     return "No price changes"
 
 
-def with_health(digest: Digest, settings: Settings) -> Digest:
-    report = health.check(settings)
+def with_health(digest: Digest, settings: Settings, store: Store) -> Digest:
+    report = health.check(settings, store)
     digest.health = [
         dict(zip(report.providers.columns, r, strict=True)) for r in report.providers.rows
     ]

@@ -35,8 +35,9 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, DeliveryError, Message
 from priceadvisor.notify.email import EmailChannel
 from priceadvisor.notify.slack import SlackChannel
-from priceadvisor.store import conflicts
-from priceadvisor.store import db as store
+from priceadvisor.store import errors, transactions
+from priceadvisor.store.handle import Store
+from priceadvisor.store.ids import next_id
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,16 @@ def channels(settings: Settings) -> dict[str, Channel]:
 def enqueue(
     con: duckdb.DuckDBPyConnection, kind: str, message: Message, channel_names: list[str]
 ) -> int:
-    """Queue the message once per channel; returns how many rows were new. A key already
+    """`enqueue_within` in a transaction of its own, which also logs the ids it takes; run
+    again on a lake when another writer's commit wins (transactions.retried)."""
+    return transactions.retried(con, lambda c: enqueue_within(c, kind, message, channel_names))
+
+
+def enqueue_within(
+    con: duckdb.DuckDBPyConnection, kind: str, message: Message, channel_names: list[str]
+) -> int:
+    """Inside the caller's transaction (store.ids: an id is taken in the transaction that writes
+    its row), queue the message once per channel; returns how many rows were new. A key already
     queued is skipped by a look-up, not ON CONFLICT: a lake has no unique key to conflict on
     (in a DuckDB file the UNIQUE constraint stays as a backstop)."""
     images = {cid: base64.b64encode(png).decode() for cid, png in message.images.items()}
@@ -70,7 +80,7 @@ def enqueue(
         key = f"{message.key}:{name}"
         if _queued(con, key):
             continue
-        row_id, now = store.next_id(con, "core.notification_ids"), utcnow()
+        row_id, now = next_id(con, "core.notification_ids"), utcnow()
         con.execute(
             "INSERT INTO core.notifications (id, kind, channel, key, payload, created_at, "
             "status, attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?)",
@@ -129,7 +139,7 @@ def claim(
         ).fetchone()
         return (str(row[0]), int(row[1])) if row else None
 
-    taken = conflicts.retried(con, take)
+    taken = transactions.retried(con, take)
     if taken is None:
         return None
     return Claim(row_id, _message(taken[0]), taken[1], time.monotonic() + lease)
@@ -142,17 +152,17 @@ def _message(payload: str) -> Message:
 
 
 async def deliver(
-    settings: Settings, path: store.Target, available: dict[str, Channel]
+    settings: Settings, store: Store, available: dict[str, Channel]
 ) -> dict[str, int]:
     """Send what is due; returns counts by outcome (sent, retry, failed, no_channel). Each
     channel has its own queue, worked concurrently: a slow or broken channel delays no other."""
-    pending = await asyncio.to_thread(_due_now, settings, path)
+    pending = await asyncio.to_thread(_due_now, store)
     queues: dict[str, list[int]] = {}
     for row_id, name in pending:
         queues.setdefault(name, []).append(row_id)
     outcomes: dict[str, int] = {}
     for result in await asyncio.gather(
-        *(_deliver_queue(settings, path, available.get(name), ids) for name, ids in queues.items())
+        *(_deliver_queue(settings, store, available.get(name), ids) for name, ids in queues.items())
     ):
         for outcome in result:
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
@@ -164,39 +174,39 @@ def _claim_lease_left(taken: Claim) -> float:
     return max(1.0, taken.deadline - time.monotonic()) * 0.9
 
 
-def _due_now(settings: Settings, path: store.Target) -> list[tuple[int, str]]:
-    with store.writer(path, settings.lock_timeout) as con:
+def _due_now(store: Store) -> list[tuple[int, str]]:
+    with store.writer() as con:
         return due(con, utcnow())
 
 
-def _claim_now(settings: Settings, path: store.Target, row_id: int) -> Claim | None:
-    with store.writer(path, settings.lock_timeout) as con:
+def _claim_now(settings: Settings, store: Store, row_id: int) -> Claim | None:
+    with store.writer() as con:
         return claim(con, row_id, utcnow(), settings.notify.claim_lease)
 
 
 async def _deliver_queue(
-    settings: Settings, path: store.Target, channel: Channel | None, ids: list[int]
+    settings: Settings, store: Store, channel: Channel | None, ids: list[int]
 ) -> list[str]:
     """One channel's rows in order; a database that stays busy ends the pass (nothing claimed
     is left behind: the rows stay due for the next one)."""
     outcomes = []
     for row_id in ids:
         try:
-            taken = await asyncio.to_thread(_claim_now, settings, path, row_id)
-        except store.StoreError as exc:
+            taken = await asyncio.to_thread(_claim_now, settings, store, row_id)
+        except errors.StoreError as exc:
             log.warning("delivery postponed: %s", exc, extra={"job": "outbox"})
             break
         if taken is not None:
-            outcomes.append(await _deliver_one(settings, path, channel, taken))
+            outcomes.append(await _deliver_one(settings, store, channel, taken))
     return outcomes
 
 
 async def _deliver_one(
-    settings: Settings, path: store.Target, channel: Channel | None, taken: Claim
+    settings: Settings, store: Store, channel: Channel | None, taken: Claim
 ) -> str:
     if channel is None:
         failure = DeliveryError("channel not configured")
-        await asyncio.to_thread(_record_failure, settings, path, taken, failure)
+        await asyncio.to_thread(_record_failure, settings, store, taken, failure)
         return "no_channel"
     try:
         async with asyncio.timeout(_claim_lease_left(taken)):
@@ -209,9 +219,9 @@ async def _deliver_one(
         log.exception("%s channel crashed", channel.name, extra={"job": f"outbox:{channel.name}"})
         failure = DeliveryError(f"internal error: {type(exc).__name__}", retry=False)
     else:
-        await asyncio.to_thread(_record_sent, settings, path, taken)
+        await asyncio.to_thread(_record_sent, settings, store, taken)
         return "sent"
-    outcome = await asyncio.to_thread(_record_failure, settings, path, taken, failure)
+    outcome = await asyncio.to_thread(_record_failure, settings, store, taken, failure)
     log.warning(
         "delivery failed (%s): %s",
         "will retry" if outcome == "retry" else "gave up",
@@ -221,7 +231,7 @@ async def _deliver_one(
     return outcome
 
 
-def _record_sent(settings: Settings, path: store.Target, taken: Claim) -> None:
+def _record_sent(settings: Settings, store: Store, taken: Claim) -> None:
     def write(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             "UPDATE core.notifications SET status = 'sent', sent_at = ?, attempts = attempts + 1, "
@@ -229,12 +239,10 @@ def _record_sent(settings: Settings, path: store.Target, taken: Claim) -> None:
             [utcnow(), taken.row_id],
         )
 
-    _persist(settings, path, taken, write)
+    _persist(settings, store, taken, write)
 
 
-def _record_failure(
-    settings: Settings, path: store.Target, taken: Claim, failure: DeliveryError
-) -> str:
+def _record_failure(settings: Settings, store: Store, taken: Claim, failure: DeliveryError) -> str:
     """Count the attempt and back off exponentially; give up after max_attempts, or at once
     when resending could deliver twice. Returns the outcome (retry or failed)."""
     notify = settings.notify
@@ -262,13 +270,13 @@ def _record_failure(
             ],
         )
 
-    _persist(settings, path, taken, write)
+    _persist(settings, store, taken, write)
     return outcome
 
 
 def _persist(
     settings: Settings,
-    path: store.Target,
+    store: Store,
     taken: Claim,
     write: Callable[[duckdb.DuckDBPyConnection], None],
 ) -> None:
@@ -277,11 +285,11 @@ def _persist(
     is the outcome lost, and the row is then sent again (the documented crash window)."""
     while True:
         try:
-            with store.writer(path, settings.lock_timeout) as con:
+            with store.writer() as con:
                 write(con)
             return
-        except store.StoreError as exc:
-            if time.monotonic() + settings.lock_timeout >= taken.deadline:
+        except errors.StoreError as exc:
+            if time.monotonic() + store.lock_timeout >= taken.deadline:
                 log.error(
                     "could not record the outcome of notification %d before its claim "
                     "expired (%s): it will be sent again",

@@ -30,7 +30,6 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -53,11 +52,13 @@ from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
 from priceadvisor.notify import digest as digests
 from priceadvisor.service import metrics as metrics_module
-from priceadvisor.store import db as store
-from priceadvisor.store import lake, leases, maintenance
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store import connections, errors, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
 from priceadvisor.store.freshness import configured_intervals
+from priceadvisor.store.handle import Store
+from priceadvisor.store.runs import abandon_own_runs
 from priceadvisor.store.validators import StoredValidatorCache
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _bound_memory() -> None:
     """A long-running process on a small VM: DuckDB gets a modest buffer pool, and glibc keeps
     two malloc arenas instead of one per thread that ever touched the database and hands large
     blocks back as soon as they are freed."""
-    store.CONNECTION_CONFIG.update(
+    connections.CONNECTION_CONFIG.update(
         {"memory_limit": "128MB", "allocator_flush_threshold": "4MB", "threads": 1}
     )
     try:
@@ -134,7 +135,7 @@ class Daemon:
     def __init__(self, settings: Settings, offline: bool = False) -> None:
         self.settings = settings
         self.offline = offline
-        self.path: store.Target = store.target(settings)
+        self.store: Store = configured_store(settings)
         self.metrics = metrics_module.Metrics(self.freshness)
         self.caches: dict[str, StoredValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
@@ -142,7 +143,7 @@ class Daemon:
         # Set after the shutdown grace: writes still waiting for the database stop waiting.
         self.give_up = threading.Event()
         # A lake has many writers by design: only a DuckDB file is one daemon's.
-        self.lock = DaemonLock(self.path) if isinstance(self.path, Path) else None
+        self.lock = DaemonLock(self.store.file) if self.store.file else None
         self.providers = self._runnable_providers()
         self.last_success: dict[str, dt.datetime] = {}
         self.health_port: int | None = None
@@ -184,6 +185,8 @@ class Daemon:
         _bound_memory()
         _import_advisor(self.settings)
         await asyncio.to_thread(self._prepare_database)
+        if self.lock is not None:
+            self.lock.hold_database_file()  # the file exists now: lock it under every name
         scheduler = AsyncIOScheduler(timezone=dt.UTC)
         for provider in self.providers:
             self._schedule(scheduler, provider)
@@ -197,7 +200,7 @@ class Daemon:
         await self._shutdown(scheduler, server)
 
     def _prepare_database(self) -> None:
-        with store.writer(self.path, self.settings.lock_timeout, self.give_up) as con:
+        with self.store.writer(give_up=self.give_up) as con:
             rows = con.execute(
                 "SELECT provider, max(finished_at) FROM core.fetch_runs "
                 "WHERE status IN ('ok', 'partial') GROUP BY provider"
@@ -265,7 +268,7 @@ class Daemon:
         due = trigger.get_next_fire_time(None, week_start)
         if due is None or due > now:
             return False
-        with store.reader(self.path, self.settings.lock_timeout) as con:
+        with self.store.reader() as con:
             year, week, _ = utcnow().isocalendar()
             row = con.execute(
                 "SELECT count(*) FROM notifications WHERE key LIKE ?",
@@ -285,10 +288,12 @@ class Daemon:
         if not self._take_lease("digest"):
             self._log_lease_held("digest")  # that daemon queues this digest
             return
-        with store.reader(self.path, self.settings.lock_timeout) as con:
+        with self.store.reader() as con:
             built = digests.build(con, self.settings, utcnow())
-        message = digests.render_for(digests.with_health(built, self.settings), self.settings)
-        with store.writer(self.path, self.settings.lock_timeout) as con:
+        message = digests.render_for(
+            digests.with_health(built, self.settings, self.store), self.settings
+        )
+        with self.store.writer() as con:
             queued = outbox.enqueue(con, "digest", message, sorted(self.channels))
         log.info("digest %s: %d queued", message.key, queued, extra={"job": "digest"})
 
@@ -296,7 +301,7 @@ class Daemon:
         """Lake maintenance on `[lake] maintenance` (cron, UTC); none on a DuckDB file (its
         CHECKPOINT after each write does it) or when "off"."""
         lake_settings = self.settings.lake
-        if not isinstance(self.path, lake.Lake) or lake_settings is None:
+        if self.store.lake is None or lake_settings is None:
             return
         if lake_settings.maintenance == "off":
             log.info("lake maintenance off", extra={"job": "maintenance"})
@@ -313,7 +318,7 @@ class Daemon:
         """Maintain the lake; a failure is logged and counted, the daemon carries on."""
         try:
             ran = await asyncio.to_thread(self._maintain)
-        except store.StoreError as exc:  # the lake unreachable, a write refused: one line
+        except errors.StoreError as exc:  # the lake unreachable, a write refused: one line
             log.error("lake maintenance failed: %s", exc, extra={"job": "maintenance"})
             self.metrics.maintenance.labels("failed").inc()
             return
@@ -327,13 +332,13 @@ class Daemon:
     def _maintain(self) -> bool:
         """Run maintenance when this daemon gets the lease, which it then keeps for `[daemon]
         lease` (like the digest's): the other daemons, fired by the same cron, skip this run."""
-        if not isinstance(self.path, lake.Lake) or self.settings.lake is None:
+        if self.store.lake is None or self.settings.lake is None:
             return False  # never scheduled then; a DuckDB file has nothing to maintain
         if not self._take_lease("maintenance"):
             self._log_lease_held("maintenance")
             return False
         retention = dt.timedelta(seconds=self.settings.lake.snapshot_retention)
-        with store.writer(self.path, self.settings.lock_timeout, self.give_up) as con:
+        with self.store.writer(give_up=self.give_up) as con:
             report = maintenance.run(con, retention)
         for line in report.lines():
             log.info("%s", line, extra={"job": "maintenance"})
@@ -344,7 +349,7 @@ class Daemon:
         so the two never send one row twice, and the lock only saves a redundant pass."""
         try:
             async with self.delivering:
-                outcomes = await outbox.deliver(self.settings, self.path, self.channels)
+                outcomes = await outbox.deliver(self.settings, self.store, self.channels)
         except Exception:
             log.exception("outbox delivery failed", extra={"job": "outbox"})
             return
@@ -357,7 +362,7 @@ class Daemon:
         job = {"provider": provider, "job": f"fetch:{provider}"}
         try:
             summary = await self._fetch_and_ingest(provider)
-        except store.StoreError as exc:
+        except errors.StoreError as exc:
             log.error("could not store the fetch: %s", exc, extra=job)
             self.metrics.fetches.labels(provider, "db_error").inc()
             return
@@ -375,18 +380,18 @@ class Daemon:
         plan_ = plan(self.settings, provider, self.offline)
         if provider in self.caches:
             [run_id] = await asyncio.to_thread(
-                start_runs, self.settings, self.path, [provider], self.give_up, self.offline
+                start_runs, self.store, [provider], self.give_up, self.offline
             )
         else:  # the first run of this process also loads the validators stored before
             run_ids, loaded = await asyncio.to_thread(
-                prepare_runs, self.settings, self.path, [provider], self.give_up, self.offline
+                prepare_runs, self.store, [provider], self.give_up, self.offline
             )
             [run_id] = run_ids
             self.caches.update(loaded)
         cache = self.caches[provider]
         result = await fetch_one(self.settings, plan_, self.offline, lambda *_: None, cache)
         [summary] = await asyncio.to_thread(
-            ingest_results, self.settings, self.path, [run_id], [result], self.give_up, [cache]
+            ingest_results, self.settings, self.store, [run_id], [result], self.give_up, [cache]
         )
         return summary
 
@@ -434,7 +439,7 @@ class Daemon:
                 store_advice,
             )
 
-            with store.writer(self.path, settings.lock_timeout) as con:
+            with self.store.writer() as con:
                 store_advice(con, settings.workloads, options=Options.of(settings))
 
     def _alert(self, settings: Settings, summary: IngestSummary) -> None:
@@ -443,13 +448,13 @@ class Daemon:
         daemon fetching every provider."""
         if not (settings.alerts.rules and self.channels):
             return
-        deadline = time.monotonic() + settings.lock_timeout
+        deadline = time.monotonic() + self.store.lock_timeout
         while not self._take_lease("alerts"):  # another daemon is evaluating: wait for it
             if time.monotonic() >= deadline or self.give_up.wait(0.5):
                 self._log_lease_held("alerts")
                 return
         try:
-            with store.writer(self.path, settings.lock_timeout) as con:
+            with self.store.writer() as con:
                 queued = alerts.evaluate_and_queue(
                     con,
                     settings.alerts,
@@ -458,24 +463,24 @@ class Daemon:
                     configured_intervals(settings),
                 )
         finally:
-            with store.writer(self.path, settings.lock_timeout) as con:
+            with self.store.writer() as con:
                 leases.release(con, "alerts", self.holder, utcnow())
         if queued:
             log.info("%d alert notifications queued", queued, extra={"job": "alerts"})
 
     def _take_lease(self, job: str) -> bool:
         """Take (or renew) the store-wide lease on `job`; False when another daemon holds it."""
-        with store.writer(self.path, self.settings.lock_timeout) as con:
+        with self.store.writer() as con:
             return leases.acquire(con, job, self.holder, self.settings.daemon.lease, utcnow())
 
     def _log_lease_held(self, job: str) -> None:
-        with store.reader(self.path, self.settings.lock_timeout) as con:
+        with self.store.reader() as con:
             holder, until = leases.current(con, job)
         log.info("skipped: %s holds the lease until %s", holder, until, extra={"job": job})
 
     def _export(self, settings: Settings, summary: IngestSummary) -> None:
         if settings.daemon.export_dir is not None:
-            export_database(self.path, settings.daemon.export_dir, settings.lock_timeout)
+            export_database(self.store, settings.daemon.export_dir)
 
     def freshness(self) -> dict[str, metrics_module.Freshness]:
         """Each scheduled provider's last success (from the database at start, then from each
@@ -507,7 +512,7 @@ class Daemon:
         routes = web.health_routes(self.metrics, self.health)
         if daemon.dashboard:
             mode = "recorded responses (--offline)" if self.offline else "live"
-            routes += Dashboard(self.path, mode).routes()
+            routes += Dashboard(self.store, mode).routes()
         token = lookup_secret(self.settings, daemon.web_token_env)
         app = web.build_app(routes, token)
         server = await web.serve(daemon.health_host, daemon.health_port, app)
@@ -554,9 +559,9 @@ class Daemon:
 
     def _abandon_own_runs(self) -> str:
         try:
-            with store.writer(self.path, self.settings.lock_timeout) as con:
-                abandoned = store.abandon_own_runs(con)
-        except store.StoreError as exc:
+            with self.store.writer() as con:
+                abandoned = abandon_own_runs(con)
+        except errors.StoreError as exc:
             # Still a clean stop: the next writer marks them abandoned once this process is gone.
             log.warning(
                 "could not mark unfinished runs abandoned: %s", exc, extra={"job": "daemon"}

@@ -33,7 +33,8 @@ from priceadvisor.resources import templates_dir
 from priceadvisor.service import labels
 from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard as queries
-from priceadvisor.store import db as store
+from priceadvisor.store import errors
+from priceadvisor.store.handle import Store
 from priceadvisor.store.reads import Table, accelerator_models, latest_sources
 from priceadvisor.store.sharedreader import SharedReader
 from priceadvisor.store.spreadsheet import csv_cell
@@ -126,20 +127,20 @@ def recorded_providers(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
 
 
 class Dashboard:
-    def __init__(self, db_path: store.Target, mode: str) -> None:
-        self.db_path = db_path
+    def __init__(self, store: Store, mode: str) -> None:
+        self.store = store
         self.mode = mode  # "live", "recorded responses" (run --offline) or "read-only"
         self._cached_choices: tuple[int, dict[str, list[Any]]] | None = None
         # A DuckDB file: requests share one read-only instance. A lake: each request reads
         # its own snapshot through a connection of its own (store.reader).
         self._shared = (
-            SharedReader(db_path, READ_LOCK_TIMEOUT) if isinstance(db_path, Path) else None
+            SharedReader(store.file, READ_LOCK_TIMEOUT) if store.file is not None else None
         )
 
     def _choices(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
         """The filter controls' values change only when the data does: kept per change stamp
         (a scan of every offer saved on most page views)."""
-        stamp = store.change_stamp(con, self.db_path)
+        stamp = self.store.change_stamp(con)
         if self._cached_choices is None or self._cached_choices[0] != stamp:
             self._cached_choices = (stamp, queries.filter_choices(con))
         return self._cached_choices[1]
@@ -152,12 +153,14 @@ class Dashboard:
             if self._shared is not None and writable_dir is None:
                 with self._shared.cursor() as cursor:
                     return fn(cursor, *args)
-            with store.reader(self.db_path, READ_LOCK_TIMEOUT, writable_dir) as con:
+            with self.store.reader(
+                writable_dir=writable_dir, lock_timeout=READ_LOCK_TIMEOUT
+            ) as con:
                 return fn(con, *args)
 
         try:
             return await anyio.to_thread.run_sync(work)
-        except store.StoreError as exc:
+        except errors.StoreError as exc:
             raise HTTPException(503, str(exc)) from None
 
     async def _parquet_bytes(self, q: queries.OfferQuery) -> bytes:

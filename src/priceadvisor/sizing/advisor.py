@@ -43,8 +43,8 @@ from priceadvisor.models import TRAINING_TASKS, utcnow
 from priceadvisor.sizing import topk
 from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import columns, freshness, interruption
-from priceadvisor.store import db as store
+from priceadvisor.store import columns, freshness, interruption, transactions
+from priceadvisor.store.ids import next_id
 from priceadvisor.workload import WorkloadSpec
 
 CHECKPOINT_OVERHEAD = 0.05
@@ -495,7 +495,7 @@ def rank(
         return names, cursor.fetchall()
 
 
-@store.retry_conflicts
+@transactions.retry_conflicts
 def store_advice(
     con: duckdb.DuckDBPyConnection,
     profiles: Sequence[WorkloadProfile],
@@ -505,8 +505,8 @@ def store_advice(
     """Replace core.advice with the latest ranking, in one transaction; returns rows stored.
     On a lake a refresh that loses its commit to another daemon's runs again on its rows."""
     now = utcnow()
-    with _prepared(con, profiles, keep, options or Options(), now), store.transaction(con):
-        store.next_id(con, "core.advice_refreshes")  # serialises refreshes on a lake (0080)
+    with _prepared(con, profiles, keep, options or Options(), now), transactions.atomic(con):
+        next_id(con, "core.advice_refreshes")  # serialises refreshes on a lake (0080)
         con.execute("DELETE FROM core.advice")
         con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": now, "keep": keep})
         row = con.execute("SELECT count(*) FROM core.advice").fetchone()

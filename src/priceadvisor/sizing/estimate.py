@@ -3,6 +3,31 @@ workload on N GPUs of one model. Pure functions over an Architecture and a GPU's
 
 Efficiency priors (docs/accuracy.md lists each with its source) are scaled per regime by factors
 fitted on the published measurements in providers/calibration.toml (sizing.calibration).
+
+Contents, in the order a workload's path goes through them:
+
+1. Constants and records (top): bytes per weight, memory utilisation, latency terms, software
+   factors; `Scales` (fitted factors), `Workload` (the request), `Estimate` (the answer).
+2. `estimate` (section "estimates"): the entry point. It checks the pipeline layout
+   (`check_pipeline`), then goes one of three ways:
+   - a share of one GPU: `_on_a_share` -> `fractional_gpu`, then the training or serving path;
+   - training: `_train` -> `training_memory` (fit), `training_regime` and `regime_factor`,
+     `prior_compute_seconds` (`executed_training_flops`, `training_mfu` or
+     `moe_compute_seconds`), communication (`exposed_alltoall_seconds`,
+     `tensor_parallel_training_seconds`), `pipeline_bubble`, then hours with `run_goodput`;
+   - serving: `default_tensor_parallel` and `check_tensor_parallel`, then `_serve` ->
+     `serving_memory` and `kv_tokens` (fit, KV capacity), `_choose_batch` (the batch the
+     latency target allows, by `_tpot_ms`), `_finish_serving` -> `ttft_seconds`
+     (`prefill_seconds`), `_tpot_ms` (`decode_seconds`: `weights_read`, `kv_reads`,
+     `layer_overhead`, `tp_allreduce_seconds`) and `saturated_step_seconds` (throughput).
+     `replicas_for` (last) turns a wanted rate into replicas for the advisor.
+   `_note_software` closes every path.
+3. Hardware (section "hardware"): what a GPU offers — `peak_flops`, `fp4_peak`, `bandwidth`,
+   `usable_gib`, `has_fast_interconnect`, `scale_up_domain`, `link_bandwidth`.
+4. Efficiency priors (section "efficiency priors"): what a GPU sustains on a kind of work —
+   `training_mfu`, `dense_training_mfu`, `decode_mbu`, `serving_mfu`, `prefill_mfu`,
+   `achievable_matmul_share`, `engine_factor`, `allreduce_latency`, each scaled per regime by
+   `regime_factor`, with `prior_uncertainty` for the stated range.
 """
 
 from __future__ import annotations

@@ -18,31 +18,32 @@ from pathlib import Path
 
 import duckdb
 
-from priceadvisor.store import db as store
+from priceadvisor.store import errors
+from priceadvisor.store.handle import Store
 
 _PARTITIONED = {"price_history": "valid_from", "fetch_runs": "started_at"}
 _SNAPSHOTS = ("offers", "gpus", "regions", "fx_rates")
 MANIFEST = ".priceadvisor-export"
 
 
-class ExportError(store.StoreError):
+class ExportError(errors.StoreError):
     """The export cannot go where it was asked to; the message is one line."""
 
 
-def export_database(db_path: store.Target, target: Path, lock_timeout: float) -> dict[str, int]:
-    """Export the database at `db_path` into `target` through a reader that may write only
-    into its own staging folder; return rows written per table."""
+def export_database(store: Store, target: Path) -> dict[str, int]:
+    """Export `store` into `target` through a reader that may write only into its own
+    staging folder; return rows written per table."""
     check_target(target)
     staging = _staging_dir(target)
     try:
-        with store.reader(db_path, lock_timeout, writable_dir=staging) as con:
+        with store.reader(writable_dir=staging) as con:
             counts = export_parquet(con, staging)
         _write_manifest(staging)
         _swap(staging, target)
     except OSError as exc:
         raise ExportError(f"cannot export to {target}: {exc.strerror or exc}") from None
     except duckdb.Error as exc:
-        raise ExportError(f"export to {target} failed: {store.first_line(exc)}") from None
+        raise ExportError(f"export to {target} failed: {errors.first_line(exc)}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return counts

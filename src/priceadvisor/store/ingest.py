@@ -35,8 +35,7 @@ import duckdb
 from priceadvisor.catalog import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import columns, layout
-from priceadvisor.store import db as store
+from priceadvisor.store import columns, layout, transactions
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 
 MAX_REJECTED_SAMPLES = 1000
@@ -435,7 +434,7 @@ def ingest(
     """Merge one fetch result in a single transaction and finish its fetch_runs row."""
     started = time.perf_counter()
     observed = result.finished_at or utcnow()
-    with store.transaction(con):
+    with transactions.atomic(con):
         counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
         return _finish_run(con, run_id, result, status, error, counts, observed, started)
 
@@ -455,7 +454,7 @@ def _merge_fx(
     rows += [(day, "EUR", 1.0, result.provider, now) for day in {r.day for r in valid}]
     con.execute("CREATE OR REPLACE TEMP TABLE _fx_new AS FROM core.fx_rates LIMIT 0")
     con.executemany("INSERT INTO _fx_new VALUES (?, ?, ?, ?, ?)", rows)
-    store.replace_rows(con, "core.fx_rates", ["rate_date", "currency"], "_fx_new")
+    transactions.replace_rows(con, "core.fx_rates", ["rate_date", "currency"], "_fx_new")
     counts["seen"] = counts["new"] = len(valid)
     return counts, result.status, result.error
 

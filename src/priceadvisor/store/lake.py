@@ -19,16 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
 from priceadvisor.store.errors import StoreError, first_line
-
-if TYPE_CHECKING:
-    from pydantic import SecretStr
-
-    from priceadvisor.config import LakeSettings, Settings
 
 ALIAS = "lake"
 Config = dict[str, str | bool | int | float | list[str]]
@@ -79,37 +73,6 @@ class Lake:
     def describe(self) -> str:
         """The lake for messages and logs: the catalog without any password."""
         return f"ducklake:{redact(self.catalog)} (data {self.data_path})"
-
-
-def lookup_secret(settings: Settings, name: str) -> SecretStr | None:
-    """The full configuration, imported here: the light read path never names a lake."""
-    from priceadvisor.config import lookup_secret as lookup  # noqa: PLC0415
-
-    return lookup(settings, name)
-
-
-def from_settings(settings: Settings, config: LakeSettings) -> Lake:
-    """The lake of the [lake] settings, with its secrets looked up (environment or files)."""
-    password = lookup_secret(settings, config.password_env)
-    return Lake(
-        catalog=config.catalog,
-        data_path=config.data_path,
-        password=password.get_secret_value() if password else None,
-        s3=_s3(settings, config) if config.data_path.startswith("s3://") else None,
-    )
-
-
-def _s3(settings: Settings, config: LakeSettings) -> S3:
-    key_id = lookup_secret(settings, config.s3.key_id_env)
-    secret = lookup_secret(settings, config.s3.secret_env)
-    return S3(
-        endpoint=config.s3.endpoint,
-        region=config.s3.region,
-        url_style=config.s3.url_style,
-        use_ssl=config.s3.use_ssl,
-        key_id=key_id.get_secret_value() if key_id else None,
-        secret=secret.get_secret_value() if secret else None,
-    )
 
 
 def redact(text: str) -> str:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from priceadvisor.store import db as store
-from priceadvisor.store import lake
+from priceadvisor.store import connections, errors, lake, transactions
 
 SOURCE = "src"
 # Lake-only bookkeeping: stands in for the file's sequences, which are carried separately.
@@ -46,12 +45,12 @@ def core_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> list[str]:
 
 def import_file(source: Path, target: lake.Lake) -> Checksums:
     """Copy the DuckDB file `source` into the empty lake `target`; returns what was copied."""
-    with store.reader(source):
+    with connections.reader(source):
         pass  # the file exists, is priceadvisor's, at the current schema version
-    with store.writer(target) as con:
+    with connections.writer(target) as con:
         _refuse_history(con, lake.ALIAS, target.describe())
         _attach_file(con, source)
-        with store.transaction(con):
+        with transactions.atomic(con):
             _copy_tables(con, SOURCE, lake.ALIAS)
             _counters_from_sequences(con)
         return _verified(con, SOURCE, lake.ALIAS)
@@ -60,12 +59,12 @@ def import_file(source: Path, target: lake.Lake) -> Checksums:
 def export_file(target: lake.Lake, dest: Path) -> Checksums:
     """Copy the lake `target` into the new DuckDB file `dest`; returns what was copied."""
     if dest.exists():
-        raise store.StoreError(f"{dest} exists: export into a new file")
-    with store.reader(target):
+        raise errors.StoreError(f"{dest} exists: export into a new file")
+    with connections.reader(target):
         pass  # the lake is priceadvisor's, at the current schema version
-    with store.writer(dest) as con:
+    with connections.writer(dest) as con:
         lake.attach(con, target, read_only=True, alias=SOURCE)
-        with store.transaction(con):
+        with transactions.atomic(con):
             _copy_tables(con, SOURCE, _file_catalog(con))
             _sequences_from_counters(con)
         return _verified(con, SOURCE, _file_catalog(con))
@@ -80,7 +79,7 @@ def _file_catalog(con: duckdb.DuckDBPyConnection) -> str:
 def _refuse_history(con: duckdb.DuckDBPyConnection, catalog: str, name: str) -> None:
     row = con.execute(f"SELECT count(*) FROM {catalog}.core.fetch_runs").fetchone()
     if row and row[0]:
-        raise store.StoreError(f"{name} already holds history: import into an empty lake")
+        raise errors.StoreError(f"{name} already holds history: import into an empty lake")
 
 
 def _attach_file(con: duckdb.DuckDBPyConnection, source: Path) -> None:
@@ -88,7 +87,7 @@ def _attach_file(con: duckdb.DuckDBPyConnection, source: Path) -> None:
     try:
         con.execute(f"ATTACH '{literal}' AS {SOURCE} (READ_ONLY)")
     except duckdb.Error as exc:
-        raise store.StoreError(f"cannot open {source}: {store.first_line(exc)}") from None
+        raise errors.StoreError(f"cannot open {source}: {errors.first_line(exc)}") from None
 
 
 def _copy_tables(con: duckdb.DuckDBPyConnection, source: str, dest: str) -> None:
@@ -129,5 +128,5 @@ def _verified(con: duckdb.DuckDBPyConnection, source: str, dest: str) -> Checksu
     before, after = checksums(con, source), checksums(con, dest)
     if before != after:
         differ = sorted(t for t in before.keys() | after.keys() if before.get(t) != after.get(t))
-        raise store.StoreError(f"the copy differs from its source in: {', '.join(differ)}")
+        raise errors.StoreError(f"the copy differs from its source in: {', '.join(differ)}")
     return after

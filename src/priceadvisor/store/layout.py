@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import duckdb
 
-from priceadvisor.store import db
+from priceadvisor.store import transactions
 
 # The storage order (NULLs, the unmapped GPUs no price query shows, sort last).
 CLUSTER_ORDER = "gpu_model, pricing, provider, region"
@@ -77,7 +77,7 @@ def keep_clustered(con: duckdb.DuckDBPyConnection) -> bool:
 
 def cluster(con: duckdb.DuckDBPyConnection, latest_run: int) -> None:
     """Rewrite core.current_offers in CLUSTER_ORDER, as of fetch run `latest_run`."""
-    with db.transaction(con):
+    with transactions.atomic(con):
         for statement in _REWRITE_SQL:
             con.execute(statement)
         con.execute(

@@ -19,8 +19,8 @@ import uuid
 
 import duckdb
 
-from priceadvisor.store import db
-from priceadvisor.store.conflicts import retried
+from priceadvisor.store import transactions
+from priceadvisor.store.transactions import retried
 
 JOBS = ("alerts", "digest", "maintenance")
 
@@ -49,7 +49,7 @@ def acquire(
     try:  # a conflict may come from the other job's row: decide again on a fresh snapshot
         row = retried(con, take, attempts=5)
     except duckdb.TransactionException as exc:
-        if not db.is_conflict(exc):
+        if not transactions.is_conflict(exc):
             raise
         return False  # the lease table keeps changing under us: try at the next run
     return bool(row and row[0])

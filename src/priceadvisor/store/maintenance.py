@@ -25,7 +25,7 @@ The first three keep every snapshot's rows (the files they replace stay in the c
 kept snapshot reads them; on DuckLake 1.5.5 every table read the same at each of 149 snapshots
 before and after them, and the tests compare the views and `--as-of`), so none of this changes
 what the current snapshot or a kept one reads. A step that loses a commit conflict
-to a concurrent writer runs again on a fresh snapshot (db.conflict_retry).
+to a concurrent writer runs again on a fresh snapshot (transactions.conflict_retry).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import duckdb
 
 from priceadvisor.durations import format_duration
-from priceadvisor.store import db
+from priceadvisor.store import transactions
 from priceadvisor.store.lake import ALIAS
 
 # A query that started before this run may still read a file it replaces for this long.
@@ -145,15 +145,15 @@ def snapshot_count(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def _flush_lost(exc: Exception) -> bool:
-    """A flush that lost to a concurrent writer (db.is_conflict, PostgreSQL's serialization
-    failure included), or the aborted catalog transaction such a loss can leave for the flush's
-    next statement; nothing of the flush was committed either way."""
-    return db.is_conflict(exc) or (
+    """A flush that lost to a concurrent writer (transactions.is_conflict, PostgreSQL's
+    serialization failure included), or the aborted catalog transaction such a loss can leave
+    for the flush's next statement; nothing of the flush was committed either way."""
+    return transactions.is_conflict(exc) or (
         isinstance(exc, duckdb.Error) and "Current transaction is aborted" in str(exc)
     )
 
 
-@db.conflict_retry(on=_flush_lost)
+@transactions.conflict_retry(on=_flush_lost)
 def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
     """Write the rows and deletions inlined in the catalog out to Parquet files (retried on a
     fresh snapshot, also after the errors of _flush_lost)."""
@@ -163,7 +163,7 @@ def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
         # deletions are flushed too but not counted there (they show as new delete files).
         rows = con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')").fetchall()
     except duckdb.Error:
-        db.rollback(con)  # an aborted catalog transaction fails every later statement
+        transactions.rollback(con)  # an aborted catalog transaction fails every later statement
         raise
     return Flushed(
         tables=len(rows),
@@ -173,14 +173,14 @@ def flush(con: duckdb.DuckDBPyConnection) -> Flushed:
     )
 
 
-@db.retry_conflicts
+@transactions.retry_conflicts
 def rewrite(con: duckdb.DuckDBPyConnection, threshold: float = DELETE_THRESHOLD) -> Compacted:
     """Rewrite the data files with at least `threshold` of their rows deleted, without them."""
     call = f"CALL ducklake_rewrite_data_files('{ALIAS}', delete_threshold => ?)"
     return _compact(con, call, delete_files, [threshold])
 
 
-@db.retry_conflicts
+@transactions.retry_conflicts
 def merge(con: duckdb.DuckDBPyConnection) -> Compacted:
     """Merge each table's adjacent small files (DuckLake's size thresholds)."""
     return _compact(con, f"CALL ducklake_merge_adjacent_files('{ALIAS}')", data_files)
@@ -205,7 +205,7 @@ def _compact(
     )
 
 
-@db.retry_conflicts
+@transactions.retry_conflicts
 def expire(con: duckdb.DuckDBPyConnection, retention: dt.timedelta, now: dt.datetime) -> Expired:
     """Expire the snapshots older than `now - retention` but the one current at that cutoff."""
     cutoff = now - retention
@@ -224,7 +224,7 @@ def expire(con: duckdb.DuckDBPyConnection, retention: dt.timedelta, now: dt.date
     return Expired(snapshots=expired, kept=snapshot_count(con), cutoff=cutoff)
 
 
-@db.retry_conflicts
+@transactions.retry_conflicts
 def cleanup(con: duckdb.DuckDBPyConnection, grace: dt.timedelta, now: dt.datetime) -> Cleaned:
     """Delete the files scheduled for deletion before `now - grace`."""
     rows = con.execute(

@@ -1,7 +1,7 @@
 """One read-only instance of the database file shared by the dashboard's worker threads.
 
 Opening a DuckDB file costs a request more than most of its queries, and in one process every
-opening takes the process's turn (store.db), so a reader per request made the dashboard answer
+opening takes the process's turn (store.connections), so a reader per request made the dashboard answer
 one request at a time. Here concurrent requests share one sealed read-only instance, each with
 a cursor of its own (cursors of one instance run their queries in parallel). The instance is
 closed, and the process's turn handed back, as soon as:
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 
-from priceadvisor.store import db as store
+from priceadvisor.store import connections as store
 from priceadvisor.store.errors import StoreError
 
 LEASE = 2.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from priceadvisor.models import CachedBody, utcnow
-from priceadvisor.store import db as store
+from priceadvisor.store import transactions
 
 
 @dataclass(slots=True)
@@ -52,6 +52,6 @@ def save_validators(con: duckdb.DuckDBPyConnection, cache: StoredValidatorCache)
     if rows:
         con.execute("CREATE OR REPLACE TEMP TABLE _validators AS FROM core.http_validators LIMIT 0")
         con.executemany("INSERT INTO _validators VALUES (?, ?, ?, ?, ?, ?)", rows)
-        store.replace_rows(con, "core.http_validators", ["provider", "url"], "_validators")
+        transactions.replace_rows(con, "core.http_validators", ["provider", "url"], "_validators")
     cache.renewed.clear()
     return len(rows)

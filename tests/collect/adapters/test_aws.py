@@ -12,6 +12,7 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import local_settings, serving
 
@@ -89,7 +90,8 @@ def test_advisor_buckets_become_rates() -> None:
 
 
 def fetch(db: Path, server: Any) -> Any:
-    [summary] = run_cycle(local_settings(db, server), ["aws"], False, lambda *_: None)
+    local = local_settings(db, server)
+    [summary] = run_cycle(local, configured_store(local), ["aws"], False, lambda *_: None)
     return summary
 
 

@@ -10,6 +10,7 @@ from priceadvisor.collect.adapters.coreweave import BROWSER_AGENT, parse_page
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 HTML = (recordings_dir() / "coreweave" / "pricing.html").read_text()
@@ -61,7 +62,9 @@ def test_layout_changes_are_format_errors(html: str, message: str) -> None:
 def test_fetch_sends_a_browser_agent_and_maps_every_gpu(db_path: Path) -> None:
     with serving("coreweave") as server:
         settings = local_settings(db_path, server)
-        [summary] = run_cycle(settings, ["coreweave"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["coreweave"], False, lambda *_: None
+        )
     assert summary.status is RunStatus.OK and summary.offers_seen == 20
     assert summary.unmapped == 0
     assert server.agents == [BROWSER_AGENT]

@@ -10,6 +10,7 @@ from priceadvisor.collect.adapters.ecb import parse_rates
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 DAILY = (recordings_dir() / "ecb" / "eurofxref-daily.xml").read_bytes()
@@ -48,7 +49,7 @@ def test_bad_documents_are_format_errors(doc: bytes, message: str) -> None:
 def test_rates_land_and_convert_eur_prices(db_path: Path) -> None:
     with serving("ecb") as server:
         settings = local_settings(db_path, server)
-        [summary] = run_cycle(settings, ["ecb"], False, lambda *_: None)
+        [summary] = run_cycle(settings, configured_store(settings), ["ecb"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.offers_seen == 14
     import duckdb
 
@@ -63,7 +64,7 @@ def test_rates_land_and_convert_eur_prices(db_path: Path) -> None:
 def test_server_error_leaves_rates_untouched(db_path: Path) -> None:
     with serving("ecb") as server:
         settings = local_settings(db_path, server)
-        run_cycle(settings, ["ecb"], False, lambda *_: None)
+        run_cycle(settings, configured_store(settings), ["ecb"], False, lambda *_: None)
         server.faults.append(lambda path, q: (503, {"Retry-After": "1"}, b"busy"))
-        [summary] = run_cycle(settings, ["ecb"], False, lambda *_: None)
+        [summary] = run_cycle(settings, configured_store(settings), ["ecb"], False, lambda *_: None)
     assert summary.status is RunStatus.FAILED and "HTTP 503" in (summary.error or "")

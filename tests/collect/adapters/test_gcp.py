@@ -15,6 +15,7 @@ from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "gcp"
@@ -119,7 +120,7 @@ def test_without_a_key_the_provider_is_skipped_not_failed(tmp_path: Path) -> Non
     assert (
         plan(settings, "gcp", offline_mode=False).skip_reason == "not configured: set GCP_API_KEY"
     )
-    [summary] = run_cycle(settings, ["gcp"], False, lambda *_: None)
+    [summary] = run_cycle(settings, configured_store(settings), ["gcp"], False, lambda *_: None)
     assert summary.status is RunStatus.SKIPPED and summary.requests == 0
 
 
@@ -129,13 +130,13 @@ def test_fetch_with_key_pages_and_keeps_the_key_out_of_errors(
     monkeypatch.setenv("GCP_API_KEY", "AIza-SECRET-KEY")
     with serving("gcp") as server:
         settings = local_settings(db_path, server)
-        [summary] = run_cycle(settings, ["gcp"], False, lambda *_: None)
+        [summary] = run_cycle(settings, configured_store(settings), ["gcp"], False, lambda *_: None)
         server.faults.append(
             lambda path, q: (
                 (403, {}, b"key AIza-SECRET-KEY invalid") if q.get("pageToken") else None
             )
         )
-        [failed] = run_cycle(settings, ["gcp"], False, lambda *_: None)
+        [failed] = run_cycle(settings, configured_store(settings), ["gcp"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.requests == 2 and summary.unmapped == 0
     assert all("key=AIza-SECRET-KEY" in r for r in server.requests)
     assert failed.status is RunStatus.FAILED and "SECRET" not in (failed.error or "")

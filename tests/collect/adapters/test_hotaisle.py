@@ -10,6 +10,7 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.collect.pages import BROWSER_HEADERS
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import fetch_served, local_settings, serving
 
@@ -64,6 +65,7 @@ def test_a_page_that_yields_no_prices_is_a_failed_run(db_path: Path) -> None:
     with serving("hotaisle") as server:
         page = HTML.replace("<h2", "<h3").replace("</h2>", "</h3>").encode()
         server.faults.append(lambda path, q: (200, {"Content-Type": "text/html"}, page))
-        [summary] = run_cycle(local_settings(db_path, server), ["hotaisle"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["hotaisle"], False, lambda *_: None)
     assert summary.status is RunStatus.FAILED
     assert summary.error == "no GPU prices found on Hot Aisle's page (layout changed?)"

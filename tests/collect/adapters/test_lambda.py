@@ -17,6 +17,7 @@ from priceadvisor.collect.adapters.lambdalabs import (
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "lambda"
@@ -110,7 +111,8 @@ def test_api_drift_is_a_format_error(document: Any) -> None:
 
 def test_page_fetch_through_a_local_server(db_path: Path) -> None:
     with serving("lambda") as server:
-        [summary] = run_cycle(local_settings(db_path, server), ["lambda"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["lambda"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.offers_seen == 13
     assert (summary.unmapped, summary.offers_duplicate) == (0, 0)
     con = duckdb.connect(str(db_path), read_only=True)
@@ -134,9 +136,13 @@ def test_page_fetch_through_a_local_server(db_path: Path) -> None:
 def test_api_with_key_sends_bearer_and_never_stores_it(db_path: Path) -> None:
     with serving("lambda") as server:
         settings = local_settings(db_path, server, api_key="sk-live-SECRET")
-        [summary] = run_cycle(settings, ["lambda"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["lambda"], False, lambda *_: None
+        )
         server.faults.append(lambda path, q: (401, {}, b'{"error": "bad key sk-live-SECRET"}'))
-        [failed] = run_cycle(settings, ["lambda"], False, lambda *_: None)
+        [failed] = run_cycle(
+            settings, configured_store(settings), ["lambda"], False, lambda *_: None
+        )
     assert summary.status is RunStatus.OK and summary.offers_seen == 8  # 4 global + 4 regions
     assert server.authorizations[0] == "Bearer sk-live-SECRET"
     assert failed.status is RunStatus.FAILED and "SECRET" not in (failed.error or "")

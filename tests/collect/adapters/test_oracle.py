@@ -13,6 +13,7 @@ from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 DOCUMENT = json.loads((recordings_dir() / "oracle" / "products.json").read_text())
@@ -65,7 +66,9 @@ def test_renamed_field_is_a_format_error() -> None:
 def test_fetch_maps_every_shape_and_marks_derived_spot(db_path: Path) -> None:
     with serving("oracle") as server:
         settings = local_settings(db_path, server)
-        [summary] = run_cycle(settings, ["oracle"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["oracle"], False, lambda *_: None
+        )
     assert summary.status is RunStatus.OK
     assert summary.offers_seen == 32 and summary.unmapped == 0  # 16 GPU parts
     assert server.requests[0].endswith("currencyCode=USD")

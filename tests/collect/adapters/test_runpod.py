@@ -16,6 +16,7 @@ from priceadvisor.collect.adapters.runpod import (
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "runpod"
@@ -124,7 +125,8 @@ def test_a_price_list_without_any_price_is_a_format_error() -> None:
 
 def test_fetch_every_location_through_a_local_server(db_path: Path) -> None:
     with serving("runpod") as server:
-        [summary] = run_cycle(local_settings(db_path, server), ["runpod"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["runpod"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.requests == 7
     con = duckdb.connect(str(db_path), read_only=True)
     regions = {r[0] for r in con.execute("SELECT DISTINCT region FROM offers").fetchall()}
@@ -140,11 +142,13 @@ def test_fetch_every_location_through_a_local_server(db_path: Path) -> None:
 def test_one_failing_data_centre_makes_a_partial_run(db_path: Path) -> None:
     with serving("runpod") as server:
         settings = local_settings(db_path, server)
-        run_cycle(settings, ["runpod"], False, lambda *_: None)
+        run_cycle(settings, configured_store(settings), ["runpod"], False, lambda *_: None)
         server.post_faults.append(
             lambda body: (502, {}, b"bad gateway") if b"EU-SE-1" in body else None
         )
-        [summary] = run_cycle(settings, ["runpod"], False, lambda *_: None)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["runpod"], False, lambda *_: None
+        )
     assert summary.status is RunStatus.PARTIAL and "EU-SE-1" in (summary.error or "")
     assert summary.offers_closed == 0
     con = duckdb.connect(str(db_path), read_only=True)
@@ -159,7 +163,8 @@ def test_only_the_captured_answer_is_enough_when_enrichment_fails(db_path: Path)
         server.post_faults.append(
             lambda body: None if b"secureSpotPrice" in body else (502, {}, b"bad gateway")
         )
-        [summary] = run_cycle(local_settings(db_path, server), ["runpod"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["runpod"], False, lambda *_: None)
     assert summary.status is RunStatus.PARTIAL and "data centres" in (summary.error or "")
     con = duckdb.connect(str(db_path), read_only=True)
     rows = con.execute(

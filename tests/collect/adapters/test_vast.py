@@ -13,6 +13,7 @@ from priceadvisor.collect.adapters.vast import aggregate, country, parse_offers
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.models import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 FOLDER = recordings_dir() / "vast"
@@ -74,7 +75,8 @@ def test_unusable_asks_are_passed_on_for_the_core_to_reject() -> None:
 
 def test_fetch_pages_by_price_and_answers_cheapest_in_germany(db_path: Path) -> None:
     with serving("vast") as server:
-        [summary] = run_cycle(local_settings(db_path, server), ["vast"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["vast"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.unmapped == 0
     assert summary.requests == 26  # 24 GPU names, H100 SXM on two pages, the discovery walk
     h100 = [o for n in ("bundles-h100-sxm-1.json", "bundles-h100-sxm-2.json") for o in load(n)]
@@ -110,7 +112,8 @@ def test_verified_and_unverified_hosts_are_separate_offers_with_ask_counts() -> 
 
 def test_discovery_walk_finds_gpus_the_manifest_does_not_list(db_path: Path) -> None:
     with serving("vast") as server:
-        [summary] = run_cycle(local_settings(db_path, server), ["vast"], False, lambda *_: None)
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["vast"], False, lambda *_: None)
     assert summary.status is RunStatus.OK and summary.unmapped == 0
     con = duckdb.connect(str(db_path), read_only=True)
     found = dict(
@@ -135,11 +138,11 @@ def test_discovery_walk_finds_gpus_the_manifest_does_not_list(db_path: Path) -> 
 def test_a_failed_gpu_query_fails_the_run_and_keeps_offers(db_path: Path) -> None:
     with serving("vast") as server:
         settings = local_settings(db_path, server)
-        [first] = run_cycle(settings, ["vast"], False, lambda *_: None)
+        [first] = run_cycle(settings, configured_store(settings), ["vast"], False, lambda *_: None)
         server.post_faults.append(
             lambda body: (429, {"Retry-After": "1"}, b"") if b"RTX 4090" in body else None
         )
-        [second] = run_cycle(settings, ["vast"], False, lambda *_: None)
+        [second] = run_cycle(settings, configured_store(settings), ["vast"], False, lambda *_: None)
     assert second.status is RunStatus.FAILED and "HTTP 429" in (second.error or "")
     con = duckdb.connect(str(db_path), read_only=True)
     [(n,)] = con.execute("SELECT count(*) FROM offers WHERE provider = 'vast'").fetchall()

@@ -1,69 +1,40 @@
-"""DuckDB file: connections (one writer, many readers), migrations, views, catalog tables.
+"""Connections to a store (one writer, many readers) and the writer's turn.
 
 One writer: read-write connections are opened only around a write (open, write, checkpoint,
 close) and retried while another process holds the lock; readers open read-only and retry too.
 Most writes give up after `lock_timeout`; writes of fetched data wait their turn however long it
-takes (see `writer`), so a reader holding the file never costs a snapshot. Migrations are
-numbered SQL files, each applied in one transaction together with its bookkeeping row; views are
-re-created on every writer open.
+takes (see `writer`), so a reader holding the file never costs a snapshot. Every writer open
+brings the schema up to date (store.schema). store.handle.Store holds a store's place and
+timeouts and is what the rest of the program opens connections with.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import logging
-import os
 import re
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import duckdb
 
-from priceadvisor.catalog import gpu_catalog, region_catalog
 from priceadvisor.config_light import ReaderBounds, ReaderDefaults, reader_config
-from priceadvisor.models import utcnow
-from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import asof, lake, lakesql
+from priceadvisor.store import asof, lake, schema
 from priceadvisor.store.errors import StoreError, first_line
-
-if TYPE_CHECKING:
-    from priceadvisor.config_light import DbSettings
-    from priceadvisor.store import columns
+from priceadvisor.store.transactions import is_conflict, retry_on
 
 log = logging.getLogger(__name__)
-P = ParamSpec("P")
-T = TypeVar("T")
-# Callers catch store.StoreError and use store.first_line, which live in store.errors.
-__all__ = ["StoreError", "first_line"]
 
-_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # DuckDB's words for a file another process holds. Precise on purpose: "lock" alone also
 # matches "block" in a corrupt-file error, which must fail at once rather than be waited out.
 _LOCK_MARKERS = ("Could not set lock on file", "Conflicting lock is held")
-# PostgreSQL's messages for SQLSTATE 40001 and 40P01, as DuckLake's errors quote them.
-_CATALOG_ROLLBACKS = ("could not serialize access", "deadlock detected")
 _HOLDER = re.compile(r"Conflicting lock is held in (.+?) \(PID (\d+)\)")
-
-
-def migrations() -> list[tuple[int, Path]]:
-    found = []
-    for path in sorted(migrations_dir().glob("*.sql")):
-        match = _MIGRATION_NAME.match(path.name)
-        if not match:
-            raise StoreError(f"migration file name {path.name!r} is not NNNN_name.sql")
-        found.append((int(match.group(1)), path))
-    return found
-
-
-def latest_version() -> int:
-    return max(version for version, _ in migrations())
+# DuckDB's words for a write-ahead log it cannot replay (a torn or corrupt .wal file).
+_WAL_REPLAY = "Failure while replaying WAL"
 
 
 # Connections of one process to one file share a database instance: see _connection.
@@ -94,76 +65,8 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path | str] = set()
 
 
-class _CounterMoved(RuntimeError):
-    """Another writer took the id we read: read the counter again."""
-
-
-def is_conflict(exc: Exception) -> bool:
-    """A lake commit that lost to a concurrent writer's: nothing of it was written, and running
-    the transaction again is the way on. Either DuckLake's own snapshot conflict check, or a
-    PostgreSQL catalog rolling the transaction back because a concurrent one touched the same
-    rows (a serialization failure or a deadlock, both retryable by PostgreSQL's own account),
-    which DuckLake 1.5.5 passes on as a plain error: seen when a flush of inlined data and
-    another writer's commit overlap. A DuckDB file never raises any of them."""
-    text = str(exc)
-    if isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in text:
-        return True
-    return isinstance(exc, duckdb.Error) and any(m in text for m in _CATALOG_ROLLBACKS)
-
-
-def _retry(
-    on: Callable[[Exception], bool],
-    attempts: int,
-    wait_initial: float = 0.1,
-    wait_max: float = 5.0,
-    timeout: float | None = 45.0,
-) -> Callable[[Callable[P, T]], Callable[P, T]]:
-    """stamina.retry, imported when a retrying call first runs: read commands never retry,
-    and importing stamina is ~10 ms of every command's start-up."""
-
-    def decorate(work: Callable[P, T]) -> Callable[P, T]:
-        @functools.wraps(work)
-        def retrying(*args: P.args, **kwargs: P.kwargs) -> T:
-            import stamina  # noqa: PLC0415 - on the first retrying call, not at start-up
-
-            policy = stamina.retry(
-                on=on,
-                attempts=attempts,
-                wait_initial=wait_initial,
-                wait_max=wait_max,
-                timeout=timeout,
-            )
-            return policy(work)(*args, **kwargs)
-
-        return retrying
-
-    return decorate
-
-
-def conflict_retry(
-    attempts: int = 10, on: Callable[[Exception], bool] = is_conflict
-) -> Callable[[Callable[P, T]], Callable[P, T]]:
-    """The one policy for a commit lost to another lake writer: the work (a whole transaction)
-    runs again on a fresh snapshot after a jittered backoff of up to 5 s, `attempts` times.
-    `on` widens what counts as lost (a step with a failure of its own that means the same)."""
-    return _retry(on, attempts, wait_initial=0.05, wait_max=5.0, timeout=None)
-
-
-# Runs a self-contained transaction (it begins, commits or rolls back) again after a conflict.
-retry_conflicts = conflict_retry()
-
-
 # Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
 Target = Path | lake.Lake
-
-
-def target(settings: DbSettings) -> Target:
-    """The configured store: the DuckDB file (--db, PRICEADVISOR_DB) or the [lake]. The light
-    read settings never name a lake (config_light defers any storage key to the full load)."""
-    lake_settings = getattr(settings, "lake", None)
-    if getattr(settings, "storage", "duckdb") == "ducklake" and lake_settings is not None:
-        return lake.from_settings(settings, lake_settings)  # type: ignore[arg-type]
-    return settings.db_path()
 
 
 def change_stamp(con: duckdb.DuckDBPyConnection, where: Target) -> int:
@@ -273,7 +176,8 @@ def writer(
     takes, warning every `lock_timeout`, until `give_up` is set (the daemon's shutdown).
     On a lake there is no file lock to wait for: writers run at once and DuckLake orders their
     transactions (a conflicting commit fails with duckdb.TransactionException, see
-    `retry_conflicts`).
+    `transactions.retry_conflicts`). Migrated means store.schema.prepare has run: it also
+    repairs a sequence left behind its table (store.ids).
 
     `vacuum=False`: the closing CHECKPOINT leaves the space of deleted rows in place (DuckDB's
     `max_vacuum_tasks=0`) instead of merging the row groups that hold them; the next writer
@@ -321,48 +225,20 @@ def _write_failures(path: Path | str) -> Iterator[None]:
         raise StoreError(f"writing {path} failed: {first_line(exc)}") from None
 
 
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """The block in one transaction: committed when it ends, rolled back when it raises."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-        con.execute("COMMIT")
-    except BaseException:
-        rollback(con)  # a failed COMMIT has ended it already; rollback() stays quiet then
-        raise
-
-
-def rollback(con: duckdb.DuckDBPyConnection) -> None:
-    """Roll back after a failure without hiding it: when the failure (a full disk, a fatal
-    error) already ended the transaction, ROLLBACK raises too, and that error would mask the
-    cause the caller is about to re-raise."""
-    with suppress(duckdb.Error):
-        con.execute("ROLLBACK")
-
-
 def _prepare_once(con: duckdb.DuckDBPyConnection, key: Path | str) -> None:
     """Migrations, catalogs, views and stale runs: once per process per file (and again if the
     file was replaced, which its missing bookkeeping table shows)."""
-    if key in _prepared and _has_schema(con):
+    if key in _prepared and schema.has_schema(con):
         return
-    prepare(con)
+    schema.prepare(con)
     _prepared.add(key)
 
 
-@_retry(is_conflict, 5)
+@retry_on(is_conflict, 5)
 def _prepare_lake_once(con: duckdb.DuckDBPyConnection, key: str) -> None:
     """As _prepare_once; daemons starting together on one lake conflict here (both migrate or
     reload the catalog), and the loser simply runs again on the winner's result."""
     _prepare_once(con, key)
-
-
-def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'core' "
-        "AND table_name = 'schema_migrations' AND database_name = current_database()"
-    ).fetchone()
-    return bool(row and row[0])
 
 
 @contextmanager
@@ -381,13 +257,13 @@ def reader(
         snapshot = asof.naive_utc(as_of) if as_of else None
         with lake.connect(path, True, _reader_base(), snapshot) as con:
             _seal_lake(con, path, writable_dir)
-            _check_version(con, path.describe())
+            schema.check_version(con, path.describe())
             yield con
         return
     if not path.is_file():
         raise StoreError(f"no database at {path}: run `priceadvisor fetch` (or `demo`) first")
     with _connection(path, True, lock_timeout, allowed=writable_dir) as con:
-        _check_version(con, path)
+        schema.check_version(con, path)
         if as_of is not None:
             asof.shadow_offers(con, as_of)
         yield con
@@ -407,7 +283,7 @@ def open_shared_reader(path: Path, lock_timeout: float) -> duckdb.DuckDBPyConnec
         raise
     try:
         con.execute("SET lock_configuration = true")
-        _check_version(con, path)
+        schema.check_version(con, path)
     except BaseException:
         close_shared_reader(con)
         raise
@@ -514,11 +390,24 @@ def _open(
             return quiet(duckdb.connect(str(path), read_only=read_only, config=config))
         except duckdb.IOException as exc:
             if not any(m in str(exc) for m in _LOCK_MARKERS):
-                raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
+                raise _unopenable(path, exc) from None
             wait.holder = _holder(str(exc))
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open database {path}: {first_line(exc)}") from None
+            raise _unopenable(path, exc) from None
         wait.pause()
+
+
+def _unopenable(path: Path, exc: duckdb.Error) -> StoreError:
+    """A write-ahead log DuckDB cannot replay (torn or corrupt by a crash or a bad disk) keeps
+    the file closed for good: the error names the way out (docs/operations.md)."""
+    if _WAL_REPLAY not in str(exc):
+        return StoreError(f"cannot open database {path}: {first_line(exc)}")
+    wal = path.with_name(path.name + ".wal")
+    return StoreError(
+        f"cannot open database {path}: its write-ahead log {wal} does not replay "
+        f"({first_line(exc)}); move that file aside (mv {wal} {wal}.broken) to open the "
+        "database as of its last checkpoint, as docs/operations.md describes"
+    )
 
 
 def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -544,244 +433,3 @@ def _refuse_sqlite(path: Path) -> None:
         return  # missing (a writer creates it) or unreadable: DuckDB's own error says which
     if head == _SQLITE_MAGIC:
         raise StoreError(f"{path} is a SQLite file, not a priceadvisor DuckDB database")
-
-
-def _check_version(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
-    try:
-        row = con.execute("SELECT max(version) FROM core.schema_migrations").fetchone()
-    except duckdb.CatalogException:
-        raise StoreError(f"{path} is not a priceadvisor database") from None
-    version = row[0] if row else None
-    if version is None or version < latest_version():
-        raise StoreError(
-            f"database {path} has schema version {version}, this priceadvisor needs "
-            f"{latest_version()}: run `priceadvisor fetch` once to upgrade it"
-        )
-    if version > latest_version():
-        raise StoreError(f"database {path} was written by a newer priceadvisor (v{version})")
-
-
-def prepare(con: duckdb.DuckDBPyConnection) -> None:
-    """Everything a writer does on open: migrate, refresh catalogs, views, stale runs."""
-    migrate(con)
-    refresh_catalog(con)
-    create_views(con)
-    mark_abandoned_runs(con)
-
-
-def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Apply the missing migrations; on a lake in DuckLake's dialect (store.lakesql)."""
-    on_lake = lake.is_lake(con)
-    con.execute("CREATE SCHEMA IF NOT EXISTS core")
-    con.execute(
-        _dialect(
-            "CREATE TABLE IF NOT EXISTS core.schema_migrations "
-            "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)",
-            on_lake,
-        )
-    )
-    if on_lake:
-        con.execute(lakesql.COUNTERS_DDL)
-    applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
-    if applied and max(applied) > latest_version():
-        # Writing with an older schema's idea of the tables would corrupt a newer database.
-        raise StoreError(
-            f"the database was written by a newer priceadvisor (schema v{max(applied)}, "
-            f"this one knows v{latest_version()})"
-        )
-    done = []
-    for version, path in migrations():
-        if version not in applied:
-            _apply(con, version, path, on_lake)
-            done.append(version)
-    return done
-
-
-def _dialect(sql: str, on_lake: bool) -> str:
-    return lakesql.translate(sql) if on_lake else sql
-
-
-def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path, on_lake: bool) -> None:
-    try:
-        with transaction(con):
-            con.execute(_dialect(path.read_text(encoding="utf-8"), on_lake))
-            con.execute(
-                "INSERT INTO core.schema_migrations VALUES (?, ?, ?)",
-                [version, path.stem, utcnow()],
-            )
-    except duckdb.Error as exc:
-        if is_conflict(exc):
-            raise  # another writer migrated the lake at the same time: _prepare_lake_once retries
-        raise StoreError(f"migration {path.name} failed: {first_line(exc)}") from None
-
-
-def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    for path in sorted(views_dir().glob("*.sql")):
-        con.execute(path.read_text(encoding="utf-8"))
-
-
-def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
-    """Reload gpus and regions from the shipped TOML so an upgrade's catalog takes effect.
-
-    Rows go in as Arrow arrays: executemany costs ~1 ms a row in DuckDB, this ~1 ms in all.
-    """
-    gpu_rows = [
-        {
-            "gpu_model": g.id,
-            "name": g.name,
-            "vendor": g.vendor,
-            "family": g.family,
-            "variant": g.variant,
-            "memory_gb": g.memory_gb,
-            "kind": g.kind,
-            **g.specs,
-        }
-        for g in gpu_catalog().gpus.values()
-    ]
-    region_rows = [asdict(r) for r in region_catalog().values()]
-    from priceadvisor.store import columns  # noqa: PLC0415 - nanoarrow: only writers sync
-
-    con.register("_catalog_gpus", columns.from_rows(gpu_rows, _GPU_COLUMNS))
-    con.register("_catalog_regions", columns.from_rows(region_rows, _REGION_COLUMNS))
-    with transaction(con):
-        con.execute("DELETE FROM core.gpus")
-        con.execute("INSERT INTO core.gpus BY NAME SELECT * FROM _catalog_gpus")
-        con.execute("DELETE FROM core.regions")
-        con.execute("INSERT INTO core.regions BY NAME SELECT * FROM _catalog_regions")
-    con.unregister("_catalog_gpus")
-    con.unregister("_catalog_regions")
-
-
-_GPU_COLUMNS: columns.Schema = {
-    "gpu_model": "string",
-    "name": "string",
-    "vendor": "string",
-    "family": "string",
-    "variant": "string",
-    "architecture": "string",
-    "memory_gb": "float",
-    "memory_type": "string",
-    "memory_bandwidth_gbs": "float",
-    "bf16_dense_tflops": "float",
-    "fp16_dense_tflops": "float",
-    "fp8_dense_tflops": "float",
-    "int8_dense_tops": "float",
-    "fp32_tflops": "float",
-    "tdp_w": "float",
-    "interconnect": "string",
-    "nvlink_bandwidth_gbs": "float",
-    "form_factor": "string",
-    "launch_year": "int",
-    "approx_list_price_usd": "float",
-    "source": "string",
-    "notes": "string",
-    "kind": "string",
-}
-_REGION_COLUMNS: columns.Schema = {
-    "provider": "string",
-    "region": "string",
-    "city": "string",
-    "country": "string",
-    "country_name": "string",
-    "continent": "string",
-    "is_eu": "bool",
-}
-
-
-def start_run(con: duckdb.DuckDBPyConnection, provider: str, source: str = "live") -> int:
-    """Record a run as `running` before its network work, so a crash leaves a trace.
-    `source` is 'live' or 'recorded' (the shipped responses): recorded never passes for live."""
-    run_id = next_id(con, "core.fetch_run_ids")
-    con.execute(
-        "INSERT INTO core.fetch_runs (run_id, provider, started_at, status, source, pid, host) "
-        "VALUES (?, ?, ?, 'running', ?, ?, ?)",
-        [run_id, provider, utcnow(), source, os.getpid(), socket.gethostname()],
-    )
-    return run_id
-
-
-def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
-    """The next value of `sequence` (a name from the migrations' CREATE SEQUENCE): the sequence
-    itself in a DuckDB file, its row in core.id_counters on a lake."""
-    if not lake.is_lake(con):
-        row = con.execute(f"SELECT nextval('{sequence}')").fetchone()
-        assert row is not None
-        return int(row[0])
-    return _take_counter(con, sequence)
-
-
-@_retry(lambda exc: isinstance(exc, _CounterMoved) or is_conflict(exc), 20)
-def _take_counter(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
-    """Compare and set, so it needs no transaction of its own (and works inside the caller's):
-    the id is ours only if the counter still holds it when we move it on. A writer that moved
-    it meanwhile either shows in our snapshot (no row updated: try again) or commits
-    concurrently (DuckLake fails one of the two commits), so no id is handed out twice."""
-    row = con.execute("SELECT next_id FROM core.id_counters WHERE name = ?", [sequence]).fetchone()
-    if row is None:
-        raise StoreError(f"the lake has no id counter {sequence!r} (an incomplete migration?)")
-    moved = con.execute(
-        "UPDATE core.id_counters SET next_id = next_id + 1 WHERE name = ? AND next_id = ?",
-        [sequence, row[0]],
-    ).fetchone()
-    if not moved or not moved[0]:
-        raise _CounterMoved(sequence)
-    return int(row[0])
-
-
-def replace_rows(con: duckdb.DuckDBPyConnection, table: str, keys: list[str], source: str) -> None:
-    """INSERT OR REPLACE for both backends (a lake has no key to conflict on): the rows of
-    `source` (a table or a parenthesised query with `table`'s columns, by name) replace those
-    with the same `keys`, in one MERGE statement."""
-    match = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-    con.execute(
-        f"MERGE INTO {table} t USING {source} s ON {match} "
-        "WHEN MATCHED THEN UPDATE WHEN NOT MATCHED THEN INSERT"
-    )
-
-
-def abandon_own_runs(con: duckdb.DuckDBPyConnection) -> int:
-    """At shutdown: runs this process started and will not finish."""
-    row = con.execute(
-        "UPDATE core.fetch_runs SET status = 'abandoned', finished_at = ?, "
-        "error = 'abandoned at shutdown' WHERE status = 'running' AND pid = ? AND host = ?",
-        [utcnow(), os.getpid(), socket.gethostname()],
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def fail_runs(con: duckdb.DuckDBPyConnection, run_ids: list[int], status: str, error: str) -> int:
-    """Finish the runs among `run_ids` still `running` (their ingest failed or was given up)."""
-    row = con.execute(
-        "UPDATE core.fetch_runs SET status = ?, finished_at = ?, error = ? "
-        "WHERE status = 'running' AND list_contains(?, run_id)",
-        [status, utcnow(), error, run_ids],
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def mark_abandoned_runs(con: duckdb.DuckDBPyConnection) -> int:
-    """Runs left `running` by a process of this host that no longer exists were abandoned."""
-    host = socket.gethostname()
-    rows = con.execute(
-        "SELECT run_id, pid FROM core.fetch_runs WHERE status = 'running' AND host = ?", [host]
-    ).fetchall()
-    dead = [run_id for run_id, pid in rows if not _alive(pid)]
-    if dead:
-        con.execute(
-            "UPDATE core.fetch_runs SET status = 'abandoned', finished_at = ?, "
-            "error = 'the process ended before the run finished' WHERE list_contains(?, run_id)",
-            [utcnow(), dead],
-        )
-    return len(dead)
-
-
-def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
