@@ -20,6 +20,8 @@ from priceadvisor.config import load_settings
 from priceadvisor.models import RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
+from priceadvisor.service.stores import configured_store
+from priceadvisor.store.handle import Store
 from priceadvisor.store.spreadsheet import FORMULA_STARTS
 from tests.conftest import azure_pages, cli, serve_azure
 from tests.service.browser import ServerThread
@@ -43,7 +45,10 @@ def hostile_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             item["armRegionName"] = HOSTILE.get(item["armRegionName"], item["armRegionName"])
     with respx.mock:
         serve_azure(pages)
-        [summary] = run_cycle(load_settings(db=db), ["azure"], False, lambda *_: None)
+        settings = load_settings(db=db)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["azure"], False, lambda *_: None
+        )
     assert summary.status is RunStatus.OK
     return db
 
@@ -93,7 +98,7 @@ def test_sql_csv_keeps_numbers_and_quotes_formulas(
 
 
 def test_dashboard_csv_download(hostile_db: Path) -> None:
-    app = web.build_app(Dashboard(hostile_db, "test").routes())
+    app = web.build_app(Dashboard(Store(hostile_db), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         response = http.get("/prices.csv", params={"per_page": "200"})
     assert response.status_code == 200

@@ -258,7 +258,7 @@ def test_an_empty_default_database_points_at_the_recorded_one(
     for command in (["prices"], ["history"], ["sql", "select 1"]):  # no default database
         code, _, err = cli(capsys, *command)
         assert code == 1 and err.count("\n") == 1 and err.rstrip().endswith(hint), err
-    with store.writer(live):  # a default database with no fetch in it
+    with connections.writer(live):  # a default database with no fetch in it
         pass
     code, out, _ = cli(capsys, "prices")
     assert code == 0 and " ".join(out.split()).endswith(hint)  # a note, wrapped at the width

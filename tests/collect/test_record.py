@@ -22,6 +22,7 @@ from priceadvisor.collect.recorder import Recorder
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
 from priceadvisor.models import RawQuote, RunStatus
+from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 
 KEY = "k3y-SECRET-0451"  # the GCP API key travels in the query string
@@ -80,7 +81,9 @@ def test_run_cycle_records_and_refuses_to_overwrite(db_path: Path, tmp_path: Pat
     record = tmp_path / "rec"
     with serving("gcp") as server:
         settings = local_settings(db_path, server, api_key=KEY)
-        [summary] = run_cycle(settings, ["gcp"], False, lambda *_: None, record_dir=record)
+        [summary] = run_cycle(
+            settings, configured_store(settings), ["gcp"], False, lambda *_: None, record
+        )
     assert summary.status is RunStatus.OK
     assert (record / "gcp" / "README.md").read_text().count("- `") == len(
         tomllib.loads((record / "gcp" / "recordings.toml").read_text())["response"]

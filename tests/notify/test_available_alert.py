@@ -22,7 +22,7 @@ from priceadvisor.models import utcnow
 from priceadvisor.notify import alerts
 from priceadvisor.resources import recordings_dir
 from priceadvisor.sizing.advisor import store_advice
-from priceadvisor.store import db as store
+from priceadvisor.store import connections as store
 from tests.conftest import ingest_quotes
 
 URL = "https://api.runpod.io/graphql"

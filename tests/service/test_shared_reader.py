@@ -13,7 +13,8 @@ import duckdb
 import pytest
 
 from priceadvisor.service.dashboard import Dashboard
-from priceadvisor.store import db as store
+from priceadvisor.store import connections as store
+from priceadvisor.store.handle import Store
 from priceadvisor.store.sharedreader import SharedReader
 from tests.service import dashboard_data
 
@@ -37,7 +38,7 @@ async def test_concurrent_requests_read_at_the_same_time(database: Path) -> None
         assert row is not None
         return int(row[0])
 
-    dashboard = Dashboard(database, "test")
+    dashboard = Dashboard(Store(database), "test")
     counts = await asyncio.gather(*(dashboard.read(count_offers) for _ in range(CONCURRENT)))
     assert len(set(counts)) == 1 and counts[0] > 0
 

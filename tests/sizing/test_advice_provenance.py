@@ -19,9 +19,10 @@ from priceadvisor.sizing.advisor import (
     Options,
     rank,
 )
-from priceadvisor.store import db as store
+from priceadvisor.store import connections as store
 from priceadvisor.store import interruption
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def spot(key: int, available: bool | None = True, price: float = 0.40) -> RawQuo
 
 def run(db: Path, provider: str, at: dt.datetime, quotes: list[RawQuote]) -> None:
     with store.writer(db) as con:
-        run_id = store.start_run(con, provider)
+        run_id = start_run(con, provider)
         result = FetchResult(provider, RunStatus.OK, quotes, finished_at=at)
         ingest(con, run_id, result, manifest(provider))
 

@@ -22,7 +22,7 @@ from priceadvisor.notify import alerts, digest
 from priceadvisor.sizing.advisor import rank, store_advice
 from priceadvisor.sizing.estimate import Workload
 from priceadvisor.sizing.workloads import SIZED_FIELDS, to_workload
-from priceadvisor.store import db as store
+from priceadvisor.store import connections as store
 from priceadvisor.workload import ArchitectureNumbers, WorkloadSpec, field_choices
 from tests.conftest import cli, ingest_quotes
 

@@ -11,9 +11,10 @@ import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
-from priceadvisor.store import db as store
+from priceadvisor.store import connections as store
 from priceadvisor.store.availability import listed_not_rentable, never_available
 from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 from tests.conftest import query
 
 NOW = utcnow()
@@ -42,7 +43,7 @@ def quote(
 
 def run(db: Path, at: dt.datetime, quotes: list[RawQuote]) -> None:
     with store.writer(db) as con:
-        run_id = store.start_run(con, "runpod")
+        run_id = start_run(con, "runpod")
         ingest(
             con,
             run_id,

@@ -314,7 +314,8 @@ def prices(
         sources = reads.latest_sources(con)
         noun = _noun(con, table, flt)
     if fmt is Format.TABLE:
-        notes = _price_notes(table, sources, verbose) + _recorded_hint(settings, sources)
+        notes = _price_notes(table, sources, verbose)
+        notes += _recorded_hint(state(ctx).read_settings, sources)
         if noun != "GPU":
             notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
         offers = noun.replace("/", " and ")
@@ -672,7 +673,7 @@ def main(argv: list[str] | None = None) -> None:
         code = _app_for(args)(args=args, standalone_mode=False)
     except (ConfigError, UsageError) as exc:
         _fail(str(exc), 2)
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         _fail(_with_recorded_hint(str(exc)), 1)
     except _USER_ERRORS as exc:
         _fail(str(exc), 1)

@@ -1,9 +1,10 @@
 """One read-only instance of the database file shared by the dashboard's worker threads.
 
 Opening a DuckDB file costs a request more than most of its queries, and in one process every
-opening takes the process's turn (store.connections), so a reader per request made the dashboard answer
-one request at a time. Here concurrent requests share one sealed read-only instance, each with
-a cursor of its own (cursors of one instance run their queries in parallel). The instance is
+opening takes the process's turn (store.connections), so a reader per request made the
+dashboard answer one request at a time. Here concurrent requests share one sealed read-only
+instance, each with a cursor of its own (cursors of one instance run their queries in
+parallel). The instance is
 closed, and the process's turn handed back, as soon as:
 
 - no request uses it (an idle dashboard holds no lock on the file);

@@ -21,6 +21,7 @@ from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.sizing.advisor import size_offer
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate
+from priceadvisor.store.handle import Store
 from tests.conftest import query
 from tests.localserver import fetch_served
 from tests.service.browser import ServerThread
@@ -145,7 +146,7 @@ def test_prices_say_accelerator_never_gpu(
 
 def test_dashboard_says_accelerator_on_their_pages(db_path: Path) -> None:
     fetch_served("aws", db_path)
-    app = web.build_app(Dashboard(db_path, "test").routes())
+    app = web.build_app(Dashboard(Store(db_path), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         trn2 = http.get("/gpu/TRN1-32GB").text
         h100 = http.get("/gpu/H100-SXM-80GB").text
