@@ -18,5 +18,7 @@ SELECT
     price_rule,
     valid_from,
     valid_to,
-    last_seen
+    last_seen,
+    flag,
+    flag_reason
 FROM core.price_intervals;

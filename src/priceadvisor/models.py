@@ -167,3 +167,4 @@ class IngestSummary:
     error: str | None
     duration_s: float
     offers_duplicate: int = 0
+    offers_flagged: int = 0  # kept, but left out of "cheapest" answers (store.guard)
