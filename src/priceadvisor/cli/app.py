@@ -181,6 +181,7 @@ def _offer_filter(
     eu: bool,
     pricing: str | None,
     include_derived: bool = False,
+    include_flagged: bool = False,
 ) -> reads.OfferFilter:
     return reads.OfferFilter(
         providers=_known_providers(provider),
@@ -189,6 +190,7 @@ def _offer_filter(
         eu=eu,
         pricing=filters.pricing(pricing) if pricing else None,
         include_derived=include_derived,
+        include_flagged=include_flagged,
     )
 
 
@@ -225,6 +227,14 @@ DerivedOpt = Annotated[
         help="Also show prices derived by a rule (e.g. OCI preemptible = 50 % of on-demand).",
     ),
 ]
+FlaggedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-flagged",
+        help="Also show offers the offer guard flagged (a placeholder, a price far below its "
+        "market, ...), with the reason; see docs/offers-guard.md.",
+    ),
+]
 
 
 @app.command()
@@ -254,6 +264,7 @@ def prices(
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Every column (a wide terminal).")] = False,
     include_derived: DerivedOpt = False,
+    include_flagged: FlaggedOpt = False,
     as_of: Annotated[
         str | None,
         typer.Option(
@@ -266,21 +277,28 @@ def prices(
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Current offers, cheapest per GPU-hour first: published prices of mapped GPUs (derived
-    prices with --include-derived; offers with an unmapped GPU: `doctor`)."""
+    prices with --include-derived; offers the offer guard flagged with --include-flagged;
+    offers with an unmapped GPU: `doctor`)."""
     moment = _moment(as_of) if as_of is not None else None
     if sort not in reads.PRICE_SORTS:
         raise UsageError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
-    flt = _offer_filter(provider, country, continent, eu, pricing, include_derived)
+    flt = _offer_filter(provider, country, continent, eu, pricing, include_derived, include_flagged)
     # Machine formats get every column unless --columns: a stable shape for scripts.
-    shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
+    fields = layout.chosen(columns, wide or fmt is not Format.TABLE)
+    if include_flagged and columns is None and "flag" not in fields:
+        fields = (*fields, "flag")
+    shown = layout.view_columns(fields)
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
     settings = state(ctx).read_settings
     with store.reader(store.target(settings), settings.lock_timeout, as_of=moment) as con:
         _resolve_gpu(con, flt, gpu)
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
+        hidden = 0 if include_flagged else reads.count_flagged(con, flt)
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources)
+        if hidden:
+            notes.append(f"{hidden} flagged offers left out: --include-flagged to see them")
         title = f"GPU offers as of {as_of} (USD)" if as_of else "Current GPU offers (USD)"
         out.print(layout.to_rich(table, title, notes))
     else:

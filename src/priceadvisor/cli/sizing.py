@@ -325,6 +325,14 @@ def advise(
     ctx: typer.Context,
     workload: Annotated[str | None, typer.Option(help="Only this workload.")] = None,
     top: Annotated[int, typer.Option(min=1, max=100, help="Offers per workload.")] = 5,
+    include_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--include-flagged",
+            help="Also rank offers the offer guard flagged, with the reason (not stored: "
+            "alerts, the digest and the dashboard never see them; docs/offers-guard.md).",
+        ),
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rank current offers for the configured workloads (cost per run or per 1M tokens)."""
@@ -337,6 +345,10 @@ def advise(
     from priceadvisor.sizing.advisor import store_advice  # here: numpy for advise only
 
     with store.writer(store.target(settings), settings.lock_timeout) as con:
+        if include_flagged:
+            table = _advice_with_flagged(con, settings, names, top)
+            render(table, fmt, out, title="Advice, flagged offers included (USD)")
+            return
         store_advice(con, settings.workloads)
         table = reads.fetch_table(
             con,
@@ -345,6 +357,17 @@ def advise(
             [names, top],
         )
     render(table, fmt, out, title="Advice (USD)")
+
+
+def _advice_with_flagged(con: Any, settings: Any, names: list[str], top: int) -> reads.Table:
+    """The ranking with flagged offers, straight from the advisor (never stored)."""
+    from priceadvisor.sizing.advisor import rank
+
+    columns, rows = rank(con, settings.workloads, include_flagged=True)
+    wanted = [c.strip() for c in ADVICE_COLUMNS.split(",")] + ["flag_reason"]
+    at = [columns.index(c) for c in wanted]
+    chosen = [r for r in rows if r[0] in names and r[columns.index("rank")] <= top]
+    return reads.Table(wanted, [tuple(r[i] for i in at) for r in chosen])
 
 
 def _finite(value: float | None) -> float | None:
@@ -377,14 +400,25 @@ def tco(
     ] = 0.15,
     utilisation: Annotated[float, typer.Option(min=0.01, max=1.0, callback=_positive)] = 0.6,
     years: Annotated[float, typer.Option(min=0.5, max=100.0, callback=_positive)] = 4.0,
+    include_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--include-flagged",
+            help="Rent at the cheapest offer even if the offer guard flagged it.",
+        ),
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rent vs buy: break-even GPU-hours and utilisation against the cheapest suitable rental."""
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
-    with store.reader(store.target(settings), settings.lock_timeout) as con:
-        model, rent = _rental(con, gpu, workload, settings)
+    if include_flagged and workload is not None:
+        with store.writer(store.target(settings), settings.lock_timeout) as con:
+            model, rent = _flagged_rental(con, workload, settings)
+    else:
+        with store.reader(store.target(settings), settings.lock_timeout) as con:
+            model, rent = _rental(con, gpu, workload, settings, include_flagged)
     spec = gpu_catalog().gpus[model]
     price = purchase_price or spec.specs.get("approx_list_price_usd")
     watts = power_w or spec.specs.get("tdp_w")
@@ -398,13 +432,17 @@ def tco(
     _render_record(result.as_dict(), fmt, "Rent vs buy (per GPU)")
 
 
-def _rental(con: Any, gpu: str | None, workload: str | None, settings: Any) -> tuple[str, float]:
+def _rental(
+    con: Any, gpu: str | None, workload: str | None, settings: Any, include_flagged: bool = False
+) -> tuple[str, float]:
+    """The rental price: the cheapest on-demand offer of `gpu`, or the stored advice's best
+    offer for `workload` (which never holds a flagged offer)."""
     if gpu is not None:
         model = _gpu(gpu)
         row = con.execute(
             "SELECT min(price_gpu_hour_usd) FROM offers WHERE gpu_model = ? "
-            "AND pricing = 'on_demand'",
-            [model],
+            "AND pricing = 'on_demand' AND (flag IS NULL OR ?)",
+            [model, include_flagged],
         ).fetchone()
         if not row or row[0] is None:
             raise UserError(f"no current on-demand offer for {model}")
@@ -417,6 +455,18 @@ def _rental(con: Any, gpu: str | None, workload: str | None, settings: Any) -> t
     if not row:
         raise UserError(f"no advice for {name!r} yet: run `priceadvisor advise` first")
     return str(row[0]), float(row[1])
+
+
+def _flagged_rental(con: Any, workload: str, settings: Any) -> tuple[str, float]:
+    """The best offer for `workload` with flagged offers ranked too (not stored)."""
+    from priceadvisor.sizing.advisor import rank
+
+    name = settings.workload(workload).name
+    columns, rows = rank(con, settings.workloads, keep=1, include_flagged=True)
+    best = next((dict(zip(columns, r, strict=True)) for r in rows if r[0] == name), None)
+    if best is None:
+        raise UserError(f"no current offer suits {name!r}")
+    return str(best["gpu_model"]), float(best["price_hour_usd"]) / float(best["gpu_count"])
 
 
 @commands.command()

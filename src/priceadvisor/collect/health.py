@@ -18,7 +18,13 @@ from priceadvisor.durations import format_duration
 from priceadvisor.manifest import manifest
 from priceadvisor.models import utcnow
 from priceadvisor.store import db as store
-from priceadvisor.store.reads import Table, provider_health, recent_rejections, unmapped_names
+from priceadvisor.store.reads import (
+    Table,
+    flagged_offers,
+    provider_health,
+    recent_rejections,
+    unmapped_names,
+)
 
 
 @dataclass(slots=True)
@@ -30,6 +36,8 @@ class HealthReport:
     unmapped: Table
     rejections: Table
     problems: list[str] = field(default_factory=list)
+    # offers the offer guard flagged: shown, not a problem (they are kept out of advice)
+    flagged: Table = field(default_factory=lambda: Table([], []))
 
     @property
     def healthy(self) -> bool:
@@ -55,13 +63,14 @@ def check(settings: Settings) -> HealthReport:
         )
     with store.reader(path, settings.lock_timeout) as con:
         runs, unmapped = provider_health(con), unmapped_names(con)
-        rejections = recent_rejections(con)
+        rejections, flagged = recent_rejections(con), flagged_offers(con)
         version = store.latest_version()
     size = path.stat().st_size if isinstance(path, Path) else None
     report = HealthReport(
         store.describe(path), size, version, _freshness(settings, runs), unmapped, rejections
     )
     report.problems = _problems(report.providers)
+    report.flagged = flagged
     return report
 
 

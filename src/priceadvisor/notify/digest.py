@@ -37,7 +37,7 @@ weekly AS (
     JOIN price_history AS h
       ON h.valid_from <= p.at AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > p.at
     WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL AND h.pricing <> 'market'
-      AND h.price_origin = 'published'
+      AND h.price_origin = 'published' AND h.flag IS NULL  -- flagged: never "cheapest"
     GROUP BY ALL
 )
 SELECT gpu_model, pricing,
@@ -53,6 +53,7 @@ LEFT JOIN (
         arg_min(provider, (price_gpu_hour_usd, provider, region)) AS provider,
         arg_min(region, (price_gpu_hour_usd, provider, region)) AS region
     FROM offers WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
+        AND flag IS NULL
     GROUP BY ALL
 ) AS c USING (gpu_model, pricing)
 GROUP BY ALL
@@ -79,7 +80,7 @@ SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_or
     o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
 FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
 WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
-  AND o.pricing <> 'market'
+  AND o.pricing <> 'market' AND o.flag IS NULL
 ORDER BY abs(change) DESC, o.provider, o.region, o.instance_type LIMIT $limit
 """
 
@@ -87,7 +88,7 @@ NEW_SQL = """
 SELECT provider, gpu_model, count(*) AS offers, min(price_gpu_hour_usd) AS cheapest,
     list(DISTINCT region ORDER BY region)[1:4] AS regions
 FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL AND pricing <> 'market'
-  AND price_origin = 'published'
+  AND price_origin = 'published' AND flag IS NULL
 GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 

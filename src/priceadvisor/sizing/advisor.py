@@ -95,7 +95,7 @@ PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
 SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
     instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
-    price_hour_usd * spot_overhead AS effective_price
+    price_hour_usd * spot_overhead AS effective_price, flag_reason
 FROM (
     SELECT *,
         CASE WHEN pricing = 'spot'
@@ -107,6 +107,7 @@ FROM (
         AND (gpu_count < 1 OR gpu_count = floor(gpu_count))
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
+      AND (flag IS NULL OR $include_flagged)  -- nor an offer the offer guard flagged
 );
 CREATE OR REPLACE TEMP TABLE _advice_classes AS
 SELECT *, row_number() OVER () - 1 AS class_id
@@ -167,7 +168,7 @@ SELECT e.workload, e.task,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
     c.cost / (1 + e.uncertainty) AS low, c.cost * (1 + e.uncertainty) AS high,
-    o.spot_overhead, $now AS computed_at
+    o.spot_overhead, $now AS computed_at, o.flag_reason
 FROM _cheapest AS c
 JOIN _advice_offers AS o ON o.rowid = c.oid
 JOIN _estimates AS e ON e.est = c.est
@@ -395,12 +396,17 @@ _VIEWS = ("_workloads_json", "_estimates", "_cheapest")
 
 @contextmanager
 def _prepared(
-    con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile], keep: int
+    con: duckdb.DuckDBPyConnection,
+    profiles: Sequence[WorkloadProfile],
+    keep: int,
+    include_flagged: bool = False,
 ) -> Iterator[None]:
-    """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`."""
+    """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`;
+    offers the offer guard flagged only with `include_flagged`."""
     with _one_thread(con):
         try:
-            con.execute(PREPARE_SQL)
+            # a literal, not a parameter: DuckDB binds parameters for one statement only
+            con.execute(PREPARE_SQL.replace("$include_flagged", str(include_flagged).lower()))
             con.register("_workloads_json", workloads_table(profiles))
             con.execute(WORKLOADS_SQL)
             shapes = _shapes(con)
@@ -434,9 +440,11 @@ def rank(
     con: duckdb.DuckDBPyConnection,
     profiles: Sequence[WorkloadProfile],
     keep: int = KEEP_PER_WORKLOAD,
+    include_flagged: bool = False,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Rank offers for the workloads without storing: (columns, rows)."""
-    with _prepared(con, profiles, keep):
+    """Rank offers for the workloads without storing: (columns, rows); offers the offer guard
+    flagged (with their reason in flag_reason) only with `include_flagged`."""
+    with _prepared(con, profiles, keep, include_flagged):
         cursor = con.execute(RANK_SQL, {"now": utcnow(), "keep": keep})
         names = [d[0] for d in cursor.description]
         return names, cursor.fetchall()
@@ -453,6 +461,8 @@ def store_advice(
     with _prepared(con, profiles, keep), store.transaction(con):
         store.next_id(con, "core.advice_refreshes")  # serialises refreshes on a lake (0080)
         con.execute("DELETE FROM core.advice")
-        con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": utcnow(), "keep": keep})
+        # Stored advice (read by alerts, the digest, the dashboard) never holds a flagged offer.
+        stored = f"SELECT * EXCLUDE (flag_reason) FROM ({RANK_SQL})"
+        con.execute(f"INSERT INTO core.advice BY NAME {stored}", {"now": utcnow(), "keep": keep})
         row = con.execute("SELECT count(*) FROM core.advice").fetchone()
     return int(row[0]) if row else 0

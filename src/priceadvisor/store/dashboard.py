@@ -29,6 +29,9 @@ OFFER_COLUMNS = (
     "available",
     "offer_count",
     "price_origin",
+    # the offer guard's verdict (store.guard): listed and marked, never "cheapest"
+    "flag",
+    "flag_reason",
 )
 # URL value -> ORDER BY clause; the only way a caller influences the ORDER BY.
 OFFER_SORTS = {
@@ -136,7 +139,7 @@ def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery, limit: int
                               instance_type, pricing))
                          AS best
               FROM ({_FILTERED.format(where=where)})
-              WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
+              WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL AND flag IS NULL
               GROUP BY gpu_model)
         ORDER BY price_gpu_hour_usd, gpu_model LIMIT ?"""
     return fetch_table(con, sql, [*params, limit])
