@@ -60,17 +60,22 @@ UPDATE _snap AS s SET flag = 'not_offered', flag_reason = s.not_offered_reason
 WHERE s.reject_reason IS NULL AND s.not_offered_reason IS NOT NULL
 """
 
-# The other providers' current offers per GPU model and pricing: the median of their medians,
-# how many providers, and the cheapest of them (a confirming source).
+# The other providers' current offers per GPU model and pricing: the median of their medians
+# over unflagged offers, how many providers, and the cheapest offer that may confirm a low
+# price: an unflagged one or one itself flagged only for being low (two independent sources
+# agreeing on a low price confirm each other; the first to arrive is confirmed at its next
+# fetch). A placeholder, a "not offered" or a jump confirms nothing.
 _MARKET_SQL = """
 CREATE OR REPLACE TEMP TABLE _market AS
 SELECT gpu_model, pricing, median(provider_median) AS market_median,
-    count(*) AS providers, min(provider_min) AS cheapest
+    count(provider_median) AS providers, min(provider_min) AS cheapest
 FROM (
-    SELECT provider, gpu_model, pricing, median(price_gpu_hour_usd) AS provider_median,
+    SELECT provider, gpu_model, pricing,
+        median(price_gpu_hour_usd) FILTER (WHERE flag IS NULL) AS provider_median,
         min(price_gpu_hour_usd) AS provider_min
     FROM core.current_offers
-    WHERE provider <> $provider AND flag IS NULL AND gpu_model IS NOT NULL
+    WHERE provider <> $provider AND gpu_model IS NOT NULL
+      AND (flag IS NULL OR flag IN ('below_market', 'below_provider'))
       AND price_gpu_hour_usd > 0 AND price_origin = 'published'
       AND pricing IN ('on_demand', 'spot')
     GROUP BY ALL

@@ -36,6 +36,7 @@ from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus,
 from priceadvisor.store import columns, layout
 from priceadvisor.store import db as store
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
+from priceadvisor.store.expectations import broken_expectations
 from priceadvisor.store.guard import flag_offers
 
 MAX_REJECTED_SAMPLES = 1000
@@ -477,6 +478,8 @@ def _merge(
     if status is RunStatus.OK:
         result, status, error = _guard_drift(con, result, offers, min_offer_share, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
+        result, status, error = _check_expectations(con, result, manifest, status, error)
+    if status in (RunStatus.OK, RunStatus.PARTIAL):
         placeholders = manifest.guard.placeholder_prices
         counts["flagged"] = flag_offers(con, result.provider, placeholders, allow_flagged)
         counts |= _apply_changes(con, result, status, params | {"now": now})
@@ -568,6 +571,22 @@ def _guard_drift(
         return result, RunStatus.OK, error
     result.complete_scopes = frozenset()
     return result, RunStatus.PARTIAL, reason
+
+
+def _check_expectations(
+    con: duckdb.DuckDBPyConnection,
+    result: FetchResult,
+    manifest: Manifest,
+    status: RunStatus,
+    error: str | None,
+) -> tuple[FetchResult, RunStatus, str | None]:
+    """A snapshot that breaks the manifest's expectations (store.expectations) becomes partial
+    with nothing complete, like a drifted one."""
+    reason = broken_expectations(con, manifest.expect)
+    if reason is None:
+        return result, status, error
+    result.complete_scopes = frozenset()
+    return result, RunStatus.PARTIAL, "; ".join(filter(None, [error, reason]))
 
 
 def _apply_changes(
