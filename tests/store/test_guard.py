@@ -46,6 +46,16 @@ def market(recorded_market: Path, tmp_path: Path) -> Path:
     return copied
 
 
+def test_on_the_recordings_only_the_runpod_placeholder_is_flagged(recorded_market: Path) -> None:
+    """25 providers' recorded answers: real marketplace asks 3-5x below the market are
+    confirmed by each other and stay ordinary offers."""
+    flagged = query(
+        recorded_market,
+        "SELECT provider, region, instance_type, flag FROM offers WHERE flag IS NOT NULL",
+    )
+    assert flagged == [("runpod", "community", MI300X, "not_offered")]
+
+
 def runpod_list(**edits: dict[str, Any]) -> dict[str, Any]:
     """The recorded price list (the real answer's shape), with some GPU items edited."""
     document = json.loads(RUNPOD.read_text())

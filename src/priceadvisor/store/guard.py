@@ -38,11 +38,13 @@ from typing import Any
 
 import duckdb
 
-# How far below its reference a price must be to be flagged, and how far a jump must go:
-# a factor of 3. Real spreads stay inside it: on the recorded data of 25 providers the
-# cheapest published on-demand H100 is ~1.7x below the median of the providers' medians and
-# marketplace asks ~2x (docs/offers-guard.md); a placeholder or a wrong field is 4-100x off
-# (MI300X $0.50 against $1.33-2.39, a B200 at $0.01).
+# How far below its reference a price must be to be flagged, and how far a jump must go: a
+# factor of 3. On the recordings of 25 providers (docs/offers-guard.md) the typical offer is
+# 0.93x the median of the other providers' medians, the 95th percentile 2.3x below it
+# (on-demand) and 3.3x (spot); 23 real offers are more than 3x below (Vast asks and bids, up to
+# 4.9x), all of them confirmed by another source. A placeholder or a wrong field is 4-100x off
+# (MI300X $0.50 against $1.33-3.45, a B200 at $0.01); so a low price alone is not enough: only
+# one nothing confirms is flagged.
 BELOW_FACTOR = 3.0
 MIN_MARKET_PROVIDERS = 3  # fewer other providers than this: no market to compare with
 MIN_OWN_OFFERS = 4  # the provider's offers of the GPU x pricing, the flagged one included
