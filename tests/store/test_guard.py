@@ -46,14 +46,20 @@ def market(recorded_market: Path, tmp_path: Path) -> Path:
     return copied
 
 
-def test_on_the_recordings_only_the_runpod_placeholder_is_flagged(recorded_market: Path) -> None:
+def test_on_the_recordings_only_offers_the_source_denies_are_flagged(
+    recorded_market: Path,
+) -> None:
     """25 providers' recorded answers: real marketplace asks 3-5x below the market are
-    confirmed by each other and stay ordinary offers."""
+    confirmed by each other and stay ordinary offers; RunPod's placeholder and OVHcloud's
+    coming-soon flavour are what their sources say is no offer."""
     flagged = query(
         recorded_market,
         "SELECT provider, region, instance_type, flag FROM offers WHERE flag IS NOT NULL",
     )
-    assert flagged == [("runpod", "community", MI300X, "not_offered")]
+    assert sorted(flagged) == [
+        ("ovh", "global", "a10-45", "not_offered"),
+        ("runpod", "community", MI300X, "not_offered"),
+    ]
 
 
 def runpod_list(**edits: dict[str, Any]) -> dict[str, Any]:
