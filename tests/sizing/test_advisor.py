@@ -19,7 +19,7 @@ from priceadvisor.sizing.advisor import rank, store_advice
 from priceadvisor.sizing.estimate import Workload, estimate
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import db as store
-from tests.conftest import cli, ingest_quotes
+from tests.conftest import cli, ingest_quotes, query
 
 EXAMPLES = """
 [[workloads]]
@@ -301,7 +301,9 @@ def test_a_higher_price_never_predicts_a_lower_cost(
         WorkloadProfile(name="s", task="serve", model="llama-3.1-8b"),
     ]
     with store.writer(db) as con:
-        columns, rows = rank(con, profiles, keep=100)
+        # random prices 1-400 for one offer: some are outliers the offer guard flags; the
+        # property is about the cost model, so every offer is ranked
+        columns, rows = rank(con, profiles, keep=100, include_flagged=True)
     records = [dict(zip(columns, r, strict=True)) for r in rows]
     for name, key in (("t", "cost_usd"), ("s", "usd_per_mtok")):
         pairs = sorted((r["price_hour_usd"], r[key]) for r in records if r["workload"] == name)
@@ -467,3 +469,48 @@ def test_a_layout_on_a_training_workload_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="apply to serve and batch workloads"):
         load_settings(path)
+
+
+THREE_WORKLOADS = """
+[[workloads]]
+name = "chat-70b"
+task = "serve"
+model = "llama-3.1-70b"
+monthly_output_tokens = 5e9
+
+[[workloads]]
+name = "qlora-8b"
+task = "qlora"
+model = "llama-3.1-8b"
+train_tokens = 2e8
+spot_ok = true
+"""
+
+
+def test_flagged_offers_are_advised_and_rented_only_when_asked(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, tmp_path: Path
+) -> None:
+    """The recorded RunPod MI300X Community placeholder ($0.50, communityCloud: false) was the
+    top advice of every workload before the offer guard."""
+    config = tmp_path / "priceadvisor.toml"
+    config.write_text(THREE_WORKLOADS)
+
+    def placeholder(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if (r["provider"], r["region"]) == ("runpod", "community")
+                and r["gpu_model"] == "MI300X-192GB"]  # fmt: skip
+
+    assert placeholder(advice(capsys, config, offline_db, "--top", "10")) == []
+    shown = placeholder(advice(capsys, config, offline_db, "--top", "10", "--include-flagged"))
+    assert {r["rank"] for r in shown} == {1}
+    assert all("communityCloud" in r["flag_reason"] for r in shown)
+    stored = query(offline_db, "SELECT count(*) FROM advice WHERE region = 'community' "
+                   "AND gpu_model = 'MI300X-192GB'")  # fmt: skip
+    assert stored == [(0,)]  # --include-flagged stores nothing
+    args = ["--config", str(config), "--db", str(offline_db), "tco", "--workload", "chat-70b",
+            "--purchase-price", "20000", "--power-w", "750"]  # fmt: skip
+    rents = []
+    for extra in ([], ["--include-flagged"]):
+        code, out, err = cli(capsys, *args, *extra, "--format", "json")
+        assert code == 0, err
+        rents.append((json.loads(out)["gpu_model"], json.loads(out)["rent_gpu_hour_usd"]))
+    assert rents[1] == ("MI300X-192GB", 0.5) and rents[0] != rents[1]
