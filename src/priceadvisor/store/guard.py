@@ -103,42 +103,75 @@ WHERE {_VALID} AND list_contains($placeholders, s.price) AND NOT coalesce((
     WHERE m.gpu_model = s.gpu_model AND m.pricing = s.pricing), false)
 """
 
-_OWN_CONFIRMED = f"""(
-    SELECT count(DISTINCT c.instance_type) >= {MIN_OWN_CONFIRMATIONS} FROM _snap AS c
-    WHERE c.reject_reason IS NULL AND c.not_offered_reason IS NULL
-      AND c.gpu_model = s.gpu_model AND c.pricing = s.pricing
-      AND c.instance_type <> s.instance_type
-      AND c.price_gpu_hour_usd <= s.price_gpu_hour_usd * {CONFIRM_FACTOR})"""
+# The rows low enough to be suspect, with both references: usually none, so the pairwise
+# confirmation below touches a handful of rows, never the snapshot squared.
+_SUSPECTS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _suspects AS
+WITH own AS (
+    SELECT gpu_model, pricing, median(price_gpu_hour_usd) AS own_median, count(*) AS offers
+    FROM _snap WHERE reject_reason IS NULL AND gpu_model IS NOT NULL GROUP BY ALL
+),
+refs AS (  -- one row per GPU model and pricing: both references and the lower bound they set
+    SELECT o.*, m.market_median, m.providers, m.cheapest, greatest(
+            CASE WHEN m.providers >= {MIN_MARKET_PROVIDERS} THEN m.market_median END,
+            CASE WHEN o.offers >= {MIN_OWN_OFFERS} THEN o.own_median END
+        ) / {BELOW_FACTOR} AS suspect_below
+    FROM own AS o LEFT JOIN _market AS m ON m.gpu_model = o.gpu_model AND m.pricing = o.pricing
+)
+SELECT s.rowid AS row_id, s.instance_type, s.price_gpu_hour_usd, r.*
+FROM _snap AS s JOIN refs AS r ON r.gpu_model = s.gpu_model AND r.pricing = s.pricing
+WHERE {_VALID} AND s.price_gpu_hour_usd < r.suspect_below
+"""
+
+# A suspect is confirmed by another provider at most CONFIRM_FACTOR dearer, or by its own
+# provider's offers under MIN_OWN_CONFIRMATIONS other instance types as cheap: among the
+# cheapest instance types of its GPU model and pricing (one more than needed, in case its own is
+# one of them), the others' MIN_OWN_CONFIRMATIONS-th price. One aggregation, no pairwise join.
+_CONFIRMED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _confirmed AS
+WITH types AS (
+    SELECT gpu_model, pricing, instance_type, min(price_gpu_hour_usd) AS price
+    FROM _snap WHERE reject_reason IS NULL AND not_offered_reason IS NULL
+      AND gpu_model IS NOT NULL
+    GROUP BY ALL
+),
+cheapest_types AS (
+    SELECT gpu_model, pricing,
+        min_by({{'instance_type': instance_type, 'price': price}}, price,
+               {MIN_OWN_CONFIRMATIONS + 1}) AS cheapest
+    FROM types GROUP BY ALL
+)
+SELECT x.row_id FROM _suspects AS x
+LEFT JOIN cheapest_types AS t ON t.gpu_model = x.gpu_model AND t.pricing = x.pricing
+WHERE x.cheapest <= x.price_gpu_hour_usd * {CONFIRM_FACTOR}
+   OR list_filter(t.cheapest, lambda c: c.instance_type <> x.instance_type)
+          [{MIN_OWN_CONFIRMATIONS}].price <= x.price_gpu_hour_usd * {CONFIRM_FACTOR}
+"""
 
 _BELOW_MARKET_SQL = f"""
 UPDATE _snap AS s SET flag = 'below_market', flag_reason = {
     _BELOW.format(
-        ref="m.market_median",
-        what="'the median of ' || m.providers || ' other providers'",
+        ref="x.market_median",
+        what="'the median of ' || x.providers || ' other providers'",
     )
 }
-FROM _market AS m
-WHERE {_VALID} AND m.gpu_model = s.gpu_model AND m.pricing = s.pricing
-  AND m.providers >= {MIN_MARKET_PROVIDERS}
-  AND s.price_gpu_hour_usd * {BELOW_FACTOR} < m.market_median
-  AND m.cheapest > s.price_gpu_hour_usd * {CONFIRM_FACTOR} AND NOT {_OWN_CONFIRMED}
+FROM _suspects AS x
+WHERE s.rowid = x.row_id AND {_VALID}
+  AND x.providers >= {MIN_MARKET_PROVIDERS}
+  AND s.price_gpu_hour_usd * {BELOW_FACTOR} < x.market_median
+  AND x.row_id NOT IN (SELECT row_id FROM _confirmed)
 """
 
 _BELOW_PROVIDER_SQL = f"""
 UPDATE _snap AS s SET flag = 'below_provider', flag_reason = {
     _BELOW.format(
-        ref="o.own_median", what="'the median of ' || o.offers || ' offers of ' || $provider"
+        ref="x.own_median", what="'the median of ' || x.offers || ' offers of ' || $provider"
     )
 }
-FROM (
-    SELECT gpu_model, pricing, median(price_gpu_hour_usd) AS own_median, count(*) AS offers
-    FROM _snap WHERE reject_reason IS NULL AND gpu_model IS NOT NULL GROUP BY ALL
-) AS o LEFT JOIN _market AS m ON m.gpu_model = o.gpu_model AND m.pricing = o.pricing
-WHERE {_VALID} AND o.gpu_model = s.gpu_model AND o.pricing = s.pricing
-  AND o.offers >= {MIN_OWN_OFFERS}
-  AND s.price_gpu_hour_usd * {BELOW_FACTOR} < o.own_median
-  AND coalesce(m.cheapest > s.price_gpu_hour_usd * {CONFIRM_FACTOR}, true)
-  AND NOT {_OWN_CONFIRMED}
+FROM _suspects AS x
+WHERE s.rowid = x.row_id AND {_VALID}
+  AND x.offers >= {MIN_OWN_OFFERS} AND s.price_gpu_hour_usd * {BELOW_FACTOR} < x.own_median
+  AND x.row_id NOT IN (SELECT row_id FROM _confirmed)
 """
 
 # Against the offer's open interval. Right after a flagged jump no jump is flagged: the next
@@ -186,11 +219,12 @@ def flag_offers(
     _execute(con, _MARKET_SQL, params)
     if placeholders:
         _execute(con, _PLACEHOLDER_SQL, params)
-    for sql in (_BELOW_MARKET_SQL, _BELOW_PROVIDER_SQL, _PRICE_JUMP_SQL):
+    for sql in (_SUSPECTS_SQL, _CONFIRMED_SQL, _BELOW_MARKET_SQL, _BELOW_PROVIDER_SQL):
         _execute(con, sql, params)
+    _execute(con, _PRICE_JUMP_SQL, params)
     if allow:
         _execute(con, _ALLOW_SQL, params)
-    con.execute("DROP TABLE _market")
+    con.execute("DROP TABLE _market; DROP TABLE _suspects; DROP TABLE _confirmed")
     row = con.execute("SELECT count(flag) FROM _snap WHERE reject_reason IS NULL").fetchone()
     return int(row[0]) if row else 0
 
