@@ -93,7 +93,7 @@ def test_flagged_offers_show_only_when_asked_with_their_reason(
     rows = json.loads(out)
     assert code == 0 and rows and not any(r["region"] == "community" for r in rows)
     code, out, _ = prices(capsys, offline_db, "--gpu", "MI300X")
-    assert "1 flagged offers left out: --include-flagged" in out
+    assert "1 flagged offer left out: --include-flagged" in out
     code, out, _ = prices(capsys, offline_db, "--gpu", "MI300X", "--include-flagged", "-f", "json")
     [community] = [r for r in json.loads(out) if r["region"] == "community"]
     assert community["provider"] == "runpod" and community["price_gpu_hour_usd"] == 0.5

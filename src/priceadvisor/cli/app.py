@@ -300,7 +300,8 @@ def prices(
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources)
         if hidden:
-            notes.append(f"{hidden} flagged offers left out: --include-flagged to see them")
+            offers = "offer" if hidden == 1 else "offers"
+            notes.append(f"{hidden} flagged {offers} left out: --include-flagged to see them")
         title = f"GPU offers as of {as_of} (USD)" if as_of else "Current GPU offers (USD)"
         out.print(layout.to_rich(table, title, notes))
     else:

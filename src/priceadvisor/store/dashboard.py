@@ -169,7 +169,8 @@ def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | No
 
 
 def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
-    """Per day, provider and pricing: the cheapest $/GPU-hour of any interval alive that day."""
+    """Per day, provider and pricing: the cheapest $/GPU-hour of any unflagged interval alive
+    that day."""
     return fetch_table(
         con,
         """
@@ -179,6 +180,7 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
                    CAST(coalesce(valid_to, now()::TIMESTAMP) AS DATE) AS last_day
             FROM price_history
             WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
+              AND flag IS NULL  -- a flagged price (placeholder, glitch) is no day's cheapest
               AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
         )
         SELECT CAST(d.day AS DATE) AS day, provider, pricing,
