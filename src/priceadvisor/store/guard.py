@@ -16,10 +16,12 @@ matches wins, in this order (docs/offers-guard.md has the user's view):
                 or it is more than BELOW_FACTOR below their median).
   below_market  the per-GPU-hour price is more than BELOW_FACTOR times below the median of the
                 other providers' medians for the same GPU model and pricing (at least
-                MIN_MARKET_PROVIDERS of them), and no other provider offers that GPU and
-                pricing within CONFIRM_FACTOR of it (that would confirm it).
+                MIN_MARKET_PROVIDERS of them), unless a second source confirms it: another
+                provider offers that GPU and pricing at most CONFIRM_FACTOR dearer, or the
+                same provider does under MIN_OWN_CONFIRMATIONS other instance types.
   below_provider  the same, against the median of the provider's own offers of the GPU model
-                and pricing in this snapshot (at least MIN_OWN_OFFERS of them).
+                and pricing in this snapshot (at least MIN_OWN_OFFERS of them), with the same
+                confirmations.
   price_jump    the price moved by BELOW_FACTOR or more (either way) since the previous fetch
                 of the same offer. The next fetch that sees the same price confirms it (the
                 flag goes); one that sees the old price again closes the jump's interval with
@@ -27,8 +29,9 @@ matches wins, in this order (docs/offers-guard.md has the user's view):
 
 Medians, not means: one absurd offer must not move its own reference. Per-provider medians
 first, then their median: a marketplace listing hundreds of offers counts as one voice.
-The market is the other providers' current, unflagged, published offers as stored; it is read
-when this provider's snapshot is ingested, so a flag follows the market at the next fetch.
+The market is the other providers' current, unflagged, published offers as stored (offers
+flagged only for being low may still confirm); it is read when this provider's snapshot is
+ingested, so a flag follows the market at the next fetch. `market` averages are not judged.
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ MIN_OWN_OFFERS = 4  # the provider's offers of the GPU x pricing, the flagged on
 # marketplace's independent hosts agree; one wrong field repeated across regions does not).
 CONFIRM_FACTOR = 1.5
 MIN_OWN_CONFIRMATIONS = 2
-RULES = ("not_offered", "placeholder", "below_market", "below_provider", "price_jump")
 
 _VALID = "s.reject_reason IS NULL AND s.flag IS NULL AND s.pricing IN ('on_demand', 'spot')"
 
