@@ -265,3 +265,16 @@ def test_the_runpod_mi300x_placeholder_cannot_rank_in_advice(market: Path) -> No
     flagged = _community_mi300x(with_flagged, columns)
     assert {r[columns.index("rank")] for r in flagged} == {1}  # what the guard keeps out
     assert all("communityCloud" in r[columns.index("flag_reason")] for r in flagged)
+
+
+def test_a_snapshot_from_before_the_guard_has_no_flags_to_filter_on() -> None:
+    """`prices --as-of` on a lake snapshot older than migration 0110: no flag column."""
+    import duckdb
+
+    from priceadvisor.store.reads import has_flags
+
+    con = duckdb.connect()
+    con.execute("CREATE VIEW offers AS SELECT 'aws' AS provider, 1.0 AS price_hour_usd")
+    assert not has_flags(con)
+    con.execute("CREATE OR REPLACE VIEW offers AS SELECT 'aws' AS provider, NULL AS flag")
+    assert has_flags(con)

@@ -294,9 +294,13 @@ def prices(
     settings = state(ctx).read_settings
     with store.reader(store.target(settings), settings.lock_timeout, as_of=moment) as con:
         _resolve_gpu(con, flt, gpu)
+        if moment is not None and not reads.has_flags(con):
+            # a lake snapshot from before the offer guard existed: nothing was flagged then
+            flt.include_flagged = True
+            shown = tuple(c for c in shown if c != "flag_reason")
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
-        hidden = 0 if include_flagged else reads.count_flagged(con, flt)
+        hidden = 0 if flt.include_flagged else reads.count_flagged(con, flt)
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources)
         if hidden:

@@ -155,6 +155,13 @@ def prices(
     return Table(list(columns), rows, total if total > len(rows) else None)
 
 
+def has_flags(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether `offers` has the offer guard's columns (a lake snapshot from before migration
+    0110 has not)."""
+    cursor = con.execute("SELECT * FROM offers LIMIT 0")
+    return any(d[0] == "flag" for d in cursor.description or [])
+
+
 def count_flagged(con: duckdb.DuckDBPyConnection, flt: OfferFilter) -> int:
     """How many offers `flt` would match but leaves out because the offer guard flagged them."""
     flagged = replace(flt, include_flagged=True)
