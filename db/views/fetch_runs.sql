@@ -14,6 +14,7 @@ SELECT
     offers_closed,
     offers_rejected,
     offers_duplicate,
+    offers_flagged,
     unmapped,
     http_requests,
     http_bytes,

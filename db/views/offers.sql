@@ -30,6 +30,8 @@ SELECT
     p.price_date,
     p.first_seen,
     p.last_seen,
-    p.source_url
+    p.source_url,
+    p.flag,
+    p.flag_reason
 FROM core.current_intervals AS p
 LEFT JOIN core.regions AS r ON r.provider = p.provider AND r.region = p.region;

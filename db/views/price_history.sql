@@ -20,5 +20,7 @@ SELECT
     stock,
     valid_from,
     valid_to,
-    last_seen
+    last_seen,
+    flag,
+    flag_reason
 FROM core.price_intervals;

@@ -80,6 +80,11 @@ class ProviderSettings(BaseModel):
         le=1,
         description="fewer offers than this share of the last ok run: none closed (0 = off)",
     )
+    allow_flagged: list[str] = Field(
+        default_factory=list,
+        description="offers the offer guard flags but you accept: '*' (all of this provider's),"
+        " 'region/instance_type' or 'region/instance_type/pricing' (docs/offers-guard.md)",
+    )
 
 
 class HttpSettings(BaseModel):

@@ -170,6 +170,32 @@ TERM_NAMES = (
 )
 
 
+class GuardSpec(BaseModel):
+    """What the offer guard (store.guard) knows of this provider's quirks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    placeholder_prices: list[float] = Field(
+        default_factory=list,
+        description="prices (as the source states them) the provider is known to list as "
+        "placeholders; flagged unless the market confirms them",
+    )
+
+
+class Expectations(BaseModel):
+    """What a healthy snapshot of this provider contains (store.expectations). A snapshot that
+    breaks one ends `partial` with the reason and closes nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_offers: int = Field(0, ge=0, description="at least this many valid offers")
+    gpus: list[str] = Field(default_factory=list, description="canonical GPU ids present")
+    regions: list[str] = Field(default_factory=list, description="region codes present")
+    pricing: list[Literal["on_demand", "spot", "market"]] = Field(
+        default_factory=list, description="pricing kinds present"
+    )
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -200,6 +226,8 @@ class Manifest(BaseModel):
     )
     redirects: RedirectPolicy = "same-origin"
     billing: Billing | None = Field(None, description="billing terms; absent = all unknown")
+    guard: GuardSpec = Field(default_factory=GuardSpec)
+    expect: Expectations = Field(default_factory=Expectations)
 
 
 class ManifestError(ValueError):

@@ -92,6 +92,11 @@ class RawQuote:
     # None: the provider published this price. Else the rule it was derived by from a published
     # one ("OCI preemptible = 50 % of on-demand"); stored as price_origin 'derived'.
     price_rule: str | None = None
+    # Set when a field of the source says this offer does not exist although a price is
+    # listed (RunPod `communityCloud: false`, a stock state meaning "not offered"): the reason,
+    # in the source's words. The quote is kept and flagged by the offer guard (store.guard),
+    # never ranked; a price alone is not an offer.
+    not_offered_reason: str | None = None
 
     def __post_init__(self) -> None:
         """Share the fields that repeat across a snapshot's quotes (under 1 µs a quote)."""
@@ -165,3 +170,4 @@ class IngestSummary:
     error: str | None
     duration_s: float
     offers_duplicate: int = 0
+    offers_flagged: int = 0  # kept, but left out of "cheapest" answers (store.guard)

@@ -74,7 +74,7 @@ def test_table_says_how_much_it_shows_and_machines_get_every_row(
     [(total,)] = query(
         offline_db,
         "select count(*) from offers where gpu_model is not null and pricing <> 'market' "
-        "and price_origin = 'published'",
+        "and price_origin = 'published' and flag is null",
     )
     code, out, _ = prices(capsys, offline_db)
     assert code == 0 and f"showing 50 of {total}" in out
@@ -82,6 +82,23 @@ def test_table_says_how_much_it_shows_and_machines_get_every_row(
     assert code == 0 and len(list(csv.reader(io.StringIO(out)))) == total + 1
     code, out, _ = prices(capsys, offline_db, "--format", "json", "--limit", "7")
     assert code == 0 and len(json.loads(out)) == 7
+
+
+def test_flagged_offers_show_only_when_asked_with_their_reason(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    """The recorded RunPod MI300X Community price (communityCloud: false) is no offer."""
+    code, out, _ = prices(capsys, offline_db, "--gpu", "MI300X", "-f", "json")
+    rows = json.loads(out)
+    assert code == 0 and rows and not any(r["region"] == "community" for r in rows)
+    code, out, _ = prices(capsys, offline_db, "--gpu", "MI300X")
+    assert "1 flagged offer left out: --include-flagged" in out
+    code, out, _ = prices(capsys, offline_db, "--gpu", "MI300X", "--include-flagged", "-f", "json")
+    [community] = [r for r in json.loads(out) if r["region"] == "community"]
+    assert community["provider"] == "runpod" and community["price_gpu_hour_usd"] == 0.5
+    assert "communityCloud: false" in community["flag_reason"]
+    code, out, _ = prices(capsys, offline_db, "--gpu", "MI300X", "--include-flagged")
+    assert "communityCloud" in out
 
 
 def test_columns_choose_and_wide_shows_all(

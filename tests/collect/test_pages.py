@@ -129,7 +129,20 @@ def test_price_cells(
 
 @pytest.mark.parametrize(
     "text",
-    ["Contact sales", "Contact us", "—", "–", "--", "N/A", "", " ", "[Contact us](https://x.y/s)"],
+    [
+        "Contact sales",
+        "Contact us",
+        "—",
+        "–",
+        "––",  # two en-dashes: how real Nebius tables write an empty cell
+        "— —",
+        "--",
+        "N/A",
+        "n/a",
+        "",
+        " ",
+        "[Contact us](https://x.y/s)",
+    ],
 )
 def test_unpriced_cells_are_none(text: str) -> None:
     assert parse_price(text) is None

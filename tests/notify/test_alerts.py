@@ -83,6 +83,20 @@ def test_market_averages_never_count_as_a_cheaper_price(db_path: Path) -> None:
         assert evaluate(db_path, DROP) == []
 
 
+def test_a_price_jump_alerts_only_once_a_later_fetch_confirms_it(db_path: Path) -> None:
+    """The offer guard flags a 4.9x drop between two fetches (store/guard.py): no alert, even
+    with a one-fetch hold, until the next fetch sees the same price."""
+    once = AlertSettings(rules=DROP.rules, for_fetches=1)
+    fetch(db_path, {"eastus": 98.32})
+    assert evaluate(db_path, once) == []
+    fetch(db_path, {"eastus": 20.0})
+    [(flag,)] = query(db_path, "SELECT flag FROM offers")
+    assert flag == "price_jump" and evaluate(db_path, once) == []
+    fetch(db_path, {"eastus": 20.0})
+    [fired] = evaluate(db_path, once)
+    assert "eastus" in fired.observation.lines[0]
+
+
 def test_hysteresis_against_a_flapping_price(db_path: Path) -> None:
     fetch(db_path, {"eastus": 98.32})
     evaluate(db_path, DROP)

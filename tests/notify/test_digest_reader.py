@@ -124,3 +124,22 @@ def test_timestamps_print_without_microseconds(settings: Settings) -> None:
     ]
     html = digests.render(digest).html
     assert "345678" not in html and "2026-11-23 08:00" in html
+
+
+def test_a_flagged_offer_is_never_the_digests_cheapest(db_path: Path, tmp_path: Path) -> None:
+    """The recorded RunPod price list: its MI300X Community $0.50 says communityCloud: false."""
+    import json
+
+    from priceadvisor.collect.adapters.runpod import parse_gpu_prices
+    from priceadvisor.resources import recordings_dir
+    from tests.conftest import ingest_quotes
+
+    dashboard_data.build(db_path)
+    document = json.loads((recordings_dir() / "runpod" / "gputypes.json").read_text())
+    ingest_quotes(db_path, "runpod", parse_gpu_prices(document, "u"))
+    config = tmp_path / "c.toml"
+    config.write_text('[digest]\ngpus = ["MI300X-192GB"]\n')
+    digest = build(db_path, load_settings(config, db=db_path))
+    [mi300x] = [r for r in digest.gpu_prices if r["gpu_model"] == "MI300X-192GB"]
+    assert (mi300x["now_price"], mi300x["region"]) == (2.39, "secure")
+    assert not [r for r in digest.new_offers if r["cheapest"] == 0.5]

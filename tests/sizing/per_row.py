@@ -36,6 +36,7 @@ class Offer(NamedTuple):
     price_hour_usd: float
     interruption_rate: float | None
     price_origin: str
+    flag: str | None
 
 
 # What a ranked row is compared on: the workload, its rank, the offer's key and the cost.
@@ -95,6 +96,7 @@ def _eligible(p: WorkloadProfile, o: Offer) -> bool:
         and (count < 1 or count == int(count))
         and o.pricing in ("on_demand", "spot")
         and o.price_origin == "published"
+        and o.flag is None  # the offer guard's flagged offers are never advice
         and (not p.providers or o.provider in p.providers)
         and (not p.countries or o.country in [c.upper() for c in p.countries])
         and (not p.continents or o.continent in p.continents)

@@ -28,12 +28,14 @@ REPRICED_OFFERS = 60
 
 
 def quotes(base: float, offers: int = OFFERS) -> list[RawQuote]:
+    """One 8x H100 offer per instance type, near $100/h: a market the offer guard finds
+    ordinary (prices 1, 2, 3 ... $/h would make the cheapest an outlier it leaves out)."""
     return [
         RawQuote(
             region="eastus",
             instance_type=f"Standard_ND96isr_H100_v{i}",
             pricing="on_demand",
-            price=base + i,
+            price=100 + base + i,
             gpu_name_raw="H100 SXM",
             gpu_count=8.0,
         )
@@ -274,5 +276,5 @@ def test_ingests_keep_working_while_the_lake_is_maintained(
         prices = con.execute("SELECT sum(price_hour_usd) FROM offers").fetchone()
         history = con.execute("SELECT count(*) FROM price_history").fetchone()
     assert runs == (6,)
-    assert prices == (sum(6.0 + i for i in range(OFFERS)),)  # the last ingest's prices
+    assert prices == (sum(100 + 6.0 + i for i in range(OFFERS)),)  # the last ingest's prices
     assert history == (6 * OFFERS,)  # every price each run changed, closed or current

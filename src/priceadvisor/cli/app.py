@@ -178,6 +178,7 @@ def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
         "closed",
         "rejected",
         "duplicates",
+        "flagged",
         "unmapped",
         "requests",
         "bytes",
@@ -194,6 +195,7 @@ def _summary_table(summaries: list[IngestSummary]) -> reads.Table:
             s.offers_closed,
             s.offers_rejected,
             s.offers_duplicate,
+            s.offers_flagged,
             s.unmapped,
             s.requests,
             s.bytes,
@@ -212,6 +214,7 @@ def _offer_filter(
     eu: bool,
     pricing: str | None,
     include_derived: bool = False,
+    include_flagged: bool = False,
 ) -> reads.OfferFilter:
     return reads.OfferFilter(
         providers=_known_providers(provider),
@@ -220,6 +223,7 @@ def _offer_filter(
         eu=eu,
         pricing=filters.pricing(pricing) if pricing else None,
         include_derived=include_derived,
+        include_flagged=include_flagged,
     )
 
 
@@ -256,6 +260,14 @@ DerivedOpt = Annotated[
         help="Also show prices derived by a rule (e.g. OCI preemptible = 50 % of on-demand).",
     ),
 ]
+FlaggedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-flagged",
+        help="Also show offers the offer guard flagged (a placeholder, a price far below its "
+        "market, ...), with the reason; see docs/offers-guard.md.",
+    ),
+]
 
 
 @app.command()
@@ -288,6 +300,7 @@ def prices(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Name every provider the notes count.")
     ] = False,
+    include_flagged: FlaggedOpt = False,
     as_of: Annotated[
         str | None,
         typer.Option(
@@ -300,22 +313,34 @@ def prices(
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Current offers, cheapest per GPU-hour first: published prices of mapped GPUs (derived
-    prices with --include-derived; offers with an unmapped GPU: `doctor`)."""
+    prices with --include-derived; offers the offer guard flagged with --include-flagged;
+    offers with an unmapped GPU: `doctor`)."""
     moment = _moment(as_of) if as_of is not None else None
     if sort not in reads.PRICE_SORTS:
         raise UsageError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
-    flt = _offer_filter(provider, country, continent, eu, pricing, include_derived)
+    flt = _offer_filter(provider, country, continent, eu, pricing, include_derived, include_flagged)
     # Machine formats get every column unless --columns: a stable shape for scripts.
-    shown = layout.view_columns(layout.chosen(columns, wide or fmt is not Format.TABLE))
+    fields = layout.chosen(columns, wide or fmt is not Format.TABLE)
+    if include_flagged and columns is None and "flag" not in fields:
+        fields = (*fields, "flag")
+    shown = layout.view_columns(fields)
     rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
     with state(ctx).store.reader(as_of=moment) as con:
         _resolve_gpu(con, flt, gpu)
+        if moment is not None and not reads.has_flags(con):
+            # a lake snapshot from before the offer guard existed: nothing was flagged then
+            flt.include_flagged = True
+            shown = tuple(c for c in shown if c != "flag_reason")
         table = reads.prices(con, flt, sort, rows, shown)
         sources = reads.latest_sources(con)
         noun = _noun(con, table, flt)
+        hidden = 0 if flt.include_flagged else reads.count_flagged(con, flt)
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources, verbose)
         notes += _recorded_hint(state(ctx).read_settings, sources)
+        if hidden:
+            offers_word = "offer" if hidden == 1 else "offers"
+            notes.append(f"{hidden} flagged {offers_word} left out: --include-flagged to see them")
         if noun != "GPU":
             notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
         offers = noun.replace("/", " and ")

@@ -24,6 +24,9 @@ def render_report(report: HealthReport, fmt: Format, console: Console) -> None:
     render(report.unmapped, fmt, console, title="GPU names with no canonical model")
     if report.rejections.rows:
         render(report.rejections, fmt, console, title="Rejected quotes in the latest runs")
+    if report.flagged.rows:
+        title = "Flagged offers (kept, left out of cheapest answers; docs/offers-guard.md)"
+        render(report.flagged, fmt, console, title=title)
     verdict = "healthy" if report.healthy else "UNHEALTHY: " + "; ".join(report.problems)
     console.print(clean(verdict), markup=False, highlight=False)
 
@@ -42,6 +45,7 @@ def _report_json(report: HealthReport) -> str:
             ("providers", report.providers),
             ("unmapped", report.unmapped),
             ("rejections", report.rejections),
+            ("flagged", report.flagged),
         )
     }
     return json.dumps(parts | tables, indent=2)

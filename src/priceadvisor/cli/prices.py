@@ -43,6 +43,8 @@ FIELDS = {
     "available": Field("available", "avail", "flag"),
     "interruption": Field("interruption_rate", "interrupt", "number"),
     "origin": Field("price_origin", "origin", "key"),  # published, or derived by a rule
+    # why the offer guard flagged the offer (store.guard); shown with --include-flagged
+    "flag": Field("flag_reason", "flagged", "text"),
 }
 DEFAULT = ("provider", "region", "gpu", "n", "pricing", "gpu-hour", "hour", "available")
 BY_COLUMN = {f.column: name for name, f in FIELDS.items()}

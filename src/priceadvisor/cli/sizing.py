@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -217,6 +218,7 @@ ADVICE_COLUMNS = (
     "high, interruption_source, freshness, round(epoch(computed_at - fetched_at) / 3600, 1) "
     "AS age_hours"
 )
+ADVICE_NAMES = [c.split(" AS ")[-1].strip() for c in re.split(r",\s*(?![^()]*\))", ADVICE_COLUMNS)]
 # Machine formats also get the rest of each row's provenance (too wide for a terminal table).
 ADVICE_PROVENANCE = ", interruption_rate, price_origin, fetched_at, source_url, available"
 
@@ -234,6 +236,14 @@ def advise(
     include_stale: Annotated[
         bool, typer.Option(help="Rank prices older than 2 fetch intervals too (marked stale).")
     ] = False,
+    include_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--include-flagged",
+            help="Also rank offers the offer guard flagged, with the reason (not stored: "
+            "alerts, the digest and the dashboard never see them; docs/offers-guard.md).",
+        ),
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rank current offers for the configured workloads (cost per run or per 1M tokens)."""
@@ -249,6 +259,10 @@ def advise(
     # The table heads each workload with its task; machine formats keep the view's columns.
     wanted = ADVICE_COLUMNS + (", task" if fmt is Format.TABLE else "")
     with state(ctx).store.writer() as con:
+        if include_flagged:
+            table = _advice_with_flagged(con, settings, names, top)
+            render(table, fmt, out, title="Advice, flagged offers included (USD)")
+            return
         store_advice(con, settings.workloads, options=Options.of(settings, include_stale))
         table = reads.fetch_table(
             con,
@@ -261,6 +275,18 @@ def advise(
         out.print(advice_layout.to_rich(table, shown, []), soft_wrap=False)
     else:
         render(table, fmt, out, title="Advice (USD)")
+
+
+def _advice_with_flagged(con: Any, settings: Any, names: list[str], top: int) -> reads.Table:
+    """The ranking with flagged offers, straight from the advisor (never stored)."""
+    from priceadvisor.sizing.advisor import Options, rank
+
+    options = Options.of(settings, include_flagged=True)
+    columns, rows = rank(con, settings.workloads, options=options)
+    wanted = [c for c in ADVICE_NAMES if c in columns] + ["flag_reason"]
+    at = [columns.index(c) for c in wanted]
+    chosen = [r for r in rows if r[0] in names and r[columns.index("rank")] <= top]
+    return reads.Table(wanted, [tuple(r[i] for i in at) for r in chosen])
 
 
 def _finite(value: float | None) -> float | None:
@@ -316,6 +342,13 @@ def tco(
         ),
     ] = None,
     years: Annotated[float, typer.Option(min=0.5, max=100.0, callback=_positive)] = tco_model.YEARS,
+    include_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--include-flagged",
+            help="Rent at the cheapest offer even if the offer guard flagged it.",
+        ),
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rent vs buy: break-even GPU-hours and utilisation of owning against the cheapest current
@@ -327,7 +360,7 @@ def tco(
     with state(ctx).store.reader() as con:
         use = _workload_use(con, settings, workload, years) if workload else None
         model = use["gpu_model"] if use else _gpu(str(gpu))
-        offers = _rentals(con, model)
+        offers = _rentals(con, model, include_flagged)
     own, sources = _ownership(
         model, purchase_price, power_w, server_share, pue, electricity, colocation, years
     )
@@ -419,18 +452,24 @@ _RENTAL_SQL = {
 }
 
 
-def _rentals(con: Any, model: str) -> dict[str, dict[str, Any] | None]:
-    """Each rental compared: the cheapest current offer of the model, or None."""
-    return {against: _cheapest(con, model, against) for against in tco_model.AGAINST}
+def _rentals(
+    con: Any, model: str, include_flagged: bool = False
+) -> dict[str, dict[str, Any] | None]:
+    """Each rental compared: the cheapest current offer of the model, or None (an offer the
+    offer guard flagged only with `include_flagged`)."""
+    return {
+        against: _cheapest(con, model, against, include_flagged) for against in tco_model.AGAINST
+    }
 
 
-def _cheapest(con: Any, model: str, against: str) -> dict[str, Any] | None:
+def _cheapest(con: Any, model: str, against: str, include_flagged: bool) -> dict[str, Any] | None:
     factor = tco_model.spot_overhead_sql("interruption_rate") if against == "spot" else "1.0"
     row = con.execute(
         f"SELECT {RENTAL_COLUMNS}, price_gpu_hour_usd, CAST({factor} AS DOUBLE) FROM offers "
         f"WHERE gpu_model = ? AND {_RENTAL_SQL[against]} AND price_gpu_hour_usd IS NOT NULL "
+        "AND (flag IS NULL OR ?) "
         f"ORDER BY price_gpu_hour_usd * {factor}, provider, region, instance_type LIMIT 1",
-        [model],
+        [model, include_flagged],
     ).fetchone()
     if not row:
         return None

@@ -276,6 +276,7 @@ def ingest_results(
                     result,
                     manifest(result.provider),
                     settings.provider(result.provider).min_offer_share,
+                    settings.provider(result.provider).allow_flagged,
                 )
                 for run_id, result in ordered
             }

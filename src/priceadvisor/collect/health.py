@@ -19,7 +19,13 @@ from priceadvisor.models import utcnow
 from priceadvisor.store import ids, schema
 from priceadvisor.store.availability import ProviderAvailability, listed_not_rentable
 from priceadvisor.store.handle import Store
-from priceadvisor.store.reads import Table, provider_health, recent_rejections, unmapped_names
+from priceadvisor.store.reads import (
+    Table,
+    flagged_offers,
+    provider_health,
+    recent_rejections,
+    unmapped_names,
+)
 
 
 @dataclass(slots=True)
@@ -31,6 +37,8 @@ class HealthReport:
     unmapped: Table
     rejections: Table
     problems: list[str] = field(default_factory=list)
+    # offers the offer guard flagged: shown, not a problem (they are kept out of advice)
+    flagged: Table = field(default_factory=lambda: Table([], []))
 
     @property
     def healthy(self) -> bool:
@@ -55,7 +63,7 @@ def check(settings: Settings, store: Store) -> HealthReport:
         )
     with store.reader() as con:
         runs, unmapped = provider_health(con), unmapped_names(con)
-        rejections = recent_rejections(con)
+        rejections, flagged = recent_rejections(con), flagged_offers(con)
         rentable = {a.provider: a for a in listed_not_rentable(con)}
         behind = ids.sequences_behind(con)
         version = schema.latest_version()
@@ -69,6 +77,7 @@ def check(settings: Settings, store: Store) -> HealthReport:
         rejections,
     )
     report.problems = [*_problems(report.providers), *map(_sequence_problem, behind)]
+    report.flagged = flagged
     return report
 
 

@@ -12,7 +12,8 @@ not by position or CSS class, and refuses what it cannot read instead of guessin
 - `html_tables` / `div_grids` -> `Grid`s; `find_grids` picks the grids whose headers mean what
   the adapter needs and drops exact duplicates.
 - `parse_price`: "$3.45", "&nbsp;$1.40", "$1,234.50/hr", "$2.30/GPU-hr", "from $1.82", "$5.50
-  per hour"; None for "Contact sales", em-dash, "N/A" and empty; an error for anything else.
+  per hour"; None for "Contact sales", "N/A", empty and any run of dashes ("—", "––");
+  an error for anything else.
 - `tab_label` / `section_heading`: the context a table sits in.
 - `json_ld`, `next_data`, `flight_text`, `json_values`: embedded JSON, escaping undone.
 """
@@ -237,8 +238,12 @@ class Price:
     other_unit: bool  # "per GB", "/M tokens": priced by something other than time
 
 
+# A cell that says "no price here": words, or any run of dashes (hyphen, U+2010-U+2015: en and
+# em dashes; real Nebius tables write an empty cell as two en-dashes, "––").
 UNPRICED = re.compile(
-    r"^(contact( us| sales)?|talk to sales|coming soon|sold out|n/?a|tbd|-+|—|–|\*)?$", re.I
+    r"^(contact( us| sales)?|talk to sales|coming soon|sold out|n/?a|tbd"
+    r"|([-\u2010-\u2015] ?)+|\*)?$",
+    re.I,
 )
 _AMOUNT = re.compile(r"\$\s*(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)")
 _PERIODS = {

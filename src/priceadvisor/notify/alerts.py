@@ -71,6 +71,7 @@ SELECT 'new_offer:gpu_model=' || gpu_model || ',provider=' || provider || ',regi
             strftime(max(last_seen), '%Y-%m-%d %H:%M'))]
 FROM _alert_offers
 WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu) AND pricing <> 'market'
+  AND flag IS NULL  -- an offer the offer guard flagged is no news until confirmed
   AND (len($providers) = 0 OR list_contains($providers, provider))
 GROUP BY gpu_model, provider, region
 """
@@ -215,6 +216,7 @@ def _price_drop(
         WHERE gpu_model = ? AND coalesce(pricing = ?, pricing <> 'market')
           AND NOT list_contains(?, provider)
           AND price_gpu_hour_usd IS NOT NULL AND price_origin = 'published'
+          AND flag IS NULL
         ORDER BY price_gpu_hour_usd LIMIT 5""",
         [rule.gpu_model, rule.pricing, failing],
     ).fetchall()

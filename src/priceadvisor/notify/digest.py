@@ -39,7 +39,7 @@ weekly AS (
     JOIN price_history AS h
       ON h.valid_from <= p.at AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > p.at
     WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL AND h.pricing <> 'market'
-      AND h.price_origin = 'published'
+      AND h.price_origin = 'published' AND h.flag IS NULL  -- flagged: never "cheapest"
     GROUP BY ALL
 )
 SELECT gpu_model, pricing,
@@ -59,6 +59,7 @@ LEFT JOIN (
         arg_min(last_seen, (price_gpu_hour_usd, provider, region)) AS fetched_at,
         arg_min(price_origin, (price_gpu_hour_usd, provider, region)) AS price_origin
     FROM offers WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
+        AND flag IS NULL
     GROUP BY ALL
 ) AS c USING (gpu_model, pricing)
 GROUP BY ALL
@@ -86,7 +87,7 @@ SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_or
     o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
 FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
 WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
-  AND o.pricing <> 'market'
+  AND o.pricing <> 'market' AND o.flag IS NULL
 ORDER BY abs(change) DESC, o.provider, o.region, o.instance_type LIMIT $limit
 """
 
@@ -94,7 +95,7 @@ NEW_SQL = """
 SELECT provider, gpu_model, count(*) AS offers, min(price_gpu_hour_usd) AS cheapest,
     list(DISTINCT region ORDER BY region)[1:4] AS regions
 FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL AND pricing <> 'market'
-  AND price_origin = 'published'
+  AND price_origin = 'published' AND flag IS NULL
 GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 

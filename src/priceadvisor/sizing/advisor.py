@@ -95,7 +95,7 @@ SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_
     instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
     price_hour_usd * spot_overhead AS effective_price, coalesce(available, false) AS rentable,
     available, interruption_rate, interruption_source, source_url, last_seen AS fetched_at,
-    price_origin, freshness
+    price_origin, freshness, flag_reason
 FROM (
     SELECT *,
         CASE WHEN pricing = 'spot'
@@ -122,6 +122,7 @@ FROM (
       AND pricing IN ('on_demand', 'spot')  -- market averages are not rentable offers
       AND price_origin = 'published'  -- a derived price is never what advice recommends
       AND (freshness = 'fresh' OR (freshness = 'stale' AND $include_stale))
+      AND (flag IS NULL OR $include_flagged)  -- nor an offer the offer guard flagged
 )
 """
 GROUPS_SQL = """
@@ -190,7 +191,7 @@ SELECT e.workload, e.task,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
     c.cost / (1 + e.uncertainty) AS low, c.cost * (1 + e.uncertainty) AS high,
     o.spot_overhead, $now AS computed_at, o.interruption_rate, o.interruption_source,
-    o.source_url, o.fetched_at, o.price_origin, o.freshness, o.available
+    o.source_url, o.fetched_at, o.price_origin, o.freshness, o.available, o.flag_reason
 FROM _cheapest AS c
 JOIN _advice_offers AS o ON o.rowid = c.oid
 JOIN _estimates AS e ON e.est = c.est
@@ -431,10 +432,13 @@ class Options:
 
     intervals: Mapping[str, float] | None = None
     include_stale: bool = False
+    include_flagged: bool = False
 
     @classmethod
-    def of(cls, settings: Settings, include_stale: bool = False) -> Options:
-        return cls(freshness.configured_intervals(settings), include_stale)
+    def of(
+        cls, settings: Settings, include_stale: bool = False, include_flagged: bool = False
+    ) -> Options:
+        return cls(freshness.configured_intervals(settings), include_stale, include_flagged)
 
 
 @contextmanager
@@ -445,12 +449,20 @@ def _prepared(
     options: Options,
     now: dt.datetime,
 ) -> Iterator[None]:
-    """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`."""
+    """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`;
+    offers the offer guard flagged only with `options.include_flagged`."""
     with _one_thread(con):
         try:
             interruption.measure(con, now)
             freshness.load_intervals(con, options.intervals)
-            con.execute(PREPARE_SQL, {"now": now, "include_stale": options.include_stale})
+            con.execute(
+                PREPARE_SQL,
+                {
+                    "now": now,
+                    "include_stale": options.include_stale,
+                    "include_flagged": options.include_flagged,
+                },
+            )
             con.execute(GROUPS_SQL)
             con.register("_workloads_json", workloads_table(profiles))
             con.execute(WORKLOADS_SQL)
@@ -487,7 +499,8 @@ def rank(
     keep: int = KEEP_PER_WORKLOAD,
     options: Options | None = None,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Rank offers for the workloads without storing: (columns, rows)."""
+    """Rank offers for the workloads without storing: (columns, rows); offers the offer guard
+    flagged (with their reason in flag_reason) only with `options.include_flagged`."""
     now = utcnow()
     with _prepared(con, profiles, keep, options or Options(), now):
         cursor = con.execute(RANK_SQL, {"now": now, "keep": keep})
@@ -508,6 +521,8 @@ def store_advice(
     with _prepared(con, profiles, keep, options or Options(), now), transactions.atomic(con):
         next_id(con, "core.advice_refreshes")  # serialises refreshes on a lake (0080)
         con.execute("DELETE FROM core.advice")
-        con.execute(f"INSERT INTO core.advice BY NAME {RANK_SQL}", {"now": now, "keep": keep})
+        # Stored advice (read by alerts, the digest, the dashboard) never holds a flagged offer.
+        stored = f"SELECT * EXCLUDE (flag_reason) FROM ({RANK_SQL})"
+        con.execute(f"INSERT INTO core.advice BY NAME {stored}", {"now": now, "keep": keep})
         row = con.execute("SELECT count(*) FROM core.advice").fetchone()
     return int(row[0]) if row else 0

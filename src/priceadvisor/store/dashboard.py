@@ -29,6 +29,9 @@ OFFER_COLUMNS = (
     "available",
     "offer_count",
     "price_origin",
+    # the offer guard's verdict (store.guard): listed and marked, never "cheapest"
+    "flag",
+    "flag_reason",
 )
 # URL value -> ORDER BY clause; the only way a caller influences the ORDER BY.
 OFFER_SORTS = {
@@ -136,7 +139,7 @@ def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery, limit: int
                               instance_type, pricing))
                          AS best
               FROM ({_FILTERED.format(where=where)})
-              WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
+              WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL AND flag IS NULL
               GROUP BY gpu_model)
         ORDER BY price_gpu_hour_usd, gpu_model LIMIT ?"""
     return fetch_table(con, sql, [*params, limit])
@@ -166,7 +169,8 @@ def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | No
 
 
 def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
-    """Per day, provider and pricing: the cheapest $/GPU-hour of any interval alive that day."""
+    """Per day, provider and pricing: the cheapest $/GPU-hour of any unflagged interval alive
+    that day."""
     return fetch_table(
         con,
         """
@@ -176,6 +180,7 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
                    CAST(coalesce(valid_to, now()::TIMESTAMP) AS DATE) AS last_day
             FROM price_history
             WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
+              AND flag IS NULL  -- a flagged price (placeholder, glitch) is no day's cheapest
               AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
         )
         SELECT CAST(d.day AS DATE) AS day, provider, pricing,

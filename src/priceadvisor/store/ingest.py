@@ -28,6 +28,7 @@ fetch costs the same after a year of history as after a day.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -37,6 +38,8 @@ from priceadvisor.manifest import Manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import columns, layout, transactions
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
+from priceadvisor.store.expectations import broken_expectations
+from priceadvisor.store.guard import flag_offers
 
 MAX_REJECTED_SAMPLES = 1000
 # More than this share of quotes rejected means the source changed shape: fail, change nothing.
@@ -70,6 +73,7 @@ _QUOTE_SCHEMA: columns.Schema = {
     "price_median": "float",
     "price_date": "string",
     "price_rule": "string",
+    "not_offered_reason": "string",
 }
 
 SPOT_NOT_BELOW_ON_DEMAND = "spot price not below the on-demand price of the same offer"
@@ -164,7 +168,7 @@ WITH joined AS (
         r.available, lower(trim(r.stock)) AS stock, r.interruption_rate, r.source_url,
         r.offer_count, r.price_median,
         TRY_CAST(r.price_date AS DATE) AS price_date,
-        r.price_rule, CASE WHEN r.price_rule IS NULL THEN 'published' ELSE 'derived' END
+        r.price_rule, r.not_offered_reason, CASE WHEN r.price_rule IS NULL THEN 'published' ELSE 'derived' END
             AS price_origin,
         fx.usd_per_unit
     FROM _raw AS r
@@ -191,7 +195,8 @@ usd AS (
 SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, available, stock, interruption_rate,
     source_url, offer_count, price_date, price_rule, price_origin, node_original,
-    price_hour_usd, price_gpu_hour_usd, price_hour_median_usd,
+    price_hour_usd, price_gpu_hour_usd, price_hour_median_usd, not_offered_reason,
+    NULL::VARCHAR AS flag, NULL::VARCHAR AS flag_reason,  -- set by store.guard
     CASE
         WHEN price IS NULL OR isnan(price) OR isinf(price) THEN 'price missing or not a number'
         WHEN price <= 0 THEN 'price not positive'
@@ -249,6 +254,8 @@ _ATTRIBUTES = (
     "price_date",
     "price_origin",
     "price_rule",
+    "flag",
+    "flag_reason",
 )
 _KEY_COLUMNS = ("region", "zone", "instance_type", "pricing")
 # Whether this run covers a key: an `ok` run covers all of them, a partial run its complete
@@ -375,7 +382,7 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     interruption_rate,
     source_url, coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
-    price_date, price_origin, price_rule
+    price_date, price_origin, price_rule, flag, flag_reason
 FROM _changes WHERE change IN ('new', 'changed')
 """
 _OPEN_SORTED_SQL = f"{_OPEN_SQL}ORDER BY {layout.CLUSTER_ORDER}\n"
@@ -430,12 +437,16 @@ def ingest(
     result: FetchResult,
     manifest: Manifest,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
+    allow_flagged: Sequence[str] = (),
 ) -> IngestSummary:
-    """Merge one fetch result in a single transaction and finish its fetch_runs row."""
+    """Merge one fetch result in a single transaction and finish its fetch_runs row.
+    `allow_flagged` is the config's allow-list for the offer guard (store.guard)."""
     started = time.perf_counter()
     observed = result.finished_at or utcnow()
     with transactions.atomic(con):
-        counts, status, error = _merge(con, run_id, result, manifest, observed, min_offer_share)
+        counts, status, error = _merge(
+            con, run_id, result, manifest, observed, min_offer_share, allow_flagged
+        )
         return _finish_run(con, run_id, result, status, error, counts, observed, started)
 
 
@@ -466,6 +477,7 @@ def _merge(
     manifest: Manifest,
     now: Any,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
+    allow_flagged: Sequence[str] = (),
 ) -> tuple[dict[str, int], RunStatus, str | None]:
     newer = _latest_observation(con, result.provider)
     if result.status in (RunStatus.OK, RunStatus.PARTIAL) and newer is not None and newer >= now:
@@ -484,6 +496,10 @@ def _merge(
     if status is RunStatus.OK:
         result, status, error = _guard_drift(con, result, offers, min_offer_share, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
+        result, status, error = _check_expectations(con, result, manifest, status, error)
+    if status in (RunStatus.OK, RunStatus.PARTIAL):
+        placeholders = manifest.guard.placeholder_prices
+        counts["flagged"] = flag_offers(con, result.provider, placeholders, allow_flagged)
         counts |= _apply_changes(con, result, status, params | {"now": now})
         counts["seen"] = offers
     return counts, status, error
@@ -575,6 +591,22 @@ def _guard_drift(
     return result, RunStatus.PARTIAL, reason
 
 
+def _check_expectations(
+    con: duckdb.DuckDBPyConnection,
+    result: FetchResult,
+    manifest: Manifest,
+    status: RunStatus,
+    error: str | None,
+) -> tuple[FetchResult, RunStatus, str | None]:
+    """A snapshot that breaks the manifest's expectations (store.expectations) becomes partial
+    with nothing complete, like a drifted one."""
+    reason = broken_expectations(con, manifest.expect)
+    if reason is None:
+        return result, status, error
+    result.complete_scopes = frozenset()
+    return result, RunStatus.PARTIAL, "; ".join(filter(None, [error, reason]))
+
+
 def _apply_changes(
     con: duckdb.DuckDBPyConnection,
     result: FetchResult,
@@ -624,12 +656,13 @@ def _finish_run(
         error=error,
         duration_s=time.perf_counter() - started,
         offers_duplicate=counts.get("duplicates", 0),
+        offers_flagged=counts.get("flagged", 0),
     )
     con.execute(
         """UPDATE core.fetch_runs SET finished_at = ?, observed_at = ?, status = ?,
                offers_seen = ?, offers_changed = ?, offers_new = ?, offers_closed = ?,
                offers_rejected = ?, unmapped = ?, http_requests = ?, http_bytes = ?, error = ?,
-               complete_scopes = ?, offers_duplicate = ?
+               complete_scopes = ?, offers_duplicate = ?, offers_flagged = ?
            WHERE run_id = ?""",
         [
             utcnow(),
@@ -646,6 +679,7 @@ def _finish_run(
             error,
             sorted(result.complete_scopes) or None,
             summary.offers_duplicate,
+            summary.offers_flagged,
             run_id,
         ],
     )

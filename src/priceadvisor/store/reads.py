@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
@@ -43,6 +43,7 @@ PRICE_COLUMNS = (
     "available",
     "interruption_rate",
     "price_origin",
+    "flag_reason",
 )
 
 
@@ -69,12 +70,16 @@ class OfferFilter:
     # Derived prices (a documented rule applied to a published one) answer "what does it cost"
     # but not "what is cheapest": they are left out unless asked for.
     include_derived: bool = False
+    # Offers the offer guard flagged (store.guard) are never "cheapest" unless asked for.
+    include_flagged: bool = False
 
     def where(self) -> tuple[str, list[Any]]:
         clauses: list[str] = ["gpu_model IS NOT NULL"] if self.mapped_only else ["TRUE"]
         params: list[Any] = []
         if not self.include_derived:
             clauses.append("price_origin = 'published'")
+        if not self.include_flagged:
+            clauses.append("flag IS NULL")
         for wanted, clause, value in (
             (self.gpu_models is not None, "list_contains(?, gpu_model)", self.gpu_models),
             (bool(self.providers), "list_contains(?, provider)", self.providers),
@@ -155,6 +160,22 @@ def prices(
     rows = [row[:-1] for row in found.rows]
     total = found.rows[0][-1] if found.rows else 0
     return Table(list(columns), rows, total if total > len(rows) else None)
+
+
+def has_flags(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether `offers` has the offer guard's columns (a lake snapshot from before migration
+    0110 has not)."""
+    cursor = con.execute("SELECT * FROM offers LIMIT 0")
+    return any(d[0] == "flag" for d in cursor.description or [])
+
+
+def count_flagged(con: duckdb.DuckDBPyConnection, flt: OfferFilter) -> int:
+    """How many offers `flt` would match but leaves out because the offer guard flagged them."""
+    flagged = replace(flt, include_flagged=True)
+    where, params = flagged.where()
+    row = con.execute(f"SELECT count(*) FROM offers WHERE {where} AND flag IS NOT NULL", params)
+    found = row.fetchone()
+    return int(found[0]) if found else 0
 
 
 def gpu_families(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
@@ -250,6 +271,18 @@ def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
                (SELECT count(*) FROM offers o WHERE o.provider = r.provider) AS offers
         FROM ranked AS r JOIN streak AS s USING (provider)
         WHERE r.n = 1 ORDER BY r.provider""",
+    )
+
+
+def flagged_offers(con: duckdb.DuckDBPyConnection) -> Table:
+    """Current offers the offer guard flagged (store.guard), cheapest first per provider."""
+    return fetch_table(
+        con,
+        f"""
+        SELECT provider, region, instance_type, pricing, gpu_model, price_gpu_hour_usd, flag,
+            flag_reason
+        FROM offers WHERE flag IS NOT NULL
+        ORDER BY provider, price_gpu_hour_usd NULLS LAST, {OFFER_KEY}""",
     )
 
 

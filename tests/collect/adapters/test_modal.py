@@ -39,6 +39,21 @@ def test_the_reader_does_not_depend_on_the_markup() -> None:
     assert prices(flat) == prices()
 
 
+def test_the_label_in_a_paragraph_is_read_as_the_live_page_writes_it() -> None:
+    """The live page: `<p>GPU Tasks</p>`, not a heading, and the CPU list's label likewise."""
+    live = HTML.replace("<h3>GPU Tasks</h3>", '<p class="label">GPU Tasks</p>')
+    live = live.replace("<h3>CPU</h3>", '<p class="label">CPU</p>')
+    live = live.replace("<h3>Memory</h3>", '<p class="label">Memory</p>')
+    assert "<h3>" not in live
+    assert prices(live) == prices()
+
+
+def test_the_label_nested_in_a_span_of_a_flat_list_ends_at_the_next_list() -> None:
+    flat = HTML.replace("<h3>GPU Tasks</h3>", "<div><span><b>GPU Tasks</b></span></div>")
+    flat = flat.replace("<h3>CPU</h3>", "<div>CPU</div>").replace('<div class="card">', "<div>")
+    assert prices(flat) == prices()
+
+
 def test_hourly_prices_are_read_too() -> None:
     assert prices(HTML.replace("$0.000164 / sec", "$0.59 / hr"))["Nvidia T4"] == 0.59
 
@@ -46,7 +61,8 @@ def test_hourly_prices_are_read_too() -> None:
 @pytest.mark.parametrize(
     ("html", "message"),
     [
-        (HTML.replace("GPU Tasks", "Accelerators"), "no GPU heading"),
+        (HTML.replace("GPU Tasks", "Accelerators"), "no 'GPU Tasks' label"),
+        (HTML.replace("$0.", "0."), "no GPU price after the 'GPU Tasks' label"),
         (HTML.replace("$0.000542 / sec", "$1.95 / month"), "not a price per GPU-second"),
         (HTML.replace('<span class="name">Nvidia H100</span>', ""), "has no name"),
     ],

@@ -55,6 +55,18 @@ def test_floors_contact_us_and_dashes_are_not_offers() -> None:
     assert not any("L40S" in q.instance_type or "GB200" in q.instance_type for q in page.quotes)
 
 
+def test_a_cell_of_two_en_dashes_is_no_price_not_a_failed_run() -> None:
+    """Real Nebius tables write an empty cell as "––" (two en-dashes)."""
+
+    def blank_b200_preemptible(table: list[list[str]]) -> None:
+        table[2][3] = "\u2013\u2013"
+        table[2][1] = "\u2013\u2013"
+
+    found = prices(variant(blank_b200_preemptible))
+    assert ("NVIDIA HGX B200", "spot") not in found
+    assert found["NVIDIA HGX B200", "on_demand"] == 7.15
+
+
 def test_vcpus_and_ram_are_per_gpu_shares() -> None:
     quote = next(q for q in parse_page(HTML, "u", TODAY).quotes if q.instance_type.endswith("B300"))
     assert (quote.vcpus, quote.ram_gb, quote.gpu_count) == (24, 346, 1)

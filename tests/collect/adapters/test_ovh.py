@@ -55,9 +55,11 @@ def test_a_price_that_disagrees_with_its_display_is_unusable() -> None:
     assert hourly_price(addon | {"pricings": [pricing, pricing]}) is None  # two phases
 
 
-def test_coming_soon_is_stored_as_not_available() -> None:
-    assert parse_addon(addons()["a10-45.consumption"], "EUR", "u").available is False
-    assert parse_addon(addons()["l4-90.consumption"], "EUR", "u").available is True
+def test_coming_soon_is_stored_as_not_available_and_not_offered() -> None:
+    coming = parse_addon(addons()["a10-45.consumption"], "EUR", "u")
+    assert coming.available is False and "coming_soon" in (coming.not_offered_reason or "")
+    ordinary = parse_addon(addons()["l4-90.consumption"], "EUR", "u")
+    assert ordinary.available is True and ordinary.not_offered_reason is None
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,8 @@ CAPTURED_FIELDS = {
     "communityPrice",
     "secureSpotPrice",
     "communitySpotPrice",
+    "secureCloud",
+    "communityCloud",
 }
 
 
@@ -54,6 +56,43 @@ def test_spot_fields_that_echo_on_demand_are_not_spot_offers() -> None:
     quotes = parse_gpu_prices(load("gputypes.json"), "u")
     spot = [(q.region, q.instance_type, q.price) for q in quotes if q.pricing == "spot"]
     assert spot == [("community", "NVIDIA RTX A6000", 0.25)]  # the only real bid
+
+
+def test_a_price_on_a_cloud_the_gpu_is_not_on_is_passed_on_as_not_offered() -> None:
+    """MI300X: `communityPrice: 0.5` with `communityCloud: false` (live answer) is no offer."""
+    quotes = parse_gpu_prices(load("gputypes.json"), "u")
+    absent = {(q.region, q.instance_type): q for q in quotes if q.not_offered_reason}
+    assert set(absent) == {("community", "AMD Instinct MI300X OAM")}
+    placeholder = absent["community", "AMD Instinct MI300X OAM"]
+    assert "communityCloud: false" in (placeholder.not_offered_reason or "")
+    assert placeholder.available is False
+
+
+def test_a_missing_cloud_flag_says_nothing() -> None:
+    gpu = {"id": "NVIDIA H100 80GB HBM3", "memoryInGb": 80, "securePrice": 3.29}
+    [quote] = parse_gpu_prices({"data": {"gpuTypes": [gpu]}}, "u")
+    assert quote.not_offered_reason is None and quote.available is None
+
+
+def test_enrichment_of_a_gpu_not_on_the_cloud_is_not_offered() -> None:
+    gpu = {
+        "id": "AMD Instinct MI300X OAM",
+        "memoryInGb": 192,
+        "secureCloud": True,
+        "communityCloud": False,
+        "lowestPrice": {
+            "uninterruptablePrice": 0.5,
+            "minimumBidPrice": 0.25,
+            "stockStatus": "High",
+        },
+    }
+    quotes = parse_lowest_prices({"data": {"gpuTypes": [gpu]}}, "community", "u")
+    assert [(q.pricing, q.available, bool(q.not_offered_reason)) for q in quotes] == [
+        ("on_demand", False, True),
+        ("spot", False, True),
+    ]
+    secure = parse_lowest_prices({"data": {"gpuTypes": [gpu]}}, "US-TX-3", "u")
+    assert all(q.not_offered_reason is None and q.available for q in secure)
 
 
 def test_listed_data_centres_only() -> None:

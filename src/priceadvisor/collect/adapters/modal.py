@@ -4,9 +4,14 @@ Built from documentation, not from a capture: no recording of https://modal.com/
 available. What is documented (Modal's pricing page as quoted by public price comparisons,
 May 2026: "H100 ... $0.001097/sec", "$3.9492/hr"): a "GPU Tasks" list of one GPU name and one
 price per second each ("Nvidia H100", "$0.001097 / sec"), followed by CPU ("/ core / sec") and
-memory ("/ GiB / sec") lists. The markup around those texts is unknown, so the adapter reads
-the page's visible *text* in document order, not its tags: from the heading naming GPUs to the
-next heading of the same or a higher level, each price line belongs to the name line before it.
+memory ("/ GiB / sec") lists. The markup around those texts is unknown and varies: the live
+page puts the "GPU Tasks" label in a paragraph, earlier versions were described with a heading.
+So the adapter finds the label as *any* element whose whole visible text is "GPU Tasks" and
+reads the page's visible text lines after it in document order, not its tags: each price line
+belongs to the name line before it. The list ends at the next heading of the same or a higher
+level when the label is a heading, and in any case where names and prices stop alternating
+(two text lines in a row without a price: the next list's label and its first name, "CPU" /
+"Physical core"). No label, or no price after it, fails the run.
 
 Prices are USD per GPU-second for a Function with no region pinned, converted exactly to the
 hour (decimal arithmetic, x 3600). Region multipliers are not modelled: Modal's docs have
@@ -21,14 +26,14 @@ import re
 from decimal import Decimal
 from typing import ClassVar
 
-from bs4 import Tag
+from bs4 import BeautifulSoup, Tag
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, parse_price, text_of, visible_soup
 from priceadvisor.models import PriceBasis, Pricing, RawQuote
 
 HEADINGS = ["h1", "h2", "h3", "h4"]
-GPU_HEADING = re.compile(r"\bgpu", re.I)
+GPU_LABEL = re.compile(r"gpu tasks", re.I)  # matched against an element's whole text
 SECONDS = {"second": 3600, "minute": 60, "hour": 1}
 
 
@@ -40,31 +45,42 @@ class ModalAdapter(PageAdapter):
 
 
 def parse_page(html: str, url: str) -> ParsedPage:
-    soup = visible_soup(html)
-    heading = next((h for h in soup.find_all(HEADINGS) if GPU_HEADING.search(text_of(h))), None)
-    if heading is None:
-        raise SourceFormatError("no GPU heading on the pricing page (layout changed?)")
+    label = _gpu_label(visible_soup(html))
     page, name = ParsedPage(), None
-    for line in _section_lines(heading):
-        if "$" not in line:
-            name = line
-        elif name is None:
-            raise SourceFormatError(f"a GPU price {line!r} has no name before it")
-        else:
+    for line in _section_lines(label):
+        if "$" in line:
+            if name is None:
+                raise SourceFormatError(f"a GPU price {line!r} has no name before it")
             page.quotes.append(_quote(name, line, url))
             name = None
+        elif name is not None and page.quotes:
+            break  # two lines without a price: the next list's label, then its first name
+        else:
+            name = line  # a name (or, before the first price, an introduction to skip)
+    if not page.quotes:
+        raise SourceFormatError("no GPU price after the 'GPU Tasks' label (layout changed?)")
     return page
 
 
-def _section_lines(heading: Tag) -> list[str]:
-    """Visible text lines after `heading` up to the next heading of its level or higher."""
-    level = HEADINGS.index(heading.name)
-    stops = HEADINGS[: level + 1]
+def _gpu_label(soup: BeautifulSoup) -> Tag:
+    """The innermost element, wherever it sits (heading, paragraph, span), whose whole text is
+    the label."""
+    labels = [tag for tag in soup.find_all(True) if GPU_LABEL.fullmatch(text_of(tag))]
+    innermost = [t for t in labels if not any(inner in labels for inner in t.find_all(True))]
+    if not innermost:
+        raise SourceFormatError("no 'GPU Tasks' label on the pricing page (layout changed?)")
+    return innermost[0]
+
+
+def _section_lines(label: Tag) -> list[str]:
+    """Visible text lines after `label`; a heading label's list also ends at the next heading
+    of its level or higher."""
+    stops = HEADINGS[: HEADINGS.index(label.name) + 1] if label.name in HEADINGS else []
     lines = []
-    for element in heading.find_all_next(string=True):
+    for element in label.find_all_next(string=True):
         parent = element.parent
-        if any(p is heading for p in element.parents):
-            continue  # the heading's own text
+        if any(p is label for p in element.parents):
+            continue  # the label's own text
         if isinstance(parent, Tag) and parent.name in stops:
             break
         if text := " ".join(str(element).split()):

@@ -14,8 +14,10 @@ disagrees by more than display rounding is passed on as unusable, for the core t
 Only `.consumption` plans are on-demand: `.monthly.postpaid` is a monthly commitment and is
 never stored. Only `brick == "gpu"` addons are GPU instances (`ai-*` addons carry GPU blobs but
 are priced per minute); Windows flavours (`win-*`) carry a licence and are skipped. A flavour
-tagged "coming_soon" is stored as not available. Currency comes from `locale.currencyCode`
-(EUR for FR) and goes through the FX path; a catalog of another subsidiary fails the run.
+tagged "coming_soon" is stored as not available and passed on as not offered (listed with a
+price, not orderable yet): the core's offer guard flags it, so it is never ranked. Currency
+comes from `locale.currencyCode` (EUR for FR) and goes through the FX path; a catalog of
+another subsidiary fails the run.
 
 The public catalog names no data centres: prices hold for every Public Cloud region of the
 billing subsidiary, so offers are stored under region "global" (like Lambda's list prices) and
@@ -90,6 +92,7 @@ def parse_addon(addon: dict[str, Any], currency: str, url: str) -> RawQuote:
     technical = json_object(blobs, "technical")
     gpu = json_object(technical, "gpu")
     tags = blobs.get("tags")
+    coming = isinstance(tags, list) and "coming_soon" in tags
     return RawQuote(
         region=REGION,
         instance_type=str(addon.get("invoiceName") or addon["planCode"]).removesuffix(HOURLY),
@@ -102,9 +105,13 @@ def parse_addon(addon: dict[str, Any], currency: str, url: str) -> RawQuote:
         gpu_memory_gb=json_number(json_object(gpu, "memory").get("size")),
         vcpus=json_number(json_object(technical, "cpu").get("cores")),
         ram_gb=json_number(json_object(technical, "memory").get("size")),
-        available=not (isinstance(tags, list) and "coming_soon" in tags),
+        available=not coming,
         source_url=url,
+        not_offered_reason=COMING_SOON if coming else None,
     )
+
+
+COMING_SOON = "OVHcloud tags it coming_soon: listed with a price, not orderable yet"
 
 
 def hourly_price(addon: dict[str, Any]) -> float | None:

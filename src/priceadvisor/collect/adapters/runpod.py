@@ -1,11 +1,16 @@
 """RunPod GraphQL `gpuTypes` (no API key needed for this query).
 
-Prices come from the one shape real captures of the anonymous API have (docs/providers.md,
+Prices come from the shape real captures of the anonymous API have (docs/providers.md,
 RunPod): `gpuTypes { id displayName memoryInGb securePrice communityPrice secureSpotPrice
-communitySpotPrice }`, USD per GPU-hour. Secure Cloud is stored under region "secure" (any
-Secure data centre), Community Cloud under "community". 0 or null means "not offered on that
-cloud". In real captures every `*SpotPrice` equals the matching on-demand price: an echo, not a
-bid, so a spot price equal to on-demand is skipped and only a different one is passed on
+communitySpotPrice }`, USD per GPU-hour, plus the two booleans of the public `GpuType` schema
+that say on which cloud a GPU exists at all: `secureCloud` and `communityCloud`. Secure Cloud
+is stored under region "secure" (any Secure data centre), Community Cloud under "community".
+0 or null means "not offered on that cloud". A price listed for a cloud whose flag is `false`
+is a placeholder, not an offer (live: MI300X `communityPrice: 0.5` with `communityCloud: false`
+and no `lowestPrice`): it is passed on with `not_offered_reason`, so the core keeps it visible
+but flagged and never ranks it. A missing flag (an older answer) says nothing. In real
+captures every `*SpotPrice` equals the matching on-demand price: an echo, not a bid, so a spot
+price equal to on-demand is skipped and only a different one is passed on
 (the core rejects one that is not below on-demand).
 
 Enrichment, allowed to fail: `dataCenters { id name listed }`, then per listed data centre
@@ -35,21 +40,22 @@ from priceadvisor.models import PriceBasis, Pricing, RawQuote
 GPU_PRICES = """query GpuTypes {
   gpuTypes {
     id displayName memoryInGb securePrice communityPrice secureSpotPrice communitySpotPrice
+    secureCloud communityCloud
   }
 }"""
 DATA_CENTERS = "query DataCenters { dataCenters { id name listed } }"
 LOWEST_PRICES = """query LowestPrices($lowestPriceInput: GpuLowestPriceInput) {
   gpuTypes {
-    id memoryInGb
+    id memoryInGb secureCloud communityCloud
     lowestPrice(input: $lowestPriceInput) { minimumBidPrice uninterruptablePrice stockStatus }
   }
 }"""
 SECURE = "secure"
 COMMUNITY = "community"
-# cloud region → (on-demand field, spot field) of the captured shape
+# cloud region → (on-demand field, spot field, "exists on this cloud" flag) of the schema
 _CLOUDS = {
-    SECURE: ("securePrice", "secureSpotPrice"),
-    COMMUNITY: ("communityPrice", "communitySpotPrice"),
+    SECURE: ("securePrice", "secureSpotPrice", "secureCloud"),
+    COMMUNITY: ("communityPrice", "communitySpotPrice", "communityCloud"),
 }
 
 
@@ -147,13 +153,23 @@ def parse_gpu_prices(document: Any, url: str) -> list[RawQuote]:
 
 def _cloud_quotes(gpu: dict[str, Any], url: str) -> list[RawQuote]:
     quotes = []
-    for region, (on_demand_field, spot_field) in _CLOUDS.items():
+    for region, (on_demand_field, spot_field, _flag) in _CLOUDS.items():
         on_demand, spot = _price(gpu.get(on_demand_field)), _price(gpu.get(spot_field))
+        absent = _not_on_cloud(gpu, region)
         if on_demand is not None:
-            quotes.append(_quote(gpu, region, Pricing.ON_DEMAND, on_demand, url))
+            quotes.append(_quote(gpu, region, Pricing.ON_DEMAND, on_demand, url, absent=absent))
         if spot is not None and spot != on_demand:  # equal = the documented echo
-            quotes.append(_quote(gpu, region, Pricing.SPOT, spot, url))
+            quotes.append(_quote(gpu, region, Pricing.SPOT, spot, url, absent=absent))
     return quotes
+
+
+def _not_on_cloud(gpu: dict[str, Any], region: str) -> str | None:
+    """Why `gpu` does not exist on the cloud stored as `region`, in RunPod's words; None when
+    the source says it does or says nothing (data centres are Secure Cloud)."""
+    flag = _CLOUDS[COMMUNITY if region == COMMUNITY else SECURE][2]
+    if gpu.get(flag) is False:
+        return f"RunPod reports {flag}: false (the listed price is a placeholder)"
+    return None
 
 
 def parse_lowest_prices(document: Any, region: str, url: str) -> list[RawQuote]:
@@ -169,8 +185,18 @@ def parse_lowest_prices(document: Any, region: str, url: str) -> list[RawQuote]:
             Pricing.ON_DEMAND: _price(lowest.get("uninterruptablePrice")),
             Pricing.SPOT: _price(lowest.get("minimumBidPrice")),
         }
+        absent = _not_on_cloud(gpu, region)
         quotes += [
-            _quote(gpu, region, pricing, price, url, available=stocked, stock=_text(status))
+            _quote(
+                gpu,
+                region,
+                pricing,
+                price,
+                url,
+                available=stocked and not absent,
+                stock=_text(status),
+                absent=absent,
+            )
             for pricing, price in prices.items()
             if price is not None
         ]
@@ -185,6 +211,7 @@ def _quote(
     url: str,
     available: bool | None = None,
     stock: str | None = None,
+    absent: str | None = None,
 ) -> RawQuote:
     return RawQuote(
         region=region,
@@ -195,9 +222,10 @@ def _quote(
         gpu_name_raw=str(gpu["id"]),
         gpu_count=1.0,
         gpu_memory_gb=_price(gpu.get("memoryInGb")),
-        available=available,
+        available=False if absent else available,
         stock=stock,
         source_url=url,
+        not_offered_reason=absent,
     )
 
 
