@@ -19,7 +19,7 @@ from priceadvisor.config import WorkloadProfile
 from priceadvisor.manifest import manifest
 from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.resources import recordings_dir
-from priceadvisor.sizing.advisor import rank
+from priceadvisor.sizing.advisor import Options, rank
 from priceadvisor.store import connections as store
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
@@ -261,7 +261,7 @@ def test_the_runpod_mi300x_placeholder_cannot_rank_in_advice(market: Path) -> No
     """The issue's case: on the recordings it was the #1 advice of every workload."""
     with store.writer(market) as con:
         columns, rows = rank(con, WORKLOADS, keep=10)
-        _, with_flagged = rank(con, WORKLOADS, keep=10, include_flagged=True)
+        _, with_flagged = rank(con, WORKLOADS, keep=10, options=Options(include_flagged=True))
     assert rows and not _community_mi300x(rows, columns)
     flagged = _community_mi300x(with_flagged, columns)
     assert {r[columns.index("rank")] for r in flagged} == {1}  # what the guard keeps out
