@@ -41,10 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_snapshot import RAW_NAMES
 
 from priceadvisor import llm
-from priceadvisor.catalog import region_catalog
 from priceadvisor.config import WorkloadProfile
+from priceadvisor.gpu_specs import region_catalog
 from priceadvisor.manifest import manifest, manifest_ids
-from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from priceadvisor.records import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest

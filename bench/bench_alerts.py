@@ -31,8 +31,8 @@ from gen_snapshot import base_quotes
 
 from priceadvisor.config import AlertRule, AlertSettings, WorkloadProfile
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.notify import alerts
+from priceadvisor.records import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest

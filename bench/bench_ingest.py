@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gen_snapshot import snapshots
 
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.records import FetchResult, RunStatus
 from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run

@@ -49,7 +49,7 @@ import duckdb
 from gen_snapshot import base_quotes, next_snapshot
 
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.records import FetchResult, RunStatus
 from priceadvisor.service.daemon import _bound_memory
 from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest

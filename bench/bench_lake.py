@@ -43,7 +43,7 @@ from gen_snapshot import snapshots
 from tests.pg import create_database, start_postgres
 
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.records import FetchResult, RunStatus
 from priceadvisor.store import connections, lake, maintenance, transactions
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run

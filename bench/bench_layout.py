@@ -1,12 +1,12 @@
 """The storage order of core.current_offers over a history of hourly ingests: after each one, how
 many rows `prices --gpu H100 --pricing spot` scans (DuckDB's profile: row groups the zone maps
-did not skip), and when the fetch session's rewrite (store.layout.keep_clustered) ran and how
+did not skip), and when the fetch session's rewrite (store.clustering.keep_clustered) ran and how
 long it took.
 
     uv run python bench/bench_layout.py [--offers 300000] [--hours 12] [--change 0.04] [--quick]
 
 Each hour is one synthetic snapshot (bench/gen_snapshot.py) with `--change` of its prices moved,
-ingested through the real ingest and then store.layout.keep_clustered, as collect.fetch does.
+ingested through the real ingest and then store.clustering.keep_clustered, as collect.fetch does.
 --quick: the default 300,000 offers (over two row groups once rejects are dropped, so the
 rewrite applies), 6 hours.
 """
@@ -30,7 +30,7 @@ from bench_ingest import MANIFEST
 from bench_startup import cli_sql
 from gen_snapshot import snapshots
 
-from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.records import FetchResult, RunStatus
 from priceadvisor.store import connections, layout
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-RECORDING = Path(__file__).parent.parent / "tests/fixtures/providers/ovh/catalog-fr.json"
+RECORDING = Path(__file__).parent.parent / "providers/recordings/ovh/catalog-fr.json"
 
 CHILD = """
 import json, resource, sys

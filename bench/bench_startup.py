@@ -56,9 +56,9 @@ from gen_snapshot import snapshots
 
 from priceadvisor.cli import filters
 from priceadvisor.cli import prices as layout
-from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.records import FetchResult, RunStatus
+from priceadvisor.store import clustering as storage_order
 from priceadvisor.store import connections, reads
-from priceadvisor.store import layout as storage_order
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
 

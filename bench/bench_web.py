@@ -28,7 +28,7 @@ from gen_snapshot import base_quotes
 from tests.service.browser import ServerThread
 
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import FetchResult, RunStatus
+from priceadvisor.records import FetchResult, RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.store import connections

@@ -12,8 +12,8 @@ import itertools
 import random
 from collections.abc import Iterator
 
-from priceadvisor.catalog import gpu_catalog, region_catalog
-from priceadvisor.models import RawQuote
+from priceadvisor.gpu_specs import gpu_catalog, region_catalog
+from priceadvisor.records import RawQuote
 
 # Raw spellings as providers write them, so name resolution is part of what is measured.
 RAW_NAMES = [

@@ -1,5 +1,5 @@
 """Leave-one-source-out accuracy of the sizing estimator as it was at an older commit, on
-today's calibration cases (providers/calibration.toml of the working tree): the "session start"
+today's calibration cases (sizing-data/calibration.toml of the working tree): the "session start"
 column of docs/accuracy.md. Needs the git history:
 
     python3 -m uv run python bench/sizing_accuracy_at.py a6d3b6e

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from priceadvisor.catalog import gpu_catalog
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.sizing import calibration as cal
 
 BEFORE = "effa9f3"

@@ -19,8 +19,8 @@ from tests.service import dashboard_data
 from tests.service.browser import ServerThread, chromium
 
 from priceadvisor.config import load_settings
-from priceadvisor.models import utcnow
 from priceadvisor.notify import digest as digests
+from priceadvisor.records import utcnow
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.service.stores import configured_store

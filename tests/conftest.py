@@ -143,7 +143,7 @@ def ingest_quotes(
 ) -> Any:
     """One recorded run of `provider` with these quotes, ingested like a fetch."""
     from priceadvisor.manifest import manifest
-    from priceadvisor.models import FetchResult, RunStatus, utcnow
+    from priceadvisor.records import FetchResult, RunStatus, utcnow
     from priceadvisor.store import connections
     from priceadvisor.store.ingest import ingest
     from priceadvisor.store.runs import start_run

@@ -17,7 +17,7 @@ from priceadvisor.collect import offline
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import IngestSummary
+from priceadvisor.records import IngestSummary
 from priceadvisor.service.stores import configured_store
 
 # A fault gets (path, query) and returns (status, headers, body) to send instead, or None.

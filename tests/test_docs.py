@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from tests.conftest import cli, ingest_quotes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_nothing_cites_files_outside_the_repository() -> None:
     found = []
     for name in tracked:
         path = ROOT / name
-        if "fixtures" in path.parts and path.name != "README.md":
+        if "recordings" in path.parts and path.name != "README.md":
             continue  # recorded responses are data, not docs
         if path.suffix in {".py", ".md", ".toml", ".sql", ".j2", ".yaml"} or path.name in {
             "Dockerfile",

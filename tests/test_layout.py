@@ -31,12 +31,12 @@ def test_only_the_shared_core_sits_at_the_top() -> None:
     top = {m for m in graph.modules if m.count(".") == 1 and not graph.find_children(m)}
     core = {
         "config",
-        "config_light",
+        "config_basics",
         "workload",
-        "catalog",
+        "gpu_specs",
         "manifest",
         "llm",
-        "models",
+        "records",
         "durations",
         "resources",
     }

@@ -32,8 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from priceadvisor.catalog import gpu_catalog
-from priceadvisor.config_light import (
+from priceadvisor.config_basics import (
     CONFIG_ENV,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_LOG_LEVEL,
@@ -48,8 +47,9 @@ from priceadvisor.config_light import (
     memory_size,
 )
 from priceadvisor.durations import parse_duration
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.manifest import ManifestError, RedirectPolicy, manifest, manifest_ids
-from priceadvisor.models import TRAINING_TASKS
+from priceadvisor.records import TRAINING_TASKS
 from priceadvisor.workload import WorkloadError, WorkloadSpec, describe
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]

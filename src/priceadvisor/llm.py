@@ -1,4 +1,4 @@
-"""Model architectures: the bundled catalog (providers/models.toml), explicit numbers, or a
+"""Model architectures: the bundled catalog (sizing-data/models.toml), explicit numbers, or a
 local Hugging Face config.json — and what follows from them (parameters, KV cache per token).
 
 Formulas: N ≈ L·(attention + MLP) + V·d·(1 if tied else 2); KV per token 2·L·n_kv·d_h·bytes
@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from priceadvisor.resources import providers_dir
+from priceadvisor.resources import sizing_data_dir
 
 GIB = 1024**3
 
@@ -86,7 +86,7 @@ _FIELDS = {f for f in Architecture.__dataclass_fields__ if f != "name"}
 
 @cache
 def catalog() -> dict[str, Architecture]:
-    data = tomllib.loads((providers_dir() / "models.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads((sizing_data_dir() / "models.toml").read_text(encoding="utf-8"))
     models = {}
     for model_id, entry in data["models"].items():
         fields = {k: v for k, v in entry.items() if k in _FIELDS}

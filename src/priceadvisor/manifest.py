@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from priceadvisor.durations import parse_duration
-from priceadvisor.models import PriceBasis
+from priceadvisor.records import PriceBasis
 from priceadvisor.resources import providers_dir
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
@@ -255,5 +255,5 @@ def manifest(provider_id: str) -> Manifest:
 
 def manifest_ids() -> list[str]:
     """Every provider manifest shipped (catalog files excluded)."""
-    catalog_files = {"gpus", "regions", "models", "calibration"}
+    catalog_files = {"gpus", "regions"}
     return sorted(p.stem for p in providers_dir().glob("*.toml") if p.stem not in catalog_files)

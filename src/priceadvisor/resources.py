@@ -1,7 +1,7 @@
 """Where the data folders are: inside the wheel, or at the top of a checkout.
 
-The folders `providers/`, `db/`, `templates/` and the recorded responses under
-`tests/fixtures/providers/` live at the top of the repository. A built wheel carries
+The folders `providers/` (with the recorded responses under `providers/recordings/`), `db/`,
+`templates/` and `sizing-data/` live at the top of the repository. A built wheel carries
 them under `priceadvisor/_data/` (hatch force-include); an editable install or a plain checkout
 finds them two levels above this package. This module is the only place that knows.
 """
@@ -15,12 +15,13 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 _WHEEL_DATA = _PACKAGE_DIR / "_data"
 _CHECKOUT_ROOT = _PACKAGE_DIR.parent.parent
 
-# name inside the wheel -> path inside a checkout
-_LAYOUT = {
+# name -> its path below the wheel's _data folder and below a checkout's top (the same path)
+_FOLDERS = {
     "providers": "providers",
     "db": "db",
     "templates": "templates",
-    "recordings": "tests/fixtures/providers",
+    "recordings": "providers/recordings",
+    "sizing": "sizing-data",
 }
 
 
@@ -30,8 +31,8 @@ class ResourceError(RuntimeError):
 
 @cache
 def data_dir(name: str) -> Path:
-    """Return the folder `name` (providers, db, templates, recordings)."""
-    candidates = (_WHEEL_DATA / name, _CHECKOUT_ROOT / _LAYOUT[name])
+    """Return the folder `name` (providers, db, templates, recordings, sizing)."""
+    candidates = (_WHEEL_DATA / _FOLDERS[name], _CHECKOUT_ROOT / _FOLDERS[name])
     for candidate in candidates:
         if candidate.is_dir():
             return candidate
@@ -61,3 +62,7 @@ def templates_dir() -> Path:
 
 def recordings_dir() -> Path:
     return data_dir("recordings")
+
+
+def sizing_data_dir() -> Path:
+    return data_dir("sizing")

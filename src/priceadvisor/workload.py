@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from priceadvisor import llm
-from priceadvisor.models import TRAINING_TASKS, Precision, Task
+from priceadvisor.records import TRAINING_TASKS, Precision, Task
 
 # The software that runs the work carries its own efficiency (sizing fits one factor per known
 # engine/stack, docs/accuracy.md); "unknown" sizes with the pooled factors and the wider range.

@@ -17,7 +17,7 @@ import respx
 
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import load_settings
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.service.stores import configured_store

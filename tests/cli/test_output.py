@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from priceadvisor.models import RawQuote, RunStatus
+from priceadvisor.records import RawQuote, RunStatus
 from tests.conftest import cli, ingest_quotes
 
 # (DuckDB expression, the JSON value expected for it, or ... where it varies by run)

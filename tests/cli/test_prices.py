@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from priceadvisor.cli import prices as layout
-from priceadvisor.config_light import recorded_db_path
+from priceadvisor.config_basics import recorded_db_path
 from priceadvisor.store import connections, reads
 from tests.conftest import cli, query
 

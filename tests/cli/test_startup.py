@@ -26,7 +26,7 @@ HEAVY = (
     "jinja2",
     "apscheduler",
     "numpy",  # the advisor's arithmetic: imported by advise only
-    # The full configuration: config_light resolves what the read commands need.
+    # The full configuration: config_basics resolves what the read commands need.
     "priceadvisor.config",
     "pydantic_settings",
     # Typer 0.29 coerced every option through pydantic; 0.28 parses with click alone.
@@ -58,7 +58,7 @@ for args in (
         codes.append(done.code)
 heavy = json.loads(sys.argv[2])
 loaded = [m for m in heavy if m in sys.modules]
-from priceadvisor import catalog
+from priceadvisor import gpu_specs as catalog
 if catalog.gpu_catalog.cache_info().currsize:  # --gpu resolves against the database's catalog
     loaded.append("gpus.toml parsed")
 print(json.dumps({"codes": codes, "loaded": loaded}))

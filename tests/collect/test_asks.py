@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from priceadvisor.collect.asks import cheapest_per_market
-from priceadvisor.models import RawQuote
+from priceadvisor.records import RawQuote
 
 
 def ask(price: float | None, available: bool | None = True, region: str = "US") -> RawQuote:

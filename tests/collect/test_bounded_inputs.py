@@ -13,7 +13,7 @@ import pytest
 
 from priceadvisor.collect import offline
 from priceadvisor.collect.fetch import run_cycle
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import RecordingServer, local_settings, serving

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from priceadvisor.collect.fetch import run_cycle
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import local_settings, serving

@@ -22,7 +22,7 @@ from priceadvisor.collect.adapters import REGISTRY
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.service.stores import configured_store
 from tests.conftest import query
 from tests.localserver import RecordingServer, local_settings, serving

@@ -17,7 +17,7 @@ from priceadvisor.collect.adapters.base import summarise_failures
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 

@@ -21,7 +21,7 @@ from priceadvisor.collect.http import HttpSession, build_client
 from priceadvisor.collect.recorder import Recorder
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RawQuote, RunStatus
+from priceadvisor.records import RawQuote, RunStatus
 from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
 

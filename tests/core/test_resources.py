@@ -18,7 +18,8 @@ def test_editable_install_finds_the_checkout_folders() -> None:
     assert resources.providers_dir() == ROOT / "providers"
     assert resources.migrations_dir() == ROOT / "db" / "migrations"
     assert resources.templates_dir() == ROOT / "templates"
-    assert resources.recordings_dir() == ROOT / "tests" / "fixtures" / "providers"
+    assert resources.recordings_dir() == ROOT / "providers" / "recordings"
+    assert resources.sizing_data_dir() == ROOT / "sizing-data"
 
 
 def test_unknown_folder_is_a_clear_error() -> None:
@@ -46,7 +47,9 @@ def test_wheel_carries_every_data_folder(wheel: Path) -> None:
         "priceadvisor/_data/db/migrations/0001_initial.sql",
         "priceadvisor/_data/db/views/offers.sql",
         "priceadvisor/_data/templates/cli/demo_next_steps.txt.j2",
-        "priceadvisor/_data/recordings/azure/recordings.toml",
+        "priceadvisor/_data/providers/recordings/azure/recordings.toml",
+        "priceadvisor/_data/sizing-data/models.toml",
+        "priceadvisor/_data/sizing-data/calibration.toml",
         "priceadvisor/resources.py",
     ):
         assert expected in names, expected

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from priceadvisor.catalog import region_catalog
 from priceadvisor.config import AlertRule, AlertSettings, ConfigError, load_settings
-from priceadvisor.models import RawQuote, RunStatus, utcnow
+from priceadvisor.gpu_specs import region_catalog
 from priceadvisor.notify import alerts
+from priceadvisor.records import RawQuote, RunStatus, utcnow
 from priceadvisor.store import connections, leases
 from tests.conftest import cli, ingest_quotes, query
 from tests.notify.test_notify import SECRET, Inbox, Webhook, free_port, smtp_server, webhook_server

@@ -18,8 +18,8 @@ from priceadvisor.config import (
     WorkloadProfile,
     load_settings,
 )
-from priceadvisor.models import utcnow
 from priceadvisor.notify import alerts
+from priceadvisor.records import utcnow
 from priceadvisor.resources import recordings_dir
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections as store

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.config import Settings, load_settings
-from priceadvisor.models import utcnow
 from priceadvisor.notify import digest as digests
+from priceadvisor.records import utcnow
 from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
 from tests.conftest import cli

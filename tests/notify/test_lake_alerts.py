@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from priceadvisor.models import utcnow
 from priceadvisor.notify import alerts, outbox
+from priceadvisor.records import utcnow
 from priceadvisor.store import connections, lake
 from tests.notify.test_alerts import DROP, fetch
 

@@ -21,8 +21,8 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from priceadvisor.cli.app import main
-from priceadvisor.models import RawQuote, utcnow
 from priceadvisor.notify.slack import MAX_BLOCKS, MAX_SECTION_CHARS, paginate, sections
+from priceadvisor.records import RawQuote, utcnow
 from priceadvisor.store import connections, leases
 from tests.conftest import cli, ingest_quotes, query
 

@@ -16,9 +16,9 @@ import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from priceadvisor.config import Settings, load_settings
-from priceadvisor.models import utcnow
 from priceadvisor.notify import Message, outbox
 from priceadvisor.notify.email import message_id
+from priceadvisor.records import utcnow
 from priceadvisor.service.daemon import Daemon
 from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections

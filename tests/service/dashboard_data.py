@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from priceadvisor.models import RawQuote
+from priceadvisor.records import RawQuote
 from priceadvisor.store import connections
 from tests.conftest import ingest_quotes
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from priceadvisor.models import RawQuote
+from priceadvisor.records import RawQuote
 from priceadvisor.store import connections
-from priceadvisor.store import dashboard as queries
+from priceadvisor.store import dashboard_reads as queries
 from tests.conftest import ingest_quotes
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from priceadvisor.service import labels
 from priceadvisor.service.dashboard import chart_series
-from priceadvisor.store.dashboard import OFFER_COLUMNS
+from priceadvisor.store.dashboard_reads import OFFER_COLUMNS
 from priceadvisor.store.reads import Table
 
 

@@ -8,8 +8,8 @@ import datetime as dt
 from pathlib import Path
 
 from priceadvisor.config import load_settings
-from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import outbox
+from priceadvisor.records import IngestSummary, RunStatus, utcnow
 from priceadvisor.service.daemon import Daemon
 from priceadvisor.store import connections, leases
 from tests.conftest import query

@@ -14,7 +14,7 @@ import pytest
 
 from priceadvisor.collect.fetch import fetch_one, plan, run_cycle
 from priceadvisor.config import load_settings
-from priceadvisor.models import RunStatus, utcnow
+from priceadvisor.records import RunStatus, utcnow
 from priceadvisor.service import web
 from priceadvisor.service.daemon import Daemon
 from priceadvisor.service.metrics import Freshness, Metrics

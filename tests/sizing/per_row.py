@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from priceadvisor.config import WorkloadProfile
-from priceadvisor.models import TRAINING_TASKS
+from priceadvisor.records import TRAINING_TASKS
 from priceadvisor.sizing.advisor import (
     CHECKPOINT_OVERHEAD,
     DEFAULT_INTERRUPTION_RATE,

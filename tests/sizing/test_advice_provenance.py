@@ -11,7 +11,7 @@ import pytest
 
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from priceadvisor.records import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.sizing.advisor import (
     CHECKPOINT_OVERHEAD,
     DEFAULT_INTERRUPTION_RATE,

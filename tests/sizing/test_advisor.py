@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
 from priceadvisor.cli.app import main
 from priceadvisor.config import ConfigError, WorkloadProfile, load_settings
-from priceadvisor.models import RawQuote
+from priceadvisor.gpu_specs import gpu_catalog
+from priceadvisor.records import RawQuote
 from priceadvisor.sizing.advisor import Options, rank, store_advice
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate
 from priceadvisor.sizing.workloads import to_workload

@@ -13,7 +13,7 @@ import pytest
 import stamina
 
 from priceadvisor.config import WorkloadProfile
-from priceadvisor.models import utcnow
+from priceadvisor.records import utcnow
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections, lake, transactions
 from tests.store.test_lake_ingest_concurrent import ingest_once

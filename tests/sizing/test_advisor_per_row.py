@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from priceadvisor.catalog import region_catalog
 from priceadvisor.config import WorkloadProfile
-from priceadvisor.models import RawQuote
+from priceadvisor.gpu_specs import region_catalog
+from priceadvisor.records import RawQuote
 from priceadvisor.sizing.advisor import rank
 from priceadvisor.store import connections
 from tests.conftest import ingest_quotes

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.sizing.estimate import (
     Workload,
     estimate,

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing import estimate as sizing
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate

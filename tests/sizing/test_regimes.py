@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.llm import GIB
 from priceadvisor.sizing.estimate import (
     ALLREDUCE_LATENCY_S,

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
-from priceadvisor.models import Precision
+from priceadvisor.gpu_specs import gpu_catalog
+from priceadvisor.records import Precision
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing import estimate as sizing
 from priceadvisor.sizing.estimate import Workload, achievable_matmul_share, estimate

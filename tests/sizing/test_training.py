@@ -9,7 +9,7 @@ import json
 import pytest
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing.estimate import (
     MOE_EXPOSED_COMMUNICATION,

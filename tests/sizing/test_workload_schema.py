@@ -17,8 +17,8 @@ import typer
 
 from priceadvisor.cli.sizing import commands
 from priceadvisor.config import ConfigError, WorkloadProfile, load_settings
-from priceadvisor.models import RawQuote, utcnow
 from priceadvisor.notify import alerts, digest
+from priceadvisor.records import RawQuote, utcnow
 from priceadvisor.sizing.advisor import rank, store_advice
 from priceadvisor.sizing.estimate import Workload
 from priceadvisor.sizing.workloads import SIZED_FIELDS, to_workload

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus, utcnow
+from priceadvisor.records import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.store import connections as store
 from priceadvisor.store.availability import listed_not_rentable, never_available
 from priceadvisor.store.ingest import ingest

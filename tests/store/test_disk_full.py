@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from priceadvisor.models import RawQuote
+from priceadvisor.records import RawQuote
 from priceadvisor.store import connections, errors, transactions
 from tests.conftest import cli_process, ingest_quotes
 

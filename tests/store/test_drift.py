@@ -10,7 +10,7 @@ import respx
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
+from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
 from priceadvisor.store.drift import drift_reason

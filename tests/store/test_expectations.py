@@ -10,7 +10,7 @@ import pytest
 
 from priceadvisor.collect.adapters.runpod import parse_gpu_prices
 from priceadvisor.manifest import Expectations, Manifest, manifest
-from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
+from priceadvisor.records import FetchResult, IngestSummary, RunStatus, utcnow
 from priceadvisor.resources import recordings_dir
 from priceadvisor.store import connections as store
 from priceadvisor.store.ingest import ingest
@@ -75,7 +75,7 @@ def test_each_kind_of_expectation_is_checked(
 def test_manifests_with_expectations_meet_them_on_their_recordings() -> None:
     """Every stated expectation names catalog GPUs; the recordings meet them (test_offline_all
     fetches every recording and requires `ok`)."""
-    from priceadvisor.catalog import gpu_catalog
+    from priceadvisor.gpu_specs import gpu_catalog
     from priceadvisor.manifest import manifest_ids
 
     stated = [manifest(p) for p in manifest_ids() if manifest(p).expect != Expectations()]

@@ -17,7 +17,7 @@ from priceadvisor.collect.adapters.runpod import parse_gpu_prices
 from priceadvisor.collect.adapters.vast import aggregate, parse_offers
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
+from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.resources import recordings_dir
 from priceadvisor.sizing.advisor import Options, rank
 from priceadvisor.store import connections as store

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import connections, schema
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run

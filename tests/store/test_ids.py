@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from priceadvisor.models import utcnow
 from priceadvisor.notify import Message, alerts, outbox
+from priceadvisor.records import utcnow
 from priceadvisor.store import connections, errors, ids, runs
 from tests.conftest import cli, cli_process
 
@@ -22,7 +22,7 @@ from tests.conftest import cli, cli_process
 _TAKE_IDS_THEN_DIE = """
 import datetime as dt, os, signal, sys
 from pathlib import Path
-from priceadvisor.models import utcnow
+from priceadvisor.records import utcnow
 from priceadvisor.notify import Message, alerts, outbox
 from priceadvisor.store import connections, runs
 

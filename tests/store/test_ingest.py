@@ -11,7 +11,7 @@ import respx
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
 from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest

@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from priceadvisor.models import RawQuote
+from priceadvisor.records import RawQuote
 from priceadvisor.service.stores import configured_store
 from priceadvisor.store import lake
 from tests.conftest import cli, ingest_quotes

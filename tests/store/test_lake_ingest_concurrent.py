@@ -14,7 +14,7 @@ import pytest
 import stamina
 
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import connections, lake, transactions
 from priceadvisor.store import ingest as ingest_module
 from priceadvisor.store.ingest import ingest

@@ -15,8 +15,8 @@ import duckdb
 import pytest
 import stamina
 
-from priceadvisor.models import utcnow
 from priceadvisor.notify import Message, outbox
+from priceadvisor.records import utcnow
 from priceadvisor.store import connections, lake, leases
 from priceadvisor.store.ids import next_id
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import stamina
 
-from priceadvisor.models import RawQuote, utcnow
+from priceadvisor.records import RawQuote, utcnow
 from priceadvisor.store import connections, lake, leases, maintenance
 from tests.conftest import cli, ingest_quotes
 from tests.store.test_lake_cli import lake_config

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from priceadvisor.models import utcnow
+from priceadvisor.records import utcnow
 from priceadvisor.store import connections, leases
 
 NOW = dt.datetime(2026, 11, 23, 8, 0)
@@ -71,7 +71,7 @@ def test_a_dead_holder_s_lease_is_taken_after_expiry(db_path: Path) -> None:
     script = (
         "import sys, datetime as dt, os, signal\n"
         "from pathlib import Path\n"
-        "from priceadvisor.models import utcnow\n"
+        "from priceadvisor.records import utcnow\n"
         "from priceadvisor.store import connections, leases\n"
         "with connections.writer(Path(sys.argv[1])) as con:\n"
         "    assert leases.acquire(con, 'digest', leases.holder_id(), 2.0, utcnow())\n"

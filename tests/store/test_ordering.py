@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import connections, schema
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
 from priceadvisor.store import connections, dashboard, reads
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run

@@ -33,21 +33,21 @@ from priceadvisor.cli.common import (
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
 from priceadvisor.cli.querystop import QueryInterrupted, QueryTimedOut, run_stoppable
 from priceadvisor.cli.sqlguard import check_read_only
-from priceadvisor.config_light import (
+from priceadvisor.config_basics import (
     ConfigError,
     DbSettings,
     default_db_path,
     recorded_db_path,
 )
 from priceadvisor.durations import parse_duration
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import ResourceError
 from priceadvisor.store import errors, reads
 from priceadvisor.store.handle import Store
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
-    from priceadvisor.models import IngestSummary
+    from priceadvisor.records import IngestSummary
 
 # The read commands (prices, history, sql) start in a fraction of the time when the adapters,
 # HTTP, HTML parsing, the scheduler and the web server are not imported: each command imports

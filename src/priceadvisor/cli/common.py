@@ -16,7 +16,7 @@ from rich.console import Console
 from typer.core import TyperOption
 
 from priceadvisor.cli.output import Format
-from priceadvisor.config_light import (
+from priceadvisor.config_basics import (
     DbSettings,
     ReadSettings,
     default_db_path,
@@ -71,7 +71,7 @@ class AppState:
     @property
     def read_settings(self) -> DbSettings:
         """For commands that only read the database: the same values as `settings`, without
-        loading pydantic when the configuration holds nothing else (config_light)."""
+        loading pydantic when the configuration holds nothing else (config_basics)."""
         if self._settings is None and self._read is None:
             self._read = quick_settings(self.config, self.db)
             if self._read is not None:
@@ -144,7 +144,7 @@ def job_lease(settings: Settings, store: Store, job: str, activity: str) -> Iter
     manual run takes its turn like a daemon, waiting up to lock_timeout for the holder (then
     one line naming it: "<holder> <activity>"), and gives the lease back when it is done."""
     # The store loads here, for the commands that run such a job, not at every start-up.
-    from priceadvisor.models import utcnow
+    from priceadvisor.records import utcnow
     from priceadvisor.store import leases
 
     holder = leases.holder_id()
@@ -163,7 +163,7 @@ def job_lease(settings: Settings, store: Store, job: str, activity: str) -> Iter
 
 
 def _take_lease(settings: Settings, store: Store, holder: str, job: str) -> bool:
-    from priceadvisor.models import utcnow
+    from priceadvisor.records import utcnow
     from priceadvisor.store import leases
 
     with store.writer() as con:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from priceadvisor import catalog
+from priceadvisor import gpu_specs as catalog
 from priceadvisor.cli.common import UsageError
 
 CONTINENTS = {

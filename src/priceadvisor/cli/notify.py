@@ -13,8 +13,8 @@ import typer
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, job_lease, out, state
 from priceadvisor.cli.output import Format, render
 from priceadvisor.durations import parse_duration
-from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, Message
+from priceadvisor.records import utcnow
 from priceadvisor.store import reads
 from priceadvisor.store.freshness import configured_intervals
 

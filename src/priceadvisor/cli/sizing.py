@@ -13,11 +13,11 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
 from priceadvisor.cli import advice as advice_layout
 from priceadvisor.cli import reports
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.sizing import calibration
 from priceadvisor.sizing import tco as tco_model
 from priceadvisor.sizing.alternatives import what_fits

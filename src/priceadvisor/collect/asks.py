@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 
-from priceadvisor.models import RawQuote
+from priceadvisor.records import RawQuote
 
 Market = tuple[str, str, str, str]  # (region, zone, instance_type, pricing)
 

@@ -36,17 +36,17 @@ from priceadvisor.collect.http import (
     build_client,
 )
 from priceadvisor.config import Settings, lookup_secret
-from priceadvisor.config_light import ConfigError
+from priceadvisor.config_basics import ConfigError
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, IngestSummary, RunStatus, utcnow
-from priceadvisor.store import errors, layout, runs, transactions
+from priceadvisor.records import FetchResult, IngestSummary, RunStatus, utcnow
+from priceadvisor.store import clustering, errors, runs, transactions
 from priceadvisor.store.handle import Store
-from priceadvisor.store.ingest import ingest
-from priceadvisor.store.validators import (
+from priceadvisor.store.http_cache import (
     StoredValidatorCache,
     load_validators,
     save_validators,
 )
+from priceadvisor.store.ingest import ingest
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +296,7 @@ def _keep_clustered(con: duckdb.DuckDBPyConnection) -> None:
     """Rewrite current offers in storage order when the ingests' appended rows call for it. Only
     reads get faster from it: a failure is logged, and the stored snapshots stand."""
     try:
-        transactions.retry_conflicts(layout.keep_clustered)(con)
+        transactions.retry_conflicts(clustering.keep_clustered)(con)
     except duckdb.Error as exc:
         log.warning("current offers not rewritten in storage order: %s", errors.first_line(exc))
 

@@ -15,7 +15,7 @@ from priceadvisor.collect.fetch import plan
 from priceadvisor.config import Settings
 from priceadvisor.durations import format_duration
 from priceadvisor.manifest import TERM_NAMES, Billing, billing_record, manifest
-from priceadvisor.models import utcnow
+from priceadvisor.records import utcnow
 from priceadvisor.store import ids, schema
 from priceadvisor.store.availability import ProviderAvailability, listed_not_rentable
 from priceadvisor.store.handle import Store

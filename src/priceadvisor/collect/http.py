@@ -25,7 +25,7 @@ from stamina.instrumentation import PrometheusOnRetryHook, RetryDetails, set_on_
 from priceadvisor import __version__
 from priceadvisor.config import HttpSettings
 from priceadvisor.manifest import DEFAULT_MAX_RESPONSE, RedirectPolicy
-from priceadvisor.models import CachedBody
+from priceadvisor.records import CachedBody
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_REDIRECTS = 5

@@ -31,7 +31,7 @@ from bs4 import BeautifulSoup, Tag
 
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.source import SourceFormatError, require_complete_html
-from priceadvisor.models import RawQuote
+from priceadvisor.records import RawQuote
 
 BROWSER_HEADERS = {
     "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) priceadvisor (GPU price tracker)",

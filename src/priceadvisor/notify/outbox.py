@@ -31,10 +31,10 @@ from dataclasses import asdict, dataclass
 import duckdb
 
 from priceadvisor.config import Settings, lookup_secret
-from priceadvisor.models import utcnow
 from priceadvisor.notify import Channel, DeliveryError, Message
 from priceadvisor.notify.email import EmailChannel
 from priceadvisor.notify.slack import SlackChannel
+from priceadvisor.records import utcnow
 from priceadvisor.store import errors, transactions
 from priceadvisor.store.handle import Store
 from priceadvisor.store.ids import next_id

@@ -48,9 +48,9 @@ from priceadvisor.collect.fetch import (
 )
 from priceadvisor.collect.health import interval
 from priceadvisor.config import Settings, lookup_secret
-from priceadvisor.models import IngestSummary, RunStatus, utcnow
 from priceadvisor.notify import alerts, outbox
 from priceadvisor.notify import digest as digests
+from priceadvisor.records import IngestSummary, RunStatus, utcnow
 from priceadvisor.service import metrics as metrics_module
 from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections, errors, leases, maintenance
@@ -58,8 +58,8 @@ from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
 from priceadvisor.store.freshness import configured_intervals
 from priceadvisor.store.handle import Store
+from priceadvisor.store.http_cache import StoredValidatorCache
 from priceadvisor.store.runs import abandon_own_runs
-from priceadvisor.store.validators import StoredValidatorCache
 
 if TYPE_CHECKING:
     from priceadvisor.service.web import HealthServer

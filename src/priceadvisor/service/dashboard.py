@@ -32,7 +32,7 @@ from priceadvisor.notify import render as templates
 from priceadvisor.resources import templates_dir
 from priceadvisor.service import labels
 from priceadvisor.service.openapi import SPEC
-from priceadvisor.store import dashboard as queries
+from priceadvisor.store import dashboard_reads as queries
 from priceadvisor.store import errors
 from priceadvisor.store.handle import Store
 from priceadvisor.store.reads import Table, accelerator_models, latest_sources

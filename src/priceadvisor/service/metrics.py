@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from stamina.instrumentation import get_prometheus_counter
 
 from priceadvisor.collect.http import install_retry_hooks
-from priceadvisor.models import utcnow
+from priceadvisor.records import utcnow
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,11 @@ from priceadvisor.store.lake import S3, Lake
 
 if TYPE_CHECKING:
     from priceadvisor.config import LakeSettings, Settings
-    from priceadvisor.config_light import DbSettings
+    from priceadvisor.config_basics import DbSettings
 
 
 def configured_store(settings: DbSettings) -> Store:
-    """The light read settings never name a lake (config_light defers any storage key to the
+    """The light read settings never name a lake (config_basics defers any storage key to the
     full load), so only the full Settings can lead here to a lake."""
     lake_settings = getattr(settings, "lake", None)
     if getattr(settings, "storage", "duckdb") == "ducklake" and lake_settings is not None:

@@ -39,7 +39,7 @@ import duckdb
 import numpy as np
 
 from priceadvisor.config import Settings, WorkloadProfile
-from priceadvisor.models import TRAINING_TASKS, utcnow
+from priceadvisor.records import TRAINING_TASKS, utcnow
 from priceadvisor.sizing import topk
 from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
 from priceadvisor.sizing.workloads import to_workload

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from priceadvisor.catalog import gpu_catalog
-from priceadvisor.models import TRAINING_TASKS
+from priceadvisor.gpu_specs import gpu_catalog
+from priceadvisor.records import TRAINING_TASKS
 from priceadvisor.sizing.estimate import (
     RECOMPUTE_ORDER,
     WEIGHT_BYTES,

@@ -1,4 +1,4 @@
-"""Calibration of the sizing priors on published measurements (providers/calibration.toml).
+"""Calibration of the sizing priors on published measurements (sizing-data/calibration.toml).
 
 Each regime (estimate.REGIMES: dense / 3D-parallel / MoE / LoRA training, end-to-end goodput,
 prefill, decode, saturated serving) has one factor on its efficiency prior, fitted as the
@@ -22,8 +22,8 @@ from functools import cache
 from typing import Any
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
-from priceadvisor.resources import providers_dir
+from priceadvisor.gpu_specs import gpu_catalog
+from priceadvisor.resources import sizing_data_dir
 from priceadvisor.sizing import estimate as sizing
 from priceadvisor.sizing import scalecache
 
@@ -100,7 +100,7 @@ class Row:
 
 @cache
 def cases() -> tuple[Case, ...]:
-    data = tomllib.loads((providers_dir() / "calibration.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads((sizing_data_dir() / "calibration.toml").read_text(encoding="utf-8"))
     return tuple(_case(case_id, entry) for case_id, entry in data["cases"].items())
 
 

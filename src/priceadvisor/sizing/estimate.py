@@ -2,7 +2,7 @@
 workload on N GPUs of one model. Pure functions over an Architecture and a GPU's specs.
 
 Efficiency priors (docs/accuracy.md lists each with its source) are scaled per regime by factors
-fitted on the published measurements in providers/calibration.toml (sizing.calibration).
+fitted on the published measurements in sizing-data/calibration.toml (sizing.calibration).
 
 Contents, in the order a workload's path goes through them:
 
@@ -38,9 +38,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from priceadvisor.catalog import GpuSpec, gpu_catalog
+from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
-from priceadvisor.models import TRAINING_TASKS, Precision, Task
+from priceadvisor.records import TRAINING_TASKS, Precision, Task
 from priceadvisor.workload import (
     MAX_TENSOR_PARALLEL,
     STACK_ALIASES,

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import platformdirs
 
-from priceadvisor import catalog, llm, models
-from priceadvisor.resources import providers_dir
+from priceadvisor import gpu_specs, llm, records
+from priceadvisor.resources import providers_dir, sizing_data_dir
 from priceadvisor.sizing import estimate as sizing
 
-_DATA = ("calibration.toml", "gpus.toml", "models.toml")
+_SIZING_DATA = ("calibration.toml", "models.toml")
 _PREFIX = "calibration-"
 
 
@@ -46,11 +46,12 @@ def cache_path() -> Path:
 
 def inputs_digest() -> str:
     """A digest of every file the fitted scales depend on: the cases, the GPU and model
-    catalogs, and the code that predicts and fits (the sizing package, llm, catalog, models)."""
+    catalogs, and the code that predicts and fits (the sizing package, llm, gpu_specs, records)."""
     code = sorted(Path(sizing.__file__).parent.glob("*.py"))
-    code += [Path(m.__file__) for m in (llm, catalog, models) if m.__file__]
+    code += [Path(m.__file__) for m in (llm, gpu_specs, records) if m.__file__]
     digest = hashlib.sha256()
-    for path in [providers_dir() / name for name in _DATA] + code:
+    data = [sizing_data_dir() / name for name in _SIZING_DATA] + [providers_dir() / "gpus.toml"]
+    for path in data + code:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:24]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 
-from priceadvisor.config_light import ReaderBounds, ReaderDefaults, reader_config
+from priceadvisor.config_basics import ReaderBounds, ReaderDefaults, reader_config
 from priceadvisor.store import asof, lake, schema
 from priceadvisor.store.errors import StoreError, first_line
 from priceadvisor.store.transactions import is_conflict, retry_on

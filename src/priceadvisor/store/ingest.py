@@ -33,10 +33,10 @@ from typing import Any
 
 import duckdb
 
-from priceadvisor.catalog import gpu_catalog
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import columns, layout, transactions
+from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
+from priceadvisor.store import clustering, columns, transactions
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 from priceadvisor.store.expectations import broken_expectations
 from priceadvisor.store.guard import flag_offers
@@ -369,11 +369,11 @@ FROM _changes AS c
 WHERE c.stale AND h.provider = $provider AND {_key_match("h", "c")}
 """
 
-# A batch smaller than a row group is inserted in the table's storage order (store.layout), so
+# A batch smaller than a row group is inserted in the table's storage order (store.clustering), so
 # the small batches hourly ingests append stay sorted among themselves. A larger one (a first
 # load) is inserted as it comes: sorting it inside the ingest's transaction runs out of the
 # daemon's 128 MB at ~1M rows (the sort and the table's index both hold memory), and the fetch
-# session rewrites the table in order right after (layout.keep_clustered counts it as appended).
+# session rewrites the table in order right after (clustering.keep_clustered counts it as appended).
 _OPEN_SQL = """
 INSERT INTO core.current_offers BY NAME
 SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
@@ -385,7 +385,7 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     price_date, price_origin, price_rule, flag, flag_reason
 FROM _changes WHERE change IN ('new', 'changed')
 """
-_OPEN_SORTED_SQL = f"{_OPEN_SQL}ORDER BY {layout.CLUSTER_ORDER}\n"
+_OPEN_SORTED_SQL = f"{_OPEN_SQL}ORDER BY {clustering.CLUSTER_ORDER}\n"
 
 # This run is the latest sighting of every open interval it covers: one row per region and
 # pricing instead of a write per offer (every open offer there was seen, or it was closed).
@@ -624,7 +624,7 @@ def _apply_changes(
         " count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
     ).fetchone()
     assert row is not None
-    open_sql = _OPEN_SORTED_SQL if row[0] + row[1] < layout.ROW_GROUP_ROWS else _OPEN_SQL
+    open_sql = _OPEN_SORTED_SQL if row[0] + row[1] < clustering.ROW_GROUP_ROWS else _OPEN_SQL
     for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, open_sql, _UNCOVER_SQL, _COVER_SQL):
         if sql is not _TOUCH_SQL or row[3]:  # an UPDATE with no stale row would still scan
             _run(con, sql, params)

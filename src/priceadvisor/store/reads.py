@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from priceadvisor.models import RENTABLE
+from priceadvisor.records import RENTABLE
 
 
 def no_sla(alias: str) -> str:

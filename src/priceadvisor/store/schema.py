@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from priceadvisor.catalog import gpu_catalog, region_catalog
-from priceadvisor.models import utcnow
+from priceadvisor.gpu_specs import gpu_catalog, region_catalog
+from priceadvisor.records import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
 from priceadvisor.store import ids, lake, lakesql, runs
 from priceadvisor.store.errors import StoreError, first_line

@@ -9,7 +9,7 @@ import pytest
 
 from priceadvisor.collect.adapters.akash import NO_BIDS, memory_gb, parse_models
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.models import RunStatus, utcnow
+from priceadvisor.records import RunStatus, utcnow
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_served

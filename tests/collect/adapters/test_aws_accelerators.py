@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from priceadvisor import llm
-from priceadvisor.catalog import gpu_catalog
 from priceadvisor.cli.app import main
 from priceadvisor.collect.adapters.aws import parse_advisor, parse_ondemand, parse_spot
+from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.manifest import manifest
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service import web

@@ -15,7 +15,7 @@ from priceadvisor.collect.adapters.cloudrift import (
     variant_quotes,
 )
 from priceadvisor.config import load_settings
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_served

@@ -6,9 +6,9 @@ import duckdb
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.coreweave import BROWSER_AGENT, parse_page
+from priceadvisor.collect.adapters.coreweave import BROWSER_AGENT, parse_quotes
 from priceadvisor.collect.fetch import run_cycle
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
@@ -17,7 +17,7 @@ HTML = (recordings_dir() / "coreweave" / "pricing.html").read_text()
 
 
 def parsed() -> dict[tuple[str, str, str], float | None]:
-    return {(q.region, q.instance_type, q.pricing): q.price for q in parse_page(HTML, "u")}
+    return {(q.region, q.instance_type, q.pricing): q.price for q in parse_quotes(HTML, "u")}
 
 
 def test_both_region_tables_with_per_instance_prices() -> None:
@@ -28,7 +28,7 @@ def test_both_region_tables_with_per_instance_prices() -> None:
 
 
 def test_footnote_counts_na_and_contact_sales() -> None:
-    quotes = {(q.region, q.instance_type, q.pricing): q for q in parse_page(HTML, "u")}
+    quotes = {(q.region, q.instance_type, q.pricing): q for q in parse_quotes(HTML, "u")}
     gb200 = quotes[("north-america", "NVIDIA GB200 NVL72", "on_demand")]
     assert gb200.gpu_count == 4 and gb200.price == 42.0  # "4^1"
     assert ("north-america", "NVIDIA GB200 NVL72", "spot") not in quotes  # N/A
@@ -56,7 +56,7 @@ def test_cpu_section_and_inference_column_are_ignored() -> None:
 )
 def test_layout_changes_are_format_errors(html: str, message: str) -> None:
     with pytest.raises(SourceFormatError, match=message):
-        parse_page(html, "u")
+        parse_quotes(html, "u")
 
 
 def test_fetch_sends_a_browser_agent_and_maps_every_gpu(db_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.cudo import Shape, node_price, offers, parse_machine_types
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_locally

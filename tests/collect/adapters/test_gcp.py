@@ -9,11 +9,11 @@ import duckdb
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.gcp import Prices, assemble, collect, parse_page
+from priceadvisor.collect.adapters.gcp import Prices, assemble, collect, parse_result_page
 from priceadvisor.collect.fetch import plan, run_cycle
 from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving
@@ -25,7 +25,7 @@ MACHINES = manifest("gcp").source["machines"]
 def prices() -> Prices:
     out: Prices = defaultdict(dict)
     for name in ("skus-page1.json", "skus-page2.json"):
-        skus, _ = parse_page(json.loads((FOLDER / name).read_text()))
+        skus, _ = parse_result_page(json.loads((FOLDER / name).read_text()))
         for sku in skus:
             collect(sku, out)
     return out
@@ -99,7 +99,7 @@ def test_machines_only_where_every_part_is_priced() -> None:
 )
 def test_page_drift_is_a_format_error(document: Any, message: str) -> None:
     with pytest.raises(SourceFormatError, match=message):
-        parse_page(document)
+        parse_result_page(document)
 
 
 def test_sku_without_pricing_is_a_format_error() -> None:

@@ -9,7 +9,7 @@ from priceadvisor.collect.adapters.gmicloud import parse_page
 from priceadvisor.collect.fetch import enabled_providers
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.collect.adapters.page_variants import rename_classes, wrap
 from tests.conftest import query

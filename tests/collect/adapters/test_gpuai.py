@@ -17,7 +17,7 @@ from priceadvisor.collect.adapters.gpuai import (
     parse_rows,
 )
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RawQuote, RunStatus
+from priceadvisor.records import RawQuote, RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_served

@@ -8,7 +8,7 @@ from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.hotaisle import parse_page
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.collect.pages import BROWSER_HEADERS
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service.stores import configured_store
 from tests.conftest import query

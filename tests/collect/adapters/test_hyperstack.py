@@ -7,7 +7,7 @@ import pytest
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.hyperstack import parse_page
 from priceadvisor.collect.pages import BROWSER_HEADERS
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_served

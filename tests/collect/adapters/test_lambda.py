@@ -15,7 +15,7 @@ from priceadvisor.collect.adapters.lambdalabs import (
     parse_pricing_page,
 )
 from priceadvisor.collect.fetch import run_cycle
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving

@@ -9,7 +9,7 @@ import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.lium import NO_TIER, NOT_RENTABLE, UNLISTED, parse_feed
-from priceadvisor.models import RawQuote, RunStatus
+from priceadvisor.records import RawQuote, RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_served

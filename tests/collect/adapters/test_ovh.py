@@ -13,7 +13,7 @@ from priceadvisor.collect.adapters.ovh import (
     parse_addon,
     parse_catalog,
 )
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_locally

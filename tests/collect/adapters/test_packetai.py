@@ -14,7 +14,7 @@ from priceadvisor.collect.adapters.packetai import (
     parse_price_list,
     region_code,
 )
-from priceadvisor.models import RawQuote, RunStatus
+from priceadvisor.records import RawQuote, RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_served

@@ -14,7 +14,7 @@ from priceadvisor.collect.adapters.runpod import (
     parse_lowest_prices,
 )
 from priceadvisor.collect.fetch import run_cycle
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving

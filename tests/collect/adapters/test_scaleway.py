@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.scaleway import is_gpu_offer, parse_page, parse_server
-from priceadvisor.models import RunStatus
+from priceadvisor.collect.adapters.scaleway import is_gpu_offer, parse_server, parse_servers
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_locally
@@ -17,7 +17,7 @@ FOLDER = recordings_dir() / "scaleway"
 
 
 def servers(name: str = "servers-fr-par-2.json") -> dict[str, Any]:
-    return parse_page(json.loads((FOLDER / name).read_text()))
+    return parse_servers(json.loads((FOLDER / name).read_text()))
 
 
 def test_prices_are_eur_per_server_with_the_gpu_count_of_the_type() -> None:
@@ -49,7 +49,7 @@ def test_availability_states() -> None:
 @pytest.mark.parametrize("document", [{"products": {}}, {"servers": []}, {"servers": {"X": 1}}, []])
 def test_unexpected_layout_is_a_format_error(document: Any) -> None:
     with pytest.raises(SourceFormatError):
-        parse_page(document)
+        parse_servers(document)
 
 
 def test_end_to_end_eur_through_the_ecb_rate_in_every_zone(db_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.tensordock import country_code, offers, parse_locations
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_locally

@@ -11,7 +11,7 @@ import pytest
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.vast import aggregate, country, parse_offers
 from priceadvisor.collect.fetch import run_cycle
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service.stores import configured_store
 from tests.localserver import local_settings, serving

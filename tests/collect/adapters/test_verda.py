@@ -12,7 +12,7 @@ from priceadvisor.collect.adapters.verda import (
     parse_availability,
     parse_instance_types,
 )
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_locally

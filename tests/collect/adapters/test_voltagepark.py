@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.voltagepark import parse_page, parse_row
-from priceadvisor.models import RunStatus
+from priceadvisor.collect.adapters.voltagepark import parse_result_page, parse_row
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_locally
@@ -17,7 +17,7 @@ RECORDING = recordings_dir() / "voltagepark" / "locations.json"
 
 
 def location() -> dict[str, Any]:
-    [row], _ = parse_page(json.loads(RECORDING.read_text()))
+    [row], _ = parse_result_page(json.loads(RECORDING.read_text()))
     return row
 
 
@@ -57,7 +57,7 @@ def test_a_fabric_without_a_price_is_not_sold_and_reserved_counts_are_not_prices
 )
 def test_unexpected_layout_is_a_format_error(document: Any) -> None:
     with pytest.raises(SourceFormatError):
-        parse_page(document)
+        parse_result_page(document)
 
 
 def test_end_to_end_through_a_local_server(db_path: Path) -> None:

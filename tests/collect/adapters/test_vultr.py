@@ -11,10 +11,10 @@ from priceadvisor.collect.adapters.vultr import (
     gpu_share,
     parse_cloud_plan,
     parse_metal_plan,
-    parse_page,
+    parse_result_page,
 )
 from priceadvisor.manifest import manifest
-from priceadvisor.models import RunStatus
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_locally
@@ -24,7 +24,7 @@ MEMORY = {k: float(v) for k, v in manifest("vultr").source["gpu_memory_gb"].item
 
 
 def plans(name: str, key: str) -> dict[str, dict[str, Any]]:
-    page, _ = parse_page(json.loads((FOLDER / name).read_text()), key)
+    page, _ = parse_result_page(json.loads((FOLDER / name).read_text()), key)
     return {p["id"]: p for p in page}
 
 
@@ -61,7 +61,7 @@ def test_plans_without_a_gpu_are_not_offers() -> None:
 )
 def test_unexpected_layout_is_a_format_error(document: Any) -> None:
     with pytest.raises(SourceFormatError):
-        parse_page(document, "plans")
+        parse_result_page(document, "plans")
 
 
 def test_end_to_end_prices_per_node_and_per_gpu(db_path: Path) -> None:

@@ -45,7 +45,7 @@ from priceadvisor.collect.adapters.base import (
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.pages import ParsedPage
-from priceadvisor.models import PriceBasis, Pricing, RawQuote, utcnow
+from priceadvisor.records import PriceBasis, Pricing, RawQuote, utcnow
 
 REQUIRED = ("vendor", "model", "ram", "interface", "availability", "price")
 STATISTIC = "med"

@@ -1,7 +1,7 @@
 """AWS EC2: on-demand from the pricing website's per-region JSON, spot from the public spot
 price feed, interruption rates from the Spot Instance Advisor data. No credentials.
 
-Format: tests/fixtures/providers/aws/README.md.
+Format: providers/recordings/aws/README.md.
 
 On-demand: one small JSON per region (~50 KB), `{ondemand}/{Location}/Linux/index.json` where
 Location is AWS's display name from the manifest ([regions]). Chosen over the bulk offer files
@@ -44,7 +44,7 @@ from priceadvisor.collect.adapters.base import (
     summarise_failures,
 )
 from priceadvisor.collect.http import FetchError, HttpSession, decode_json
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 LEGACY_SPOT_REGIONS = {
     "us-east": "us-east-1",

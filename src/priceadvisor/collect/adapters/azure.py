@@ -33,7 +33,7 @@ from priceadvisor.collect.adapters.base import (
     rebase_link,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import Pricing, RawQuote
+from priceadvisor.records import Pricing, RawQuote
 
 # GPU VM families are the N series (NC, ND, NG, NV); NP is FPGA, not GPU.
 FILTER = (
@@ -65,7 +65,7 @@ class AzureAdapter(Adapter):
         output = AdapterOutput()
         for page_number in range(1, MAX_PAGES + 1):
             page = await session.get_json(url, params=params)
-            items, next_link = parse_page(page, page_number)
+            items, next_link = parse_result_page(page, page_number)
             output.quotes.extend(q for q in map(parse_item, items) if q is not None)
             progress(f"page {page_number}, {len(output.quotes)} quotes")
             if not next_link:
@@ -74,7 +74,7 @@ class AzureAdapter(Adapter):
         raise SourceFormatError(f"more than {MAX_PAGES} pages: NextPageLink never ends")
 
 
-def parse_page(page: Any, number: int) -> tuple[list[dict[str, Any]], str | None]:
+def parse_result_page(page: Any, number: int) -> tuple[list[dict[str, Any]], str | None]:
     if not isinstance(page, dict) or not isinstance(page.get("Items"), list):
         raise SourceFormatError(f"page {number} has no 'Items' list (format changed?)")
     next_link = page.get("NextPageLink")

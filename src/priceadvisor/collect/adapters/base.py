@@ -20,7 +20,7 @@ from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.pages import ParsedPage, get_page
 from priceadvisor.collect.source import SourceFormatError, require_complete_html
 from priceadvisor.manifest import Manifest
-from priceadvisor.models import FxRate, RawQuote
+from priceadvisor.records import FxRate, RawQuote
 
 ProgressCallback = Callable[[str], None]
 __all__ = ["Adapter", "AdapterOutput", "SourceFormatError", "require_complete_html"]

@@ -41,7 +41,7 @@ from priceadvisor.collect.pages import (
     parse_price,
     visible_soup,
 )
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 SECTION_ID = "nvidia-gpus"
 COLUMNS = {

@@ -39,7 +39,7 @@ from priceadvisor.collect.adapters.base import (
     json_records,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUEST = {
     "version": "2025-03-21",

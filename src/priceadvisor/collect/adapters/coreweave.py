@@ -1,6 +1,6 @@
 """CoreWeave public pricing page (HTML, no authentication).
 
-Format: the real page's markup (an excerpt is in tests/fixtures/providers/coreweave/). The GPU
+Format: the real page's markup (an excerpt is in providers/recordings/coreweave/). The GPU
 tables lie between the headings "On-demand GPU instances" and "On-demand CPU instances" (the CPU
 tables below reuse the same row markup, so the end heading matters); an `<h5>` "REGION: NORTH
 AMERICA" / "REGION: EUROPE" starts each region's table. Each `div[role=listitem].table-row-v2`
@@ -28,7 +28,7 @@ from priceadvisor.collect.adapters.base import (
     require_complete_html,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 BROWSER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) priceadvisor (GPU price tracker)"
 START, END = "on-demand gpu instances", "on-demand cpu instances"
@@ -44,12 +44,12 @@ class CoreWeaveAdapter(Adapter):
         html = require_complete_html(
             await session.get_text(url, headers={"User-Agent": BROWSER_AGENT})
         )
-        quotes = parse_page(html, url)
+        quotes = parse_quotes(html, url)
         progress(f"{len(quotes)} quotes")
         return AdapterOutput(quotes=quotes)
 
 
-def parse_page(html: str, url: str) -> list[RawQuote]:
+def parse_quotes(html: str, url: str) -> list[RawQuote]:
     soup = BeautifulSoup(html, "html.parser")
     rows = list(_gpu_rows(soup))
     if not rows:

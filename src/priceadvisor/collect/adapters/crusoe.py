@@ -32,7 +32,7 @@ from priceadvisor.collect.pages import (
     text_of,
     visible_soup,
 )
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 GPU_SECTION = "gpu instances"
 COLUMNS = {"model": r"gpu model", "on_demand": r"on-?demand", "spot": r"spot"}

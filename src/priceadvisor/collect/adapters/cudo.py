@@ -36,7 +36,7 @@ from priceadvisor.collect.adapters.base import (
     sum_of_units,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = ("dataCenterId", "machineType", "gpuModel", "gpuPriceHr", "vcpuPriceHr")
 

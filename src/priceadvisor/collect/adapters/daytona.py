@@ -40,7 +40,7 @@ from priceadvisor.collect.adapters.base import (
     json_records,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 RATES = {Pricing.ON_DEMAND: "onDemandPricePer", Pricing.SPOT: "spotPricePer"}
 REQUIRED = ("type", "onDemandPricePerHour", "spotPricePerHour")

@@ -28,7 +28,7 @@ from priceadvisor.collect.pages import (
     section_heading,
     visible_soup,
 )
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 COLUMNS = {"model": r"^gpu$", "price": r"price"}
 KINDS = {"on-demand": Pricing.ON_DEMAND, "spot": Pricing.SPOT}

@@ -1,6 +1,6 @@
 """ECB euro foreign exchange reference rates (no authentication).
 
-Format: tests/fixtures/providers/ecb/README.md. `<Cube time='YYYY-MM-DD'>` blocks holding
+Format: providers/recordings/ecb/README.md. `<Cube time='YYYY-MM-DD'>` blocks holding
 `<Cube currency='USD' rate='1.1702'/>`: units of the currency for one euro. The daily file has
 one day; the 90-day history file (same format) has many, and both parse here. Attribute quotes
 vary between files, which an XML parser does not care about. No rates on weekends and TARGET
@@ -20,7 +20,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import FxRate
+from priceadvisor.records import FxRate
 
 NAMESPACE = "{http://www.ecb.int/vocabulary/2002-08-01/eurofxref}"
 

@@ -32,7 +32,7 @@ from priceadvisor.collect.pages import (
     parse_price,
     visible_soup,
 )
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 COLUMNS = {
     "gpu": r"^gpu$",

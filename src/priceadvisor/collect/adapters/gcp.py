@@ -35,7 +35,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 MAX_PAGES = 200
 _SKIP = re.compile(r"sole tenancy|reserved|commit|premium|custom|suspended|dws", re.IGNORECASE)
@@ -62,7 +62,7 @@ class GcpAdapter(Adapter):
             params = {"key": key, "currencyCode": "USD", "pageSize": "5000"}
             if token:
                 params["pageToken"] = token
-            skus, token = parse_page(await session.get_json(url, params=params))
+            skus, token = parse_result_page(await session.get_json(url, params=params))
             for sku in skus:
                 collect(sku, prices)
             progress(f"page {page}, {len(prices)} price series")
@@ -72,7 +72,7 @@ class GcpAdapter(Adapter):
         raise SourceFormatError(f"more than {MAX_PAGES} pages: nextPageToken never ends")
 
 
-def parse_page(document: Any) -> tuple[list[dict[str, Any]], str]:
+def parse_result_page(document: Any) -> tuple[list[dict[str, Any]], str]:
     if not isinstance(document, dict) or not isinstance(document.get("skus"), list):
         raise SourceFormatError("no 'skus' list (format changed?)")
     token = document.get("nextPageToken") or ""

@@ -33,7 +33,7 @@ from bs4 import BeautifulSoup, Tag
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, parse_price, text_of, visible_soup
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 CHIP = re.compile(r"^(NVIDIA|AMD)\s+\S+", re.I)
 UNIT = re.compile(r"/\s*GPU[\s-]*h(ou)?r", re.I)

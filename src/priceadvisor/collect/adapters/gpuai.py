@@ -44,7 +44,7 @@ from priceadvisor.collect.adapters.base import (
 from priceadvisor.collect.asks import cheapest_per_market
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.pages import ParsedPage
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = ("offering_id", "gpu_type", "gpu_count", "region", "tier", "price_per_hour", "available")
 TIERS = {"on_demand": Pricing.ON_DEMAND, "spot": Pricing.SPOT}

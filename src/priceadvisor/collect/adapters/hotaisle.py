@@ -23,7 +23,7 @@ from bs4 import Tag
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, Price, parse_price, text_of, visible_soup
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 COMMITMENT = re.compile(r"minimum|monthly|per month|commit|reserv", re.I)
 _COUNTS = re.compile(r"(\d+)\s*x\b", re.I)

@@ -29,7 +29,7 @@ from priceadvisor.collect.adapters.base import (
     json_records,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = ("enabled", "region", "gpuType", "gpuFormFactor", "gpuCount", "costPerHourCents")
 

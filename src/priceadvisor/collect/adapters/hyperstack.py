@@ -33,7 +33,7 @@ from priceadvisor.collect.pages import (
     section_heading,
     visible_soup,
 )
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 CARD = (
     ".page-price_card_main",

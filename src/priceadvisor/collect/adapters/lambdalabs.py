@@ -41,7 +41,7 @@ from priceadvisor.collect.adapters.base import (
     require_complete_html,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REGION = "global"
 _SIZE = re.compile(r"^(\d+)\s*x$", re.IGNORECASE)

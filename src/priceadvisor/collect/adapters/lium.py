@@ -50,7 +50,7 @@ from priceadvisor.collect.adapters.base import (
 from priceadvisor.collect.asks import cheapest_per_market
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.pages import ParsedPage
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = (
     "id",

@@ -33,7 +33,7 @@ from typing import ClassVar
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, flight_text
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 ROW_KEY = re.compile(r'"(?P<gpu>[^"\n]+?)-(?P<mobile>mobile-)?x (?P<count>\d+)-\d+"')
 PRICE = re.compile(r'"\$\$(?P<amount>[^"]*)"')

@@ -30,7 +30,7 @@ from bs4 import BeautifulSoup, Tag
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, parse_price, text_of, visible_soup
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 HEADINGS = ["h1", "h2", "h3", "h4"]
 GPU_LABEL = re.compile(r"gpu tasks", re.I)  # matched against an element's whole text

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, next_data, parse_price
-from priceadvisor.models import PriceBasis, Pricing, RawQuote, utcnow
+from priceadvisor.records import PriceBasis, Pricing, RawQuote, utcnow
 
 KINDS = {r"preemptible": Pricing.SPOT, r"on-?demand|price per gpu": Pricing.ON_DEMAND}
 EFFECTIVE = re.compile(r"effective\s+(?:from\s+)?(.+)$", re.I)

@@ -29,7 +29,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PREEMPTIBLE_DISCOUNT = 0.5  # "Preemptible capacity costs 50% less" (OCI pricing docs)
 PREEMPTIBLE_DOC = "https://docs.oracle.com/iaas/Content/Compute/Concepts/preemptible.htm"

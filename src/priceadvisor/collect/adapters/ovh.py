@@ -41,7 +41,7 @@ from priceadvisor.collect.adapters.base import (
     json_object,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REGION = "global"
 HOURLY = ".consumption"

@@ -48,7 +48,7 @@ from priceadvisor.collect.adapters.base import (
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.pages import ParsedPage
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PRICE = "price_per_gpu_hour_usd"  # per instance, despite its name
 REQUIRED = ("gpu_type", "gpu_count", "plan_type", PRICE, "region", "stock_status")

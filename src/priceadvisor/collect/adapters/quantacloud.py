@@ -37,7 +37,7 @@ from priceadvisor.collect.adapters.base import (
     json_records,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PAGE_SIZE = 100
 MAX_PAGES = 200  # 20,000 offers: far beyond any listing; a server that never ends is refused

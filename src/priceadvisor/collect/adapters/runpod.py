@@ -35,7 +35,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
 )
 from priceadvisor.collect.http import FetchError, HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 GPU_PRICES = """query GpuTypes {
   gpuTypes {

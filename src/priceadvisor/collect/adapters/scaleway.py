@@ -31,7 +31,7 @@ from priceadvisor.collect.adapters.base import (
     json_object,
 )
 from priceadvisor.collect.http import FetchError, HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PER_PAGE = 100
 MAX_PAGES = 20
@@ -71,14 +71,14 @@ async def walk(session: HttpSession, url: str) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for page in range(1, MAX_PAGES + 1):
         params = {"per_page": str(PER_PAGE), "page": str(page)}
-        servers = parse_page(await session.get_json(url, params=params))
+        servers = parse_servers(await session.get_json(url, params=params))
         merged.update(servers)
         if len(servers) < PER_PAGE:
             return merged
     raise SourceFormatError(f"more than {MAX_PAGES} pages of servers")
 
 
-def parse_page(document: Any) -> dict[str, Any]:
+def parse_servers(document: Any) -> dict[str, Any]:
     if not isinstance(document, dict) or not isinstance(document.get("servers"), dict):
         raise SourceFormatError("no 'servers' object (format changed?)")
     if not all(isinstance(spec, dict) for spec in document["servers"].values()):

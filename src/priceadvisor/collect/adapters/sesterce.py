@@ -39,7 +39,7 @@ from priceadvisor.collect.pages import (
     text_of,
     visible_soup,
 )
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 SECTION_ID = "pricing"
 COLUMNS = {

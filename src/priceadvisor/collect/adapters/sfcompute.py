@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, flight_text, json_values
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 _DAY = re.compile(r"^\$D(\d{4}-\d{2}-\d{2})T")
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from priceadvisor.catalog import country_codes
 from priceadvisor.collect.adapters.base import (
     Adapter,
     AdapterOutput,
@@ -37,7 +36,8 @@ from priceadvisor.collect.adapters.base import (
     sum_of_units,
 )
 from priceadvisor.collect.http import FetchError, HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.gpu_specs import country_codes
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 UNKNOWN_COUNTRY = "unknown"
 

@@ -33,7 +33,7 @@ from bs4 import BeautifulSoup, Tag
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import ParsedPage, parse_price, text_of
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 HEADERS = {"category": r"^category$", "gpu": r"^gpu( type)?$", "own": r"^tensorpool$"}
 ON_DEMAND = re.compile(r"on-?demand", re.I)

@@ -29,7 +29,7 @@ from priceadvisor.collect.pages import (
     text_of,
     visible_soup,
 )
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 SECTION = "gpu clusters"
 PER_GPU_HOUR = re.compile(r"per gpu per hour", re.I)

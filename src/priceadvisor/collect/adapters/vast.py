@@ -38,7 +38,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PAGE_LIMIT = 64
 MAX_PAGES = 50

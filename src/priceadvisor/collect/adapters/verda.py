@@ -34,7 +34,7 @@ from priceadvisor.collect.adapters.base import (
     json_records,
 )
 from priceadvisor.collect.http import FetchError, HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = ("instance_type", "price_per_hour", "gpu", "currency")
 PRICE_FIELDS = {Pricing.ON_DEMAND: "price_per_hour", Pricing.SPOT: "spot_price"}

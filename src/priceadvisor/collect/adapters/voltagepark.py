@@ -33,7 +33,7 @@ from priceadvisor.collect.adapters.base import (
     json_number,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 FABRICS = ("ethernet", "infiniband")
 MAX_PAGES = 50
@@ -47,7 +47,7 @@ class VoltageParkAdapter(Adapter):
         rows: dict[str, dict[str, Any]] = {}
         for page in range(1, MAX_PAGES + 1):
             params = None if page == 1 else {"page": str(page)}
-            results, has_next = parse_page(await session.get_json(url, params=params))
+            results, has_next = parse_result_page(await session.get_json(url, params=params))
             fresh = {str(r["id"]): r for r in results if str(r["id"]) not in rows}
             if results and not fresh:
                 raise SourceFormatError(f"page {page} repeats earlier locations (paging changed?)")
@@ -58,7 +58,7 @@ class VoltageParkAdapter(Adapter):
         raise SourceFormatError(f"more than {MAX_PAGES} pages of locations")
 
 
-def parse_page(document: Any) -> tuple[list[dict[str, Any]], bool]:
+def parse_result_page(document: Any) -> tuple[list[dict[str, Any]], bool]:
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise SourceFormatError("no 'results' list (format changed?)")
     for row in document["results"]:

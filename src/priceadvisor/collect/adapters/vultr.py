@@ -36,7 +36,7 @@ from priceadvisor.collect.adapters.base import (
     json_number,
 )
 from priceadvisor.collect.http import HttpSession
-from priceadvisor.models import PriceBasis, Pricing, RawQuote
+from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PER_PAGE = "500"
 MAX_PAGES = 20
@@ -72,14 +72,14 @@ async def walk(
     cursor = ""
     for _ in range(MAX_PAGES):
         query = params | {"per_page": PER_PAGE} | ({"cursor": cursor} if cursor else {})
-        page, cursor = parse_page(await session.get_json(url, params=query), key)
+        page, cursor = parse_result_page(await session.get_json(url, params=query), key)
         plans.extend(page)
         if not cursor:
             return plans
     raise SourceFormatError(f"{key}: more than {MAX_PAGES} pages")
 
 
-def parse_page(document: Any, key: str) -> tuple[list[dict[str, Any]], str]:
+def parse_result_page(document: Any, key: str) -> tuple[list[dict[str, Any]], str]:
     if not isinstance(document, dict) or not isinstance(document.get(key), list):
         raise SourceFormatError(f"no {key!r} list (format changed?)")
     for plan in document[key]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from priceadvisor.models import CachedBody, utcnow
+from priceadvisor.records import CachedBody, utcnow
 from priceadvisor.store import transactions
 
 

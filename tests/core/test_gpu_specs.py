@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from priceadvisor.catalog import gpu_catalog, normalise_name, region_catalog
+from priceadvisor.gpu_specs import gpu_catalog, normalise_name, region_catalog
 from priceadvisor.manifest import manifest, manifest_ids
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from priceadvisor.models import RENTABLE
+from priceadvisor.records import RENTABLE
 from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table, no_sla
 
 OFFER_COLUMNS = (

@@ -20,8 +20,8 @@ import pytest
 from priceadvisor.collect.fetch import ingest_results
 from priceadvisor.config import load_settings
 from priceadvisor.manifest import manifest
-from priceadvisor.models import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import connections, lake, layout, reads, transactions
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
+from priceadvisor.store import clustering, connections, lake, reads, transactions
 from priceadvisor.store.handle import Store
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
@@ -78,7 +78,7 @@ def in_order(rows: list[tuple[Any, ...]]) -> bool:
 @pytest.fixture
 def small_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rewrite tables of any size (the threshold spares real ones below two row groups)."""
-    monkeypatch.setattr(layout, "MIN_ROWS", 0)
+    monkeypatch.setattr(clustering, "MIN_ROWS", 0)
 
 
 def test_a_first_load_is_stored_in_gpu_model_order(db_path: Path) -> None:
@@ -97,12 +97,12 @@ def test_a_first_load_larger_than_a_row_group_is_sorted_by_the_fetch_session(
     ran out of the daemon's 128 MB) and counts as appended, so the fetch session that stored it
     rewrites the table in order. Row groups shrunk here so that a small snapshot is "large"."""
     quotes = snapshot()
-    monkeypatch.setattr(layout, "ROW_GROUP_ROWS", len(quotes) // 2)
-    monkeypatch.setattr(layout, "MIN_ROWS", 0)
+    monkeypatch.setattr(clustering, "ROW_GROUP_ROWS", len(quotes) // 2)
+    monkeypatch.setattr(clustering, "MIN_ROWS", 0)
     with connections.writer(db_path) as con:
         merge(con, quotes, 0)
         assert not in_order(con.execute(STORED).fetchall())  # as the snapshot came
-        assert layout.appended_rows(con)[0] == len(quotes)
+        assert clustering.appended_rows(con)[0] == len(quotes)
     with connections.writer(db_path) as con:
         run_id = start_run(con, "azure")
     result = FetchResult("azure", RunStatus.OK, changed(quotes, 0.6, seed=4), finished_at=T0)
@@ -117,19 +117,19 @@ def test_the_ingest_session_restores_the_order_once_enough_rows_were_appended(
     quotes = snapshot()
     with connections.writer(db_path) as con:
         merge(con, quotes, 0)
-        assert layout.keep_clustered(con)  # a batch under a row group counts as appended
+        assert clustering.keep_clustered(con)  # a batch under a row group counts as appended
         quotes = changed(quotes, 0.1, seed=2)  # ~10 % appended: under CLUSTER_SHARE
         merge(con, quotes, 1)
-        assert not layout.keep_clustered(con)
+        assert not clustering.keep_clustered(con)
         assert not in_order(con.execute(STORED).fetchall())  # a sorted batch at the end
         quotes = changed(quotes, 0.15, seed=3)  # ~25 % appended in all
         merge(con, quotes, 2)
         before = query_offers(con)
-        assert layout.keep_clustered(con)
+        assert clustering.keep_clustered(con)
         assert in_order(con.execute(STORED).fetchall())
         assert query_offers(con) == before
-        assert not layout.keep_clustered(con)  # nothing appended since
-        assert layout.appended_rows(con)[0] == 0
+        assert not clustering.keep_clustered(con)  # nothing appended since
+        assert clustering.appended_rows(con)[0] == 0
 
 
 def query_offers(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
@@ -159,10 +159,10 @@ def test_a_database_from_before_the_layout_is_rewritten_at_its_next_ingest(
         merge(con, snapshot(), 0)
         shuffle(con)  # as an older version stored it
         con.execute("UPDATE core.table_layout SET clustered_run = NULL")  # as 0100 leaves it
-        assert layout.appended_rows(con)[0] == len(snapshot())
-        assert not layout.keep_clustered(con)  # a small table is left as it is
-        monkeypatch.setattr(layout, "MIN_ROWS", 0)
-        assert layout.keep_clustered(con)
+        assert clustering.appended_rows(con)[0] == len(snapshot())
+        assert not clustering.keep_clustered(con)  # a small table is left as it is
+        monkeypatch.setattr(clustering, "MIN_ROWS", 0)
+        assert clustering.keep_clustered(con)
         assert in_order(con.execute(STORED).fetchall())
 
 
@@ -201,7 +201,7 @@ def test_prices_read_the_same_from_clustered_and_shuffled_storage(
     with connections.writer(shuffled) as con:
         shuffle(con)
     with connections.writer(db_path) as con:
-        layout.cluster(con, 0)
+        clustering.cluster(con, 0)
         assert in_order(con.execute(STORED).fetchall())
     for name, flt in FILTERS.items():
         for limit in (None, 5):
@@ -216,14 +216,14 @@ def test_prices_read_the_same_from_clustered_and_shuffled_storage(
 def test_a_gpu_filter_skips_the_row_groups_of_other_models(db_path: Path) -> None:
     """The point of the order: DuckDB's zone maps let `--gpu H100` read only the row groups
     holding H100s (EXPLAIN ANALYZE's rows scanned), here 3 of 4 row groups skipped."""
-    rows = 4 * layout.ROW_GROUP_ROWS
+    rows = 4 * clustering.ROW_GROUP_ROWS
     with connections.writer(db_path) as con:
         merge(con, snapshot(), 0)
         con.execute(  # many more offers, copies of the ingested ones under other keys
             "INSERT INTO core.current_offers SELECT o.* REPLACE (o.instance_type || '.' || i AS "
             f"instance_type) FROM core.current_offers AS o, range({rows // len(snapshot())}) t(i)"
         )
-        layout.cluster(con, 0)
+        clustering.cluster(con, 0)
         total = con.execute("SELECT count(*) FROM core.current_offers").fetchone()
     flt = reads.OfferFilter(gpu_models=["H100-NVL-94GB", "H100-SXM-80GB"], pricing="spot")
     with duckdb.connect(str(db_path), read_only=True) as con:  # connections.reader locks profiling
@@ -254,7 +254,7 @@ def test_a_lake_is_rewritten_in_order_too(tmp_path: Path) -> None:
         shuffle(con)
         con.execute("UPDATE core.table_layout SET clustered_run = NULL")
         before = query_offers(con)
-        assert transactions.retry_conflicts(layout.keep_clustered)(con)
+        assert transactions.retry_conflicts(clustering.keep_clustered)(con)
         assert query_offers(con) == before
     with connections.reader(target) as con:
         assert in_order(con.execute(STORED).fetchall())
@@ -268,7 +268,7 @@ def test_a_failed_rewrite_leaves_the_fetch_stored_and_ok(
     def disk_full(con: duckdb.DuckDBPyConnection, latest_run: int) -> None:
         raise duckdb.IOException("could not write file: No space left on device")
 
-    monkeypatch.setattr(layout, "cluster", disk_full)
+    monkeypatch.setattr(clustering, "cluster", disk_full)
     with connections.writer(db_path) as con:
         run_id = start_run(con, "azure")
     result = FetchResult("azure", RunStatus.OK, snapshot(), finished_at=T0)

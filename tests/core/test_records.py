@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from priceadvisor import models
-from priceadvisor.models import RawQuote
+from priceadvisor import records as models
+from priceadvisor.records import RawQuote
 
 
 def _quote(suffix: str, price: float) -> RawQuote:

@@ -3,10 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from priceadvisor.collect.fetch import run_cycle
-from priceadvisor.models import CachedBody, RunStatus
+from priceadvisor.records import CachedBody, RunStatus
 from priceadvisor.service.stores import configured_store
 from priceadvisor.store import connections
-from priceadvisor.store.validators import load_validators, save_validators
+from priceadvisor.store.http_cache import load_validators, save_validators
 from tests.localserver import local_settings, serving
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from priceadvisor.config import load_settings
-from priceadvisor.config_light import ReadSettings, quick_settings
+from priceadvisor.config_basics import ReadSettings, quick_settings
 
 # (config file text or None, environment, --db given): the quick path must answer these.
 ANSWERED: list[tuple[str | None, dict[str, str], bool]] = [
