@@ -31,7 +31,8 @@ from bench_startup import cli_sql
 from gen_snapshot import snapshots
 
 from priceadvisor.records import FetchResult, RunStatus
-from priceadvisor.store import connections, layout
+from priceadvisor.store import clustering as layout
+from priceadvisor.store import connections
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
 

@@ -134,4 +134,5 @@ def test_machine_formats_keep_the_view_columns(
     capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path]
 ) -> None:
     rows = rows_as_json(capsys, setup, "--top", "1", "--wide")
-    assert list(rows[0]) == [c.strip() for c in sizing_cli.ADVICE_COLUMNS.split(",")]
+    provenance = [c.strip() for c in sizing_cli.ADVICE_PROVENANCE.split(",") if c.strip()]
+    assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance

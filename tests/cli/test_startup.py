@@ -58,8 +58,8 @@ for args in (
         codes.append(done.code)
 heavy = json.loads(sys.argv[2])
 loaded = [m for m in heavy if m in sys.modules]
-from priceadvisor import gpu_specs as catalog
-if catalog.gpu_catalog.cache_info().currsize:  # --gpu resolves against the database's catalog
+from priceadvisor import gpu_specs
+if gpu_specs.gpu_catalog.cache_info().currsize:  # --gpu resolves against the database's catalog
     loaded.append("gpus.toml parsed")
 print(json.dumps({"codes": codes, "loaded": loaded}))
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from priceadvisor import records as models
+from priceadvisor import records
 from priceadvisor.records import RawQuote
 
 
@@ -46,7 +46,7 @@ def test_sharing_changes_no_value() -> None:
 
 def test_the_shared_values_are_bounded() -> None:
     """A source whose instance types are all different cannot grow the table without end."""
-    for n in range(models._MAX_SHARED + 10):
+    for n in range(records._MAX_SHARED + 10):
         RawQuote(region="r", instance_type=f"machine-{n}", pricing="spot", price=1.0)
-    assert len(models._SHARED) <= models._MAX_SHARED + 8  # a quote adds at most 8
+    assert len(records._SHARED) <= records._MAX_SHARED + 8  # a quote adds at most 8
     assert _quote("a", 1.0).zone == "us-east-1a"

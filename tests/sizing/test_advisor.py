@@ -501,8 +501,11 @@ def test_advise_states_each_rows_provenance_and_interruption_source(
         r["interruption_rate"] == 0.15 for r in spot if r["interruption_source"] == "assumed"
     )
     assert {r["interruption_source"] for r in rows if r["pricing"] == "on_demand"} == {None}
-    code, out, _ = cli(capsys, "--config", str(config), "--db", str(offline_db), "advise")
-    assert code == 0 and "fresh" in out
+    code, out, _ = cli(
+        capsys, "--config", str(config), "--db", str(offline_db), "advise",
+        "--columns", "rank,where,pricing,freshness,interruption",
+    )  # fmt: skip
+    assert code == 0 and "fresh" in out and "assumed" in out
 
 
 THREE_WORKLOADS = """

@@ -250,7 +250,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 def _workloads_section() -> str:
     text = DOC.read_text(encoding="utf-8")
-    return text[text.index("## Workloads") : text.index("## Digest and notifications")]
+    start = text.index("## Workloads")
+    return text[start : text.index("\n## ", start)]
 
 
 def test_the_configuration_doc_describes_every_workload_field(tmp_path: Path) -> None:
@@ -283,6 +284,7 @@ def test_the_digest_and_cheaper_alerts_rank_a_workload_by_its_knobs(tmp_path: Pa
     with store.writer(db) as con:
         store_advice(con, settings.workloads)
         best = {r["workload"]: r for r in digest.build(con, settings, utcnow()).workloads}
+        alerts._prepare_offers(con, settings.alerts, utcnow(), None)  # as evaluate() does
         [observed] = alerts.observe(con, settings.alerts.rules[0], [])
     assert best["piped"]["cost"] > best["flat"]["cost"]  # the bubble of PP 2, 8 micro-batches
     assert best["piped"]["hours"] == pytest.approx(best["flat"]["hours"] * (1 + 1 / 16), rel=1e-3)

@@ -13,7 +13,8 @@ import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.records import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import connections, dashboard, reads
+from priceadvisor.store import connections, reads
+from priceadvisor.store import dashboard_reads as dashboard
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
 

@@ -75,6 +75,12 @@ def _number(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+def _pricing(row: Row) -> str:
+    """A stale price (older than twice its provider's fetch interval) says so where it is read."""
+    stale = " (stale)" if row.get("freshness") == "stale" else ""
+    return f"{row['pricing']}{stale}"
+
+
 def _text(name: str) -> Callable[[Row], str]:
     return lambda row: "" if row[name] is None else str(row[name])
 
@@ -87,7 +93,7 @@ FIELDS: dict[str, Field] = {
     "country": Field("country", "key", _text("country")),
     "instance": Field("instance", "place", _text("instance_type")),
     "gpu": Field("GPU × n", "key", lambda r: gpus(r["gpu_model"], r["gpu_count"])),
-    "pricing": Field("pricing", "key", _text("pricing")),
+    "pricing": Field("pricing", "key", _pricing),
     "hour": Field("$/h", "number", lambda r: money(r["price_hour_usd"])),
     "cost": Field("cost", "number", _cost),
     "monthly": Field("$/mo", "number", lambda r: money(r["monthly_usd"])),

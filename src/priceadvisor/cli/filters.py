@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from priceadvisor import gpu_specs as catalog
+from priceadvisor import gpu_specs
 from priceadvisor.cli.common import UsageError
 
 CONTINENTS = {
@@ -38,7 +38,7 @@ def continent_code(value: str) -> str:
 
 
 def country_code(value: str) -> str:
-    known = catalog.countries()
+    known = gpu_specs.countries()
     names = {_key(code): code for code in known} | {
         _key(name): code for code, (name, _) in known.items()
     }

@@ -145,9 +145,13 @@ def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
 
     con.register("_catalog_gpus", columns.from_rows(gpu_rows, _GPU_COLUMNS))
     con.register("_catalog_regions", columns.from_rows(region_rows, _REGION_COLUMNS))
+    # Only the columns the table has: a database part-way through an upgrade (migrations run
+    # before this on every start) never fails on a column a later migration adds.
+    present = {row[0] for row in con.execute("DESCRIBE core.gpus").fetchall()}
+    wanted = ", ".join(f'"{c}"' for c in _GPU_COLUMNS if c in present)
     with atomic(con):
         con.execute("DELETE FROM core.gpus")
-        con.execute("INSERT INTO core.gpus BY NAME SELECT * FROM _catalog_gpus")
+        con.execute(f"INSERT INTO core.gpus BY NAME SELECT {wanted} FROM _catalog_gpus")
         con.execute("DELETE FROM core.regions")
         con.execute("INSERT INTO core.regions BY NAME SELECT * FROM _catalog_regions")
     con.unregister("_catalog_gpus")
