@@ -58,6 +58,7 @@ from priceadvisor.store import lake, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
 from priceadvisor.store.freshness import configured_intervals
+from priceadvisor.store.pricegauges import PriceGauges, read_gauges
 from priceadvisor.store.validators import StoredValidatorCache
 
 if TYPE_CHECKING:
@@ -135,7 +136,9 @@ class Daemon:
         self.settings = settings
         self.offline = offline
         self.path: store.Target = store.target(settings)
-        self.metrics = metrics_module.Metrics(self.freshness)
+        self.metrics = metrics_module.Metrics(
+            self.freshness, self.price_gauges, settings.daemon.metrics_cache
+        )
         self.caches: dict[str, StoredValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
@@ -486,6 +489,11 @@ class Daemon:
             )
             for provider in self.providers
         }
+
+    def price_gauges(self) -> PriceGauges:
+        """What /metrics shows about prices, read when scraped (metrics caches it)."""
+        per_provider = self.settings.daemon.metrics_per_provider
+        return read_gauges(self.path, self.settings.lock_timeout, per_provider)
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Every scheduled provider succeeded within twice its interval."""
