@@ -510,9 +510,10 @@ class Daemon:
         # The web stack (uvicorn, Starlette) loads here, in the daemon, not for every CLI command.
         from priceadvisor.service import web  # noqa: PLC0415
         from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
+        from priceadvisor.service.opencost import OpenCostRoutes  # noqa: PLC0415
 
         daemon = self.settings.daemon
-        routes = web.health_routes(self.metrics, self.health)
+        routes = web.health_routes(self.metrics, self.health) + OpenCostRoutes(self.path).routes()
         if daemon.dashboard:
             mode = "recorded responses (--offline)" if self.offline else "live"
             routes += Dashboard(self.path, mode).routes()
