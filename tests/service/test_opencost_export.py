@@ -31,6 +31,7 @@ from priceadvisor.models import RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.opencost import OpenCostRoutes
 from priceadvisor.store import db as store
+from priceadvisor.store.opencost import ExportError, GpuRate, custom_pricing
 from tests.conftest import cli
 
 CUSTOM_PRICING_SCHEMA: dict[str, Any] = {
@@ -171,6 +172,7 @@ def test_cli_csv_is_opencost_csv_provider_node_rows(
         (("--gpu", "NOPE"), 2, "unknown GPU"),
         (("--gpu", "H100-SXM-80GB", "-f", "xml"), 2, "json or csv"),
         (("--gpu", "H100-SXM-80GB", "--pricing", "market"), 2, "rentable"),
+        (("--gpu", "H100-SXM-80GB", "--pricing", "spot"), 2, "--format csv"),
         (("--gpu", "H100-SXM-80GB", "--region", "nowhere"), 1, "no published offer"),
     ],
 )
@@ -215,6 +217,7 @@ async def test_daemon_serves_the_same_exports(
     [
         ("gpu=NOPE", 400),
         ("gpu=H100-SXM-80GB&pricing=market", 400),
+        ("gpu=H100-SXM-80GB&pricing=spot", 400),
         ("gpu=H100", 404),  # several models for one GPU price
         ("gpu=H100-SXM-80GB&provider=nobody", 404),
     ],
@@ -224,3 +227,14 @@ async def test_daemon_answers_bad_filters_with_an_error(
 ) -> None:
     response = await _get(priced, f"/opencost/pricing.json?{query}")
     assert response.status_code == status and response.json()["error"]
+
+
+def test_custom_pricing_needs_an_on_demand_gpu_price_or_the_operators_own() -> None:
+    spot_only = [GpuRate("H100-SXM-80GB", "spot", 2.5, 3)]
+    with pytest.raises(ExportError, match="on-demand"):
+        custom_pricing(spot_only)
+    document = custom_pricing(
+        spot_only, {"GPU": "4.1", "CPU": "0.03", "RAM": "0.004", "storage": "0"}
+    )
+    check_custom_pricing(document)
+    assert (document["GPU"], document["spotGPU"]) == ("4.1", "2.5")

@@ -526,6 +526,8 @@ def export_opencost(
     flt = _offer_filter(provider, None, None, False, pricing)
     if flt.pricing == "market":
         raise UsageError("OpenCost needs rentable prices: --pricing on_demand or spot")
+    if flt.pricing and fmt == "json":
+        raise UsageError("--pricing is for --format csv: the JSON carries GPU and spotGPU both")
     base_prices = read_base(base) if base is not None else None
     settings = state(ctx).read_settings
     with store.reader(store.target(settings), settings.lock_timeout) as con:

@@ -54,6 +54,8 @@ class OpenCostRoutes:
 
     async def pricing_json(self, request: Request) -> Response:
         flt, gpu, regions = _filter(request)
+        if flt.pricing:
+            raise BadQuery("pricing is for pricing.csv: the JSON carries GPU and spotGPU both")
 
         def work(con: duckdb.DuckDBPyConnection) -> str:
             _resolve(con, flt, gpu)

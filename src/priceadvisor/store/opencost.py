@@ -108,6 +108,11 @@ def custom_pricing(rates: list[GpuRate], base: dict[str, str] | None = None) -> 
     for kind, key in (("on_demand", "GPU"), ("spot", "spotGPU")):
         if kind in by_kind:
             pricing[key] = _decimal(by_kind[kind].usd)
+    if "GPU" not in pricing:
+        raise ExportError(
+            f"no published on-demand offer of {models[0]} matches these filters, and OpenCost's "
+            "GPU price is the on-demand one (give it in --base, or widen the filters)"
+        )
     return pricing
 
 

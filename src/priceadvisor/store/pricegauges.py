@@ -17,14 +17,21 @@ from priceadvisor.models import RENTABLE
 from priceadvisor.store import db as store
 
 
+def unflagged(alias: str) -> str:
+    """SQL true for an offer the suspicious-offer guard did not flag. FLAG COLUMN: `offers`
+    has no `flag` column on this branch yet, so every offer passes; once the guard adds it,
+    this becomes `{alias}.flag IS NULL` (the metrics and the OpenCost export follow)."""
+    return "TRUE"
+
+
 def comparable_offers(alias: str) -> str:
     """SQL true for an offer fit to quote as "the cheapest": a catalog GPU, a published (not
-    derived) rentable price. The one place to add the suspicious-offer guard's `flag` column
-    (`AND {alias}.flag IS NULL`) once `offers` carries it."""
+    derived) rentable price, not flagged as suspicious."""
     kinds = ", ".join(f"'{p}'" for p in RENTABLE)
     return (
         f"({alias}.gpu_model IS NOT NULL AND {alias}.price_gpu_hour_usd IS NOT NULL"
-        f" AND {alias}.price_origin = 'published' AND {alias}.pricing IN ({kinds}))"
+        f" AND {alias}.price_origin = 'published' AND {alias}.pricing IN ({kinds})"
+        f" AND {unflagged(alias)})"
     )
 
 
