@@ -130,6 +130,13 @@ class DaemonSettings(BaseModel):
         "PRICEADVISOR_WEB_TOKEN", description="secret's env/file name: dashboard bearer token"
     )
     public_url: str | None = Field(None, description="the dashboard's address for links in digests")
+    metrics_per_provider: bool = Field(
+        False,
+        description="/metrics: also the cheapest $/GPU-hour per provider (x providers series)",
+    )
+    metrics_cache: Seconds = Field(
+        30.0, ge=0, description="/metrics: reuse the price gauges' read for this long"
+    )
     # Scale-out on a lake: several daemons share one store, each fetching its own providers.
     providers: list[str] = Field(
         default_factory=list,

@@ -524,6 +524,42 @@ def export(
     render(reads.Table(["table", "rows"], rows), Format.TABLE, out, title=f"Exported to {target}")
 
 
+@app.command("export-opencost")
+def export_opencost(
+    ctx: typer.Context,
+    gpu: GpuOpt = None,
+    provider: ProviderOpt = None,
+    region: Annotated[
+        list[str] | None, typer.Option(help="Provider region code; repeat for several.")
+    ] = None,
+    pricing: PricingOpt = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="json (custom pricing file) or csv.")
+    ] = "json",
+    base: Annotated[
+        Path | None,
+        typer.Option(help="Your custom pricing JSON: its CPU, RAM, storage, egress are kept."),
+    ] = None,
+) -> None:
+    """Prices for OpenCost (docs/operations.md): its custom pricing JSON (GPU and spotGPU: the
+    cheapest published $/GPU-hour of one GPU model) or its CSV provider's node rows (the
+    cheapest whole-node price per region and instance type)."""
+    from priceadvisor.cli.opencost import OpenCostFormat, export_text, read_base
+
+    if fmt not in ("json", "csv"):
+        raise typer.BadParameter(f"{fmt!r} is not json or csv", param_hint="--format")
+    flt = _offer_filter(provider, None, None, False, pricing)
+    if flt.pricing == "market":
+        raise UsageError("OpenCost needs rentable prices: --pricing on_demand or spot")
+    if flt.pricing and fmt == "json":
+        raise UsageError("--pricing is for --format csv: the JSON carries GPU and spotGPU both")
+    base_prices = read_base(base) if base is not None else None
+    with state(ctx).store.reader() as con:
+        _resolve_gpu(con, flt, gpu)
+        text = export_text(con, flt, region or [], OpenCostFormat(fmt), base_prices)
+    sys.stdout.write(text)
+
+
 @app.command()
 def doctor(ctx: typer.Context, fmt: FormatOpt = Format.TABLE) -> None:
     """Check data health: providers stale or failing, unmapped GPU names. Exit 1 if unhealthy."""

@@ -59,6 +59,7 @@ from priceadvisor.store.export import export_database
 from priceadvisor.store.freshness import configured_intervals
 from priceadvisor.store.handle import Store
 from priceadvisor.store.http_cache import StoredValidatorCache
+from priceadvisor.store.pricegauges import PriceGauges, read_gauges
 from priceadvisor.store.runs import abandon_own_runs
 
 if TYPE_CHECKING:
@@ -136,7 +137,9 @@ class Daemon:
         self.settings = settings
         self.offline = offline
         self.store: Store = configured_store(settings)
-        self.metrics = metrics_module.Metrics(self.freshness)
+        self.metrics = metrics_module.Metrics(
+            self.freshness, self.price_gauges, settings.daemon.metrics_cache
+        )
         self.caches: dict[str, StoredValidatorCache] = {}
         self.after_fetch: list[AfterFetchHook] = [self._advise, self._export, self._alert]
         self.stopping = asyncio.Event()
@@ -492,6 +495,11 @@ class Daemon:
             for provider in self.providers
         }
 
+    def price_gauges(self) -> PriceGauges:
+        """What /metrics shows about prices, read when scraped (metrics caches it)."""
+        per_provider = self.settings.daemon.metrics_per_provider
+        return read_gauges(self.store, per_provider)
+
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Every scheduled provider succeeded within twice its interval."""
         now, detail = utcnow(), {}
@@ -507,9 +515,10 @@ class Daemon:
         # The web stack (uvicorn, Starlette) loads here, in the daemon, not for every CLI command.
         from priceadvisor.service import web  # noqa: PLC0415
         from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
+        from priceadvisor.service.opencost import OpenCostRoutes  # noqa: PLC0415
 
         daemon = self.settings.daemon
-        routes = web.health_routes(self.metrics, self.health)
+        routes = web.health_routes(self.metrics, self.health) + OpenCostRoutes(self.store).routes()
         if daemon.dashboard:
             mode = "recorded responses (--offline)" if self.offline else "live"
             routes += Dashboard(self.store, mode).routes()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import uvicorn
 from pydantic import SecretStr
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -48,7 +49,9 @@ def health_routes(metrics: Metrics, health: HealthCheck) -> list[BaseRoute]:
         return Response(body, 200 if healthy else 503, media_type="application/json")
 
     async def metrics_page(request: Request) -> Response:
-        body, content_type = metrics.exposition(request.headers.get("accept"))
+        # In a worker thread: the price gauges read the store, which may wait for the writer.
+        accept = request.headers.get("accept")
+        body, content_type = await run_in_threadpool(metrics.exposition, accept)
         return Response(body, headers={"Content-Type": content_type})
 
     return [Route("/healthz", healthz), Route("/metrics", metrics_page)]
