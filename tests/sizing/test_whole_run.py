@@ -89,3 +89,11 @@ def test_whole_run_rows_cover_every_llama_3_1_size_from_the_card() -> None:
     card = {c.workload.arch.name for c in rows if c.source_key == "llama-3.1-card"}
     assert card == {"Llama 3.1 8B", "Llama 3.1 70B", "Llama 3.1 405B"}
     assert {c.source_key for c in rows} >= {"llama-2-card", "deepseek-v3-report"}
+
+
+def test_amd_tensor_parallel_serving_rows_state_their_layout_and_engine() -> None:
+    rows = [c for c in calibration.cases() if c.source_key == "amd-perf-results"]
+    assert len(rows) == 6
+    assert {c.tensor_parallel for c in rows} == {8} and {c.gpus for c in rows} == {8}
+    assert {c.workload.engine for c in rows} == {"vllm"}
+    assert {c.regime for c in rows} == {"serve-throughput", "decode"}
