@@ -14,7 +14,8 @@ Contents, in the order a workload's path goes through them:
    - training: `_train` -> `training_memory` (fit), `training_regime` and `regime_factor`,
      `prior_compute_seconds` (`executed_training_flops`, `training_mfu` or
      `moe_compute_seconds`), communication (`exposed_alltoall_seconds`,
-     `tensor_parallel_training_seconds`), `pipeline_bubble`, then hours with `run_goodput`;
+     `tensor_parallel_training_seconds`, `data_parallel_seconds`), `pipeline_bubble`, then
+     hours with `run_goodput` (or the workload's stated `goodput`);
    - serving: `default_tensor_parallel` and `check_tensor_parallel`, then `_serve` ->
      `serving_memory` and `kv_tokens` (fit, KV capacity), `_choose_batch` (the batch the
      latency target allows, by `_tpot_ms`), `_finish_serving` -> `ttft_seconds`
