@@ -97,3 +97,9 @@ def test_amd_tensor_parallel_serving_rows_state_their_layout_and_engine() -> Non
     assert {c.tensor_parallel for c in rows} == {8} and {c.gpus for c in rows} == {8}
     assert {c.workload.engine for c in rows} == {"vllm"}
     assert {c.regime for c in rows} == {"serve-throughput", "decode"}
+
+
+def test_lora_has_enough_fitted_rows_for_a_factor_of_its_own() -> None:
+    fitted = [c for c in calibration.cases() if c.regime == "train-lora" and not c.check_only]
+    assert {c.case_id for c in fitted} >= {"T14", "T20", "T21"}
+    assert "train-lora" in calibration.fit(list(calibration.cases())).factors
