@@ -65,7 +65,12 @@ MAX_TENSOR_PARALLEL = 72
 # what the engine would (sizing: as many sequences as the KV cache admits, up to the engine's
 # cap), so it has no default here.
 DEFAULT_CONCURRENCY = {"serve": 16}
-TRAINING_ONLY = ("recompute", "moe_overlap", "expert_parallel")
+# Tokens per optimizer step of training when none is given: Llama 3 405B's 16M (Llama 3
+# paper, Dubey et al. 2024, Table 4: 16M tokens per batch on 8,192 and 16,384 H100s; shown
+# again in P. Balaji, "Herding Llamas", SC'24). The step decides how much compute each GPU has
+# to hide the data-parallel weight traffic behind (sizing.estimate.data_parallel_seconds).
+DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20
+TRAINING_ONLY = ("recompute", "moe_overlap", "expert_parallel", "goodput")
 SERVING_ONLY = ("tensor_parallel",)
 
 
@@ -206,6 +211,23 @@ class WorkloadSpec(BaseModel):
         ge=1,
         description="training with a pipeline: micro-batches per pipeline per optimizer step "
         "(global batch ÷ data-parallel degree ÷ micro-batch size)",
+    )
+
+    global_batch_tokens: PositiveFloat = Field(
+        DEFAULT_GLOBAL_BATCH_TOKENS,
+        description="training: tokens per optimizer step over all GPUs (default 16M, Llama 3 "
+        "405B's batch: Llama 3 paper, Dubey et al. 2024, Table 4); each GPU hides the sharded "
+        "data-parallel weight traffic behind its share of it, so a small batch on many GPUs is "
+        "slower",
+    )
+    goodput: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="training: share of a whole run's wall time spent training (restarts, "
+        "failures, evaluation, checkpointing, data stalls excluded); default: interruptions "
+        "as Llama 3 reports them (466 in 54 days on 16,384 GPUs, ~0.3 h lost each: 0.90 at 16k "
+        "GPUs, 0.99 at 2k) x the calibrated whole-run factor",
     )
 
     _arch: llm.Architecture | None = PrivateAttr(None)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from priceadvisor.resources import providers_dir
+from priceadvisor.resources import sizing_data_dir
 from priceadvisor.sizing import calibration, scalecache
 from priceadvisor.sizing import estimate as sizing
 
@@ -68,9 +68,9 @@ def test_a_damaged_cache_file_is_fitted_over(fitted: sizing.Scales, garbage: str
 
 
 def test_the_digest_follows_the_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    copy = tmp_path / "providers"
-    shutil.copytree(providers_dir(), copy)
-    monkeypatch.setattr(scalecache, "providers_dir", lambda: copy)
+    copy = tmp_path / "sizing-data"
+    shutil.copytree(sizing_data_dir(), copy)
+    monkeypatch.setattr(scalecache, "sizing_data_dir", lambda: copy)
     before = scalecache.inputs_digest()
     with (copy / "calibration.toml").open("a") as cases:
         cases.write("\n# one more line\n")

@@ -126,6 +126,10 @@ def estimate_command(
         int, typer.Option("--vp", "--virtual-stages", help=_help("virtual_stages"))
     ] = _default("virtual_stages"),
     micro_batches: Annotated[int | None, typer.Option(help=_help("micro_batches"))] = None,
+    global_batch_tokens: Annotated[
+        float, typer.Option(help=_help("global_batch_tokens"))
+    ] = _default("global_batch_tokens"),
+    goodput: Annotated[float | None, typer.Option(help=_help("goodput"))] = None,
     ttft_ms_max: Annotated[float | None, typer.Option(help=_help("ttft_ms_max"))] = None,
     tpot_ms_max: Annotated[float | None, typer.Option(help=_help("tpot_ms_max"))] = None,
     fmt: FormatOpt = Format.TABLE,

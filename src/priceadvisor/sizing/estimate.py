@@ -14,7 +14,8 @@ Contents, in the order a workload's path goes through them:
    - training: `_train` -> `training_memory` (fit), `training_regime` and `regime_factor`,
      `prior_compute_seconds` (`executed_training_flops`, `training_mfu` or
      `moe_compute_seconds`), communication (`exposed_alltoall_seconds`,
-     `tensor_parallel_training_seconds`), `pipeline_bubble`, then hours with `run_goodput`;
+     `tensor_parallel_training_seconds`, `data_parallel_seconds`), `pipeline_bubble`, then
+     hours with `run_goodput` (or the workload's stated `goodput`);
    - serving: `default_tensor_parallel` and `check_tensor_parallel`, then `_serve` ->
      `serving_memory` and `kv_tokens` (fit, KV capacity), `_choose_batch` (the batch the
      latency target allows, by `_tpot_ms`), `_finish_serving` -> `ttft_seconds`
@@ -42,6 +43,7 @@ from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
 from priceadvisor.records import TRAINING_TASKS, Precision, Task
 from priceadvisor.workload import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
     MAX_TENSOR_PARALLEL,
     STACK_ALIASES,
     UNKNOWN,
@@ -85,6 +87,10 @@ UNCAPPED_ENGINES = ("trt-llm", "sglang")
 INTERRUPTIONS_PER_GPU_HOUR = 466 / (54 * 24 * 16384)
 HOURS_LOST_PER_INTERRUPTION = 0.3
 HOURS_PER_MONTH = 730
+# Sharded data parallelism (PyTorch FSDP / ZeRO-3) moves every 16-bit weight three times per
+# step: an all-gather before the forward, another before the backward (the forward's copy is
+# freed), and a reduce-scatter of the gradients (Zhao et al. 2023, "PyTorch FSDP", §3.2).
+SHARDED_DP_PASSES = 3
 # Inter-node network per GPU of an HGX/DGX node: 8 × 400 Gb/s ConnectX-7 for 8 GPUs = 50 GB/s
 # (NVIDIA DGX H100/B200 datasheets); parts in an NVL72 rack talk over NVLink instead.
 NODE_NETWORK_GBS = 50.0
@@ -234,6 +240,8 @@ class Workload:
     pipeline_parallel: int = 1  # pipeline stages (GPUs one model copy spans in depth)
     virtual_stages: int = 1  # training: model chunks per GPU (interleaved 1F1B)
     micro_batches: int | None = None  # training: micro-batches per pipeline per step
+    global_batch_tokens: float = DEFAULT_GLOBAL_BATCH_TOKENS  # training: tokens per step
+    goodput: float | None = None  # whole run: share of wall time training (None: modelled)
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -489,6 +497,40 @@ def tensor_parallel_training_seconds(work: Workload, gpu: GpuSpec, gpus: int) ->
     allreduces = 6 if recompute_mode(work) == "full" else 4
     per_allreduce = 2 * (t - 1) / t * work.arch.hidden * 2 / link_bandwidth(gpu, t)
     return t * work.arch.layers * allreduces * per_allreduce
+
+
+def data_parallel_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
+    """GPU-seconds per trained token of sharded data-parallel weight traffic that the step's
+    compute cannot hide. Each GPU moves SHARDED_DP_PASSES x its model-parallel share of the
+    16-bit weights per step (ring collectives: (dp-1)/dp of it over its link) while it computes
+    `global_batch_tokens`/gpus tokens; the traffic is taken as overlapped with that compute at
+    best (FSDP prefetches the next layer's all-gather and reduce-scatters during the backward),
+    so only the excess is exposed — a lower bound: small per-GPU batches turn a run
+    communication-bound (the reason whole runs of small models on many GPUs reach a low MFU).
+    LoRA moves no gradients of frozen weights, and MoE sharding follows its expert layout:
+    neither is counted here."""
+    replicas = data_parallel_replicas(work, gpus)
+    if work.task == "lora" or work.arch.is_moe or replicas <= 1:
+        return 0.0
+    shard_bytes = 2 * work.arch.total_params * replicas / gpus
+    traffic = SHARDED_DP_PASSES * shard_bytes * (replicas - 1) / replicas
+    transfer = traffic / link_bandwidth(gpu, gpus)
+    tokens_per_gpu = work.global_batch_tokens / gpus
+    exposed = max(0.0, transfer - compute * tokens_per_gpu)
+    return exposed / tokens_per_gpu
+
+
+def data_parallel_replicas(work: Workload, gpus: int) -> int:
+    """Model copies the data-parallel dimension runs: the GPUs over the stated model-parallel
+    layout (pipeline stages; TP8 for megatron-2021), and never more than the step's whole
+    sequences — a data-parallel rank takes whole sequences, so a global batch of fewer
+    sequences than GPUs leaves the rest of the GPUs to model parallelism (tensor or context
+    parallel inside the node; Llama 3 405B: 2,048 sequences of 8k on 16,384 GPUs, TP8)."""
+    model_parallel = work.pipeline_parallel * (
+        MEGATRON_2021_TENSOR_PARALLEL if work.stack == "megatron-2021" else 1
+    )
+    sequences = max(1, int(work.global_batch_tokens // work.seq_len))
+    return max(1, min(gpus // model_parallel, sequences))
 
 
 def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
@@ -987,6 +1029,7 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     compute = prior_compute_seconds(work, gpu) / scale
     communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
     communication += tensor_parallel_training_seconds(work, gpu, gpus)
+    communication += data_parallel_seconds(work, gpu, gpus, compute)
     if communication > 0.2 * compute:
         result.binding = "communication"
     bubble = pipeline_bubble(work)
@@ -999,7 +1042,8 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     if not result.fits:
         result.binding = "memory"
     if work.train_tokens and result.tokens_per_s > 0:
-        rate = result.tokens_per_s * run_goodput(gpus, work.scales)
+        goodput = run_goodput(gpus, work.scales) if work.goodput is None else work.goodput
+        rate = result.tokens_per_s * goodput
         result.hours = work.train_tokens / rate / 3600
         if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
             result.uncertainty = max(result.uncertainty, _uncertainty(work, gpu, "train-e2e"))
