@@ -3,7 +3,7 @@ into pandas, polars or pyarrow by DuckDB on request: none of the three is a depe
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -81,8 +81,10 @@ class Result:
 
 
 def _require(package: str, method: str) -> None:
-    if importlib.util.find_spec(package) is None:
-        raise _missing(package, method)
+    try:
+        importlib.import_module(package)
+    except ImportError:
+        raise _missing(package, method) from None
 
 
 def _missing(package: str, method: str) -> MissingLibraryError:
