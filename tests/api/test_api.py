@@ -3,6 +3,7 @@ refusals, read-only connections closed after each call, conversions that say wha
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -297,3 +298,25 @@ def test_conversions_when_the_library_is_installed(
         return
     assert frame.shape[0] == len(got) if hasattr(frame, "shape") else frame.num_rows == len(got)
     assert list(frame.columns if hasattr(frame, "columns") else frame.column_names) == got.columns
+
+
+def test_offers_as_of_are_what_prices_as_of_lists(
+    capsys: pytest.CaptureFixture[str], recorded: tuple[Path, Path]
+) -> None:
+    _, db = recorded
+    data = pa.open(db=db)
+    [(fetched,)] = data.sql("select max(valid_from) from price_history").rows()
+    after = (fetched + dt.timedelta(seconds=1)).isoformat()
+    expected = _json(capsys, db, "prices", "--gpu", "H100", "--as-of", after)
+    assert expected
+    assert _plain(data.offers(gpu="H100", as_of=after).records()) == expected
+    assert data.offers(gpu="H100", as_of=fetched + dt.timedelta(seconds=1)).rows() == (
+        data.offers(gpu="H100", as_of=after).rows()
+    )
+    before = "2001-01-01T00:00"
+    assert _json(capsys, db, "prices", "--as-of", before) == []
+    assert len(data.offers(as_of=before)) == 0
+    with pytest.raises(pa.PriceDataError, match="as_of takes an ISO 8601 time"):
+        data.offers(as_of="last tuesday")
+    with data.session(), pytest.raises(pa.PriceDataError, match="outside session"):
+        data.offers(as_of=after)

@@ -5,6 +5,7 @@ functions (store/filters.py) and refused with the same one-line messages."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -88,16 +89,25 @@ class PriceData:
         include_flagged: bool = False,
         sort: str = "gpu-hour",
         limit: int | None = None,
+        as_of: dt.datetime | str | None = None,
     ) -> Result:
         """Current offers as `prices --format json` lists them (the same filters, columns and
-        order): published prices of mapped GPUs, cheapest per GPU-hour first."""
+        order): published prices of mapped GPUs, cheapest per GPU-hour first. `as_of` (a
+        datetime or ISO 8601 text, UTC unless it has a zone) is `prices --as-of`: a lake's
+        snapshot then, or a DuckDB file's price intervals open then."""
         flt = _filter(provider, country, continent, eu, pricing, include_derived, include_flagged)
         with _one_line():
             offer_filters.sort_order(sort)
         _in_range(limit)
-        with self._reader() as con:
+        moment = _moment(as_of)
+        columns: tuple[str, ...] = reads.PRICE_COLUMNS
+        with self._reader(moment) as con:
             _resolve_gpu(con, flt, gpu)
-            return _result(con, reads.prices_query(flt, sort, limit))
+            if moment is not None and not reads.has_flags(con):
+                # a lake snapshot from before the offer guard existed: nothing was flagged then
+                flt.include_flagged = True
+                columns = tuple(c for c in columns if c != "flag_reason")
+            return _result(con, reads.prices_query(flt, sort, limit, columns))
 
     def history(
         self,
@@ -145,14 +155,16 @@ class PriceData:
         return estimate(gpu, gpus, workload)
 
     @contextmanager
-    def _reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _reader(self, as_of: dt.datetime | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """The session's connection, else a sealed reader of its own, closed on return."""
+        if self._con is not None and as_of is not None:
+            raise PriceDataError("as_of reads a connection of its own: call it outside session()")
         if self._con is not None:
             yield self._con
             return
         with ExitStack() as stack:
-            with _one_line():  # only opening it: a missing or locked database
-                con = stack.enter_context(self.store.reader())
+            with _one_line():  # only opening it: a missing or locked database, a bad as_of
+                con = stack.enter_context(self.store.reader(as_of=as_of))
             yield con
 
 
@@ -194,6 +206,19 @@ def _check_providers(providers: list[str]) -> None:
 def _resolve_gpu(con: duckdb.DuckDBPyConnection, flt: reads.OfferFilter, gpu: str | None) -> None:
     with _one_line():
         offer_filters.resolve_gpu(con, flt, gpu)
+
+
+def _moment(value: dt.datetime | str | None) -> dt.datetime | None:
+    """`as_of` as `--as-of` takes it: a datetime, or ISO 8601 text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise PriceDataError(
+            f"as_of takes an ISO 8601 time such as 2026-11-20T08:00 (UTC) or "
+            f"2026-11-20T09:00+01:00, got {value!r}"
+        ) from None
 
 
 def _in_range(value: int | None, most: int = 10**9, name: str = "limit") -> None:
