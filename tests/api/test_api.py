@@ -296,8 +296,12 @@ def test_conversions_when_the_library_is_installed(
     except pa.MissingLibraryError as exc:  # e.g. polars without pyarrow: named, not a crash
         assert "pip install" in str(exc)
         return
-    assert frame.shape[0] == len(got) if hasattr(frame, "shape") else frame.num_rows == len(got)
-    assert list(frame.columns if hasattr(frame, "columns") else frame.column_names) == got.columns
+    if method == "arrow":
+        assert (frame.num_rows, frame.column_names) == (len(got), got.columns)
+        assert str(frame.schema.field("price_gpu_hour_usd").type) == "double"
+    else:
+        assert (frame.shape[0], list(frame.columns)) == (len(got), got.columns)
+    assert len(got) > 10
 
 
 def test_offers_as_of_are_what_prices_as_of_lists(

@@ -12,8 +12,10 @@ from typing import Any
 import duckdb
 import nanoarrow as na
 
-# What each conversion needs installed, as its distribution is named on PyPI.
+# What each conversion needs installed, as its distribution is named on PyPI, and DuckDB's
+# relation method for it (DuckDB 1.5's `arrow()` is a batch reader; a Table is to_arrow_table).
 _NEEDS = {"df": "pandas", "pl": "polars", "arrow": "pyarrow"}
+_DUCKDB_METHOD = {"df": "df", "pl": "pl", "arrow": "to_arrow_table"}
 
 
 class MissingLibraryError(ImportError):
@@ -70,7 +72,7 @@ class Result:
         _require(_NEEDS[method], method)
         with self._relation() as relation:
             try:
-                return getattr(relation, method)()
+                return getattr(relation, _DUCKDB_METHOD[method])()
             except ModuleNotFoundError as exc:  # what the library itself needs (e.g. pyarrow)
                 raise _missing(exc.name or str(exc), method) from None
             except duckdb.InvalidInputException as exc:
