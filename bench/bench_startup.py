@@ -54,11 +54,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_ingest import MANIFEST
 from gen_snapshot import snapshots
 
-from priceadvisor.cli import filters
 from priceadvisor.cli import prices as layout
 from priceadvisor.records import FetchResult, RunStatus
 from priceadvisor.store import clustering as storage_order
-from priceadvisor.store import connections, reads
+from priceadvisor.store import connections, filters, reads
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
 

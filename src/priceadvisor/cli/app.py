@@ -216,22 +216,14 @@ def _offer_filter(
     include_derived: bool = False,
     include_flagged: bool = False,
 ) -> reads.OfferFilter:
-    return reads.OfferFilter(
-        providers=_known_providers(provider),
-        country=filters.country_code(country) if country else None,
-        continent=filters.continent_code(continent) if continent else None,
-        eu=eu,
-        pricing=filters.pricing(pricing) if pricing else None,
-        include_derived=include_derived,
-        include_flagged=include_flagged,
+    known = _known_providers(provider)
+    return filters.offer_filter(
+        known, country, continent, eu, pricing, include_derived, include_flagged
     )
 
 
 def _resolve_gpu(con: duckdb.DuckDBPyConnection, flt: reads.OfferFilter, gpu: str | None) -> None:
-    """--gpu as typed to catalog ids, against the catalog the database holds: a small query
-    where parsing gpus.toml cost each start ~7 ms."""
-    if gpu:
-        flt.gpu_models = filters.gpu_models(gpu, reads.gpu_families(con))
+    filters.resolve_gpu(con, flt, gpu)
 
 
 GpuOpt = Annotated[
@@ -316,8 +308,7 @@ def prices(
     prices with --include-derived; offers the offer guard flagged with --include-flagged;
     offers with an unmapped GPU: `doctor`)."""
     moment = _moment(as_of) if as_of is not None else None
-    if sort not in reads.PRICE_SORTS:
-        raise UsageError(f"unknown sort {sort!r} (use one of {', '.join(reads.PRICE_SORTS)})")
+    filters.sort_order(sort)
     flt = _offer_filter(provider, country, continent, eu, pricing, include_derived, include_flagged)
     # Machine formats get every column unless --columns: a stable shape for scripts.
     fields = layout.chosen(columns, wide or fmt is not Format.TABLE)

@@ -1,75 +1,41 @@
-"""Offer filters as people type them, resolved to catalog codes or refused in one line.
-
-Countries and continents are accepted by code or name (DE / Germany, EU / Europe); GPUs by
-canonical id (H100-SXM-80GB) or family (H100, which is every H100 variant but not GH100), or by
-prefix with a trailing `*` (H100-S*). Comparisons ignore case, spaces and dashes.
-"""
+"""The shared offer filters (store/filters.py) for the CLI: a value they refuse is a usage
+error (exit 2), in the same one line."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import ParamSpec, TypeVar
 
-from priceadvisor import gpu_specs
+import duckdb
+
 from priceadvisor.cli.common import UsageError
+from priceadvisor.store import filters as shared
+from priceadvisor.store import reads
 
-CONTINENTS = {
-    "AF": "Africa",
-    "AS": "Asia",
-    "EU": "Europe",
-    "NA": "North America",
-    "OC": "Oceania",
-    "SA": "South America",
-}
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _key(text: str) -> str:
-    return re.sub(r"[^A-Z0-9]", "", text.upper())
+def _as_usage(resolve: Callable[P, R]) -> Callable[P, R]:
+    def resolved(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return resolve(*args, **kwargs)
+        except shared.FilterError as exc:
+            raise UsageError(str(exc)) from None
+
+    return resolved
 
 
-def continent_code(value: str) -> str:
-    names = {_key(code): code for code in CONTINENTS} | {
-        _key(name): code for code, name in CONTINENTS.items()
-    }
-    if _key(value) not in names:
-        known = ", ".join(f"{code} ({name})" for code, name in CONTINENTS.items())
-        raise UsageError(f"unknown continent {value!r} (use one of {known})")
-    return names[_key(value)]
-
-
-def country_code(value: str) -> str:
-    known = gpu_specs.countries()
-    names = {_key(code): code for code in known} | {
-        _key(name): code for code, (name, _) in known.items()
-    }
-    if _key(value) not in names:
-        raise UsageError(
-            f"unknown country {value!r} (an ISO code such as DE or a name such as Germany; "
-            f'list them: priceadvisor sql "select distinct country, country_name from regions")'
-        )
-    return names[_key(value)]
+continent_code = _as_usage(shared.continent_code)
+country_code = _as_usage(shared.country_code)
+pricing = _as_usage(shared.pricing)
+sort_order = _as_usage(shared.sort_order)
+offer_filter = _as_usage(shared.offer_filter)
 
 
 def gpu_models(value: str, known: Iterable[tuple[str, str]]) -> list[str]:
-    """Canonical ids matching an id, a family, or (with a trailing *) a prefix of an id, among
-    the `known` (id, family) pairs of the GPU catalog."""
-    if value.endswith("*"):
-        prefix = _key(value[:-1])
-        found = [gpu for gpu, _ in known if _key(gpu).startswith(prefix)]
-    else:
-        wanted = _key(value)
-        found = [gpu for gpu, family in known if wanted in (_key(gpu), _key(family))]
-    if not found:
-        raise UsageError(
-            f"unknown GPU {value!r} (a model such as H100-SXM-80GB, a family such as H100, or a "
-            "prefix such as H100-S*; list them: "
-            'priceadvisor sql "select gpu_model, family from gpus")'
-        )
-    return sorted(found)
+    return _as_usage(shared.gpu_models)(value, known)
 
 
-def pricing(value: str) -> str:
-    normalised = value.strip().lower().replace("-", "_")
-    if normalised not in ("on_demand", "spot", "market"):
-        raise UsageError(f"unknown pricing {value!r} (use on_demand, spot or market)")
-    return normalised
+def resolve_gpu(con: duckdb.DuckDBPyConnection, flt: reads.OfferFilter, gpu: str | None) -> None:
+    _as_usage(shared.resolve_gpu)(con, flt, gpu)

@@ -485,7 +485,12 @@ def _one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     of milliseconds over one or two row groups of 122,880 rows at 200k offers): a second thread
     has little to share and costs CPU. Measured on 2 cores: building the offers table took
     2.7x the CPU with two threads as with one, and advise at 50 x 50k half the wall time."""
-    [(threads,)] = con.execute("SELECT current_setting('threads')").fetchall()
+    [(threads, sealed)] = con.execute(
+        "SELECT current_setting('threads'), current_setting('lock_configuration')"
+    ).fetchall()
+    if sealed:  # a sealed reader (the Python API ranks read-only): its settings cannot change
+        yield
+        return
     con.execute("SET threads = 1")
     try:
         yield

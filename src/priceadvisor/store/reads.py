@@ -57,7 +57,7 @@ class Table:
 
 @dataclass(slots=True)
 class OfferFilter:
-    """Filters with values already resolved to catalog codes (see cli/filters.py)."""
+    """Filters with values already resolved to catalog codes (see store/filters.py)."""
 
     gpu_models: list[str] | None = None  # canonical ids; unmapped GPUs never match
     providers: list[str] = field(default_factory=list)
@@ -150,16 +150,24 @@ def prices(
     columns: tuple[str, ...] = PRICE_COLUMNS,
 ) -> Table:
     """Current offers, `columns` of PRICE_COLUMNS; every matching row unless `limit`."""
-    where, params = flt.where()
-    sql = f"""
-        SELECT {", ".join(columns)}, count(*) OVER () AS matching
-        FROM offers WHERE {where}
-        ORDER BY {PRICE_SORTS[sort]}, {OFFER_KEY}
-        LIMIT ?"""
-    found = fetch_table(con, sql, [*params, limit])
+    sql, params = prices_query(flt, sort, limit, (*columns, "count(*) OVER () AS matching"))
+    found = fetch_table(con, sql, params)
     rows = [row[:-1] for row in found.rows]
     total = found.rows[0][-1] if found.rows else 0
     return Table(list(columns), rows, total if total > len(rows) else None)
+
+
+def prices_query(
+    flt: OfferFilter, sort: str, limit: int | None, columns: tuple[str, ...] = PRICE_COLUMNS
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of `prices` (the CLI's and the Python API's one query)."""
+    where, params = flt.where()
+    sql = f"""
+        SELECT {", ".join(columns)}
+        FROM offers WHERE {where}
+        ORDER BY {PRICE_SORTS[sort]}, {OFFER_KEY}
+        LIMIT ?"""
+    return sql, [*params, limit]
 
 
 def has_flags(con: duckdb.DuckDBPyConnection) -> bool:
@@ -215,6 +223,13 @@ def history(
     instance_type: str | None,
     limit: int,
 ) -> Table:
+    return fetch_table(con, *history_query(flt, region, instance_type, limit))
+
+
+def history_query(
+    flt: OfferFilter, region: str | None, instance_type: str | None, limit: int
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of `history` (the CLI's and the Python API's one query)."""
     where, params = flt.where()
     extra = ""
     if region:
@@ -232,7 +247,7 @@ def history(
         WHERE {where}{extra}
         ORDER BY provider, region, instance_type, pricing, zone, valid_from DESC
         LIMIT ?"""
-    return fetch_table(con, sql, [*params, limit])
+    return sql, [*params, limit]
 
 
 def unmapped_names(con: duckdb.DuckDBPyConnection) -> Table:
