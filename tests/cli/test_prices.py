@@ -185,7 +185,10 @@ def test_demo_lists_offer_sources_and_no_unmapped_gpus(
     assert code == 0
     from priceadvisor.manifest import manifest, manifest_ids
 
-    offer_sources = [p for p in manifest_ids() if manifest(p).kind == "prices"]  # not ecb (FX)
+    # not ecb (FX), nor a provider off by default (no recorded response yet, or nothing storable)
+    offer_sources = [
+        p for p in manifest_ids() if manifest(p).kind == "prices" and manifest(p).enabled_by_default
+    ]
     [sources] = [line for line in out.splitlines() if "offers from" in line]
     assert f"offers from {len(offer_sources)} providers;" in sources
     assert len(offer_sources) < len(manifest_ids())

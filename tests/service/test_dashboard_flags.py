@@ -13,6 +13,7 @@ from priceadvisor.collect.adapters.runpod import parse_gpu_prices
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
+from priceadvisor.store.handle import Store
 from tests.conftest import ingest_quotes
 from tests.service.browser import ServerThread
 
@@ -23,7 +24,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     db = tmp_path_factory.mktemp("flags") / "web.duckdb"
     document = json.loads((recordings_dir() / "runpod" / "gputypes.json").read_text())
     ingest_quotes(db, "runpod", parse_gpu_prices(document, "https://api.runpod.io/graphql"))
-    app = web.build_app(Dashboard(db, "test").routes())
+    app = web.build_app(Dashboard(Store(db), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         yield http
 

@@ -39,7 +39,7 @@ from priceadvisor.config import Settings, lookup_secret
 from priceadvisor.config_basics import ConfigError
 from priceadvisor.manifest import manifest
 from priceadvisor.records import FetchResult, IngestSummary, RunStatus, utcnow
-from priceadvisor.store import clustering, errors, runs, transactions
+from priceadvisor.store import clustering, errors, guard, runs, transactions
 from priceadvisor.store.handle import Store
 from priceadvisor.store.http_cache import (
     StoredValidatorCache,
@@ -282,6 +282,7 @@ def ingest_results(
             }
             for cache in caches:
                 save_validators(con, cache)
+            transactions.retry_conflicts(guard.reconfirm_after_cycle)(con)
             _keep_clustered(con)
     except errors.StoreError as exc:
         _finish_unfinished(store, run_ids, exc, give_up.is_set())

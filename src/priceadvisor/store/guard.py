@@ -231,5 +231,26 @@ def flag_offers(
     return int(row[0]) if row else 0
 
 
+# Within one fetch cycle each provider is checked against the market as stored when it is
+# ingested, so a low price can be flagged only because the provider that confirms it comes
+# later in the same cycle. Once the cycle's ingests are in, a low-price flag that another
+# provider's current offer now confirms (the same rule as at ingest) is lifted.
+_RECONFIRM_SQL = f"""
+UPDATE core.current_offers AS s SET flag = NULL,
+    flag_reason = 'confirmed later in its fetch cycle (' || s.flag || '): ' || s.flag_reason
+WHERE s.flag = 'below_market' AND EXISTS (
+    SELECT 1 FROM core.current_offers AS o
+    WHERE o.provider <> s.provider AND o.gpu_model = s.gpu_model AND o.pricing = s.pricing
+      AND o.price_origin = 'published' AND o.price_gpu_hour_usd > 0
+      AND (o.flag IS NULL OR o.flag IN ('below_market', 'below_provider'))
+      AND o.price_gpu_hour_usd <= s.price_gpu_hour_usd * {CONFIRM_FACTOR})
+"""
+
+
+def reconfirm_after_cycle(con: duckdb.DuckDBPyConnection) -> None:
+    """Lift the low-price flags that the rest of the cycle's ingests confirm."""
+    con.execute(_RECONFIRM_SQL)
+
+
 def _execute(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> None:
     con.execute(sql, {name: value for name, value in params.items() if f"${name}" in sql})
