@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from priceadvisor.cli import sizing as sizing_cli
+from priceadvisor.sizing import apicompare
 from tests.conftest import cli
 
 WORKLOADS = """
@@ -135,4 +136,5 @@ def test_machine_formats_keep_the_view_columns(
 ) -> None:
     rows = rows_as_json(capsys, setup, "--top", "1", "--wide")
     provenance = [c.strip() for c in sizing_cli.ADVICE_PROVENANCE.split(",") if c.strip()]
-    assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance
+    comparison = list(apicompare.RECORD_FIELDS)  # the API comparison follows the view's columns
+    assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance + comparison

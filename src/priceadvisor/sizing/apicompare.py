@@ -92,9 +92,11 @@ class Comparison:
             line += f"; ${self.api_monthly_usd:,.0f}/mo by API vs ${self.self_monthly_usd:,.0f}/mo"
         if self.break_even_monthly_tokens is None:
             return line + "; the API is cheaper at every volume"
+        volume = _tokens(self.break_even_monthly_tokens)
+        share = self.break_even_utilisation or 0
         return line + (
-            f"; self-hosting wins at every volume above {_tokens(self.break_even_monthly_tokens)} output "
-            f"tokens/mo ({self.break_even_utilisation or 0:.0%} of a replica's capacity)"
+            f"; self-hosting wins at every volume above {volume} output tokens/mo "
+            f"({share:.0%} of a replica's capacity)"
         )
 
     def record(self) -> dict[str, Any]:
