@@ -104,3 +104,23 @@ def test_no_series_without_an_api_price_for_the_model(db: Path) -> None:
 def test_the_rule_needs_a_workload() -> None:
     with pytest.raises(ValueError, match="needs workload"):
         AlertRule(kind="api_cheaper")
+
+
+def test_the_digest_shows_the_api_beside_the_best_rented_option(db: Path, tmp_path: Path) -> None:
+    from priceadvisor.config import load_settings
+    from priceadvisor.notify import digest as digests
+
+    step(db, DEAR_API)
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[[workloads]]\nname = "chat-8b"\ntask = "serve"\nmodel = "llama-3.1-8b"\n'
+        'providers = ["runpod"]\nmonthly_output_tokens = 2e9\n'
+    )
+    settings = load_settings(config, db=db)
+    with store.reader(db) as con:
+        message = digests.render(digests.build(con, settings, utcnow()))
+    [line] = [x for x in message.text.splitlines() if x.strip().startswith("API for llama-3.1-8b")]
+    assert "openrouter meta-llama/llama-3.1-8b-instruct $50/1M output tokens" in line
+    assert "self-hosting wins at every volume above" in line
+    assert "Self-host or call an API" in message.html
+    assert line.strip().split(";")[0] in message.html
