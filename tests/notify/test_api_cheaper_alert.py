@@ -119,7 +119,11 @@ def test_the_digest_shows_the_api_beside_the_best_rented_option(db: Path, tmp_pa
     settings = load_settings(config, db=db)
     with store.reader(db) as con:
         message = digests.render(digests.build(con, settings, utcnow()))
-    [line] = [x for x in message.text.splitlines() if x.strip().startswith("API for llama-3.1-8b")]
+    [line] = [
+        x
+        for x in message.text.splitlines()
+        if x.strip().startswith("chat-8b: API for llama-3.1-8b")
+    ]
     assert "openrouter meta-llama/llama-3.1-8b-instruct $50/1M output tokens" in line
     assert "self-hosting wins at every volume above" in line
     assert "Self-host or call an API" in message.html

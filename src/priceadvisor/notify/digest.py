@@ -176,7 +176,7 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, now: dt.datetime) 
     for row in digest.workloads:
         row["change"] = _change(row["price_hour_usd"], row["price_week_ago"])
     best = apicompare.best_per_workload(con, list(settings.workloads))
-    digest.api_comparisons = [c.sentence() for c in best.values()]
+    digest.api_comparisons = [f"{name}: {c.sentence()}" for name, c in best.items()]
     start = con.execute(HISTORY_START_SQL).fetchone()
     digest.first_week = start is None or start[0] is None or start[0] > week_ago
     digest.market = _records(con, MARKET_SQL, params)[0]

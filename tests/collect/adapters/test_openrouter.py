@@ -138,3 +138,19 @@ def test_price_history_is_kept_like_gpu_prices(db_path: Path) -> None:
         ("meta-llama/llama-3.1-70b-instruct", pytest.approx(0.6), second, None),
     ]
     assert current == (12,)
+
+
+def test_unreadable_prices_are_rejected_and_counted_never_stored(db_path: Path) -> None:
+    doc = copy.deepcopy(LISTING)
+    doc["data"][4]["pricing"]["completion"] = "n/a"  # llama-3.1-8b
+    del doc["data"][5]["pricing"]["prompt"]  # llama-3.1-405b
+    _ingest(db_path, doc, dt.datetime(2026, 11, 1, 12))
+    con = duckdb.connect(str(db_path), read_only=True)
+    run = con.execute("SELECT status, offers_rejected, unmapped FROM fetch_runs").fetchone()
+    stored = con.execute(
+        "SELECT count(*) FROM api_prices WHERE api_model_id IN "
+        "('meta-llama/llama-3.1-8b-instruct', 'meta-llama/llama-3.1-405b-instruct')"
+    ).fetchone()
+    con.close()
+    assert run == ("ok", 3, 7)  # the router and the two unreadable prices
+    assert stored == (0,)
