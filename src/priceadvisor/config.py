@@ -197,8 +197,12 @@ class NotifySettings(BaseModel):
 class AlertRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["cheaper", "price_drop", "new_offer", "provider_failing", "available"]
-    workload: str | None = Field(None, description="cheaper/available: the workload watched")
+    kind: Literal[
+        "cheaper", "price_drop", "new_offer", "provider_failing", "available", "api_cheaper"
+    ]
+    workload: str | None = Field(
+        None, description="cheaper/available/api_cheaper: the workload watched"
+    )
     gpu_model: str | None = Field(None, description="price_drop/new_offer: canonical GPU id")
     pricing: Literal["on_demand", "spot"] | None = None
     threshold_pct: float = Field(10.0, gt=0, lt=100)
@@ -207,7 +211,7 @@ class AlertRule(BaseModel):
 
     @model_validator(mode="after")
     def _needs(self) -> AlertRule:
-        if self.kind in ("cheaper", "available") and not self.workload:
+        if self.kind in ("cheaper", "available", "api_cheaper") and not self.workload:
             raise ValueError(f"a {self.kind!r} rule needs workload")
         if self.kind == "price_drop" and not self.gpu_model:
             raise ValueError("a 'price_drop' rule needs gpu_model")

@@ -279,3 +279,16 @@ def _deepseek_counts(arch: Architecture, config: dict[str, Any]) -> Architecture
     total = base + moe_layers * arch.experts * per_expert
     active = base + moe_layers * arch.experts_per_token * per_expert
     return replace(arch, params_b=total / 1e9, active_params_b=active / 1e9)
+
+
+def catalog_id(name: str) -> str | None:
+    """The bundled catalog id `name` is (by id or alias, after the same org/suffix rules as
+    `lookup`), or None: never a nearest match."""
+    models = catalog()
+    for key in _candidates(name):
+        if key in models:
+            return key
+        for model_id, model in models.items():
+            if key in model.aliases:
+                return model_id
+    return None

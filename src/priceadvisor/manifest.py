@@ -200,7 +200,8 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
-    kind: Literal["prices", "fx"] = "prices"
+    # "fx": exchange rates (ECB); "api": LLM API token prices (OpenRouter), not GPU offers
+    kind: Literal["prices", "fx", "api"] = "prices"
     # False: fetched only when the config enables it or --provider names it: a source whose
     # format has no recorded response yet (CloudRift, QuantaCloud), or one that yields no
     # storable offer yet (GMI Cloud shows only "from" floors).

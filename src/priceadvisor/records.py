@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -131,6 +132,20 @@ class FxRate:
     per_eur: float
 
 
+@dataclass(slots=True, frozen=True)
+class ApiPrice:
+    """One LLM API's token prices as its listing states them: US dollars per token, exact.
+    A price is None when the listing gives none or gives a sentinel (the caller counts it)."""
+
+    api_model_id: str
+    name: str
+    input_per_token: Decimal | None
+    output_per_token: Decimal | None
+    cached_input_per_token: Decimal | None = None
+    request_fee: Decimal | None = None
+    context_length: int | None = None
+
+
 @dataclass(slots=True)
 class FetchResult:
     """What one fetch of one provider produced, and how complete it is.
@@ -150,6 +165,7 @@ class FetchResult:
     started_at: dt.datetime = field(default_factory=utcnow)
     finished_at: dt.datetime | None = None
     fx_rates: list[FxRate] = field(default_factory=list)
+    api_prices: list[ApiPrice] = field(default_factory=list)
 
 
 @dataclass(slots=True, frozen=True)

@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from priceadvisor.cli import sizing as sizing_cli
+from priceadvisor.sizing import apicompare
 from tests.conftest import cli
 
 WORKLOADS = """
@@ -135,4 +136,32 @@ def test_machine_formats_keep_the_view_columns(
 ) -> None:
     rows = rows_as_json(capsys, setup, "--top", "1", "--wide")
     provenance = [c.strip() for c in sizing_cli.ADVICE_PROVENANCE.split(",") if c.strip()]
-    assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance
+    comparison = list(apicompare.RECORD_FIELDS)  # the API comparison follows the view's columns
+    assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance + comparison
+
+
+def test_json_carries_the_api_comparison_for_serve_workloads(
+    capsys: pytest.CaptureFixture[str], setup: tuple[Path, Path]
+) -> None:
+    rows = {r["workload"]: r for r in rows_as_json(capsys, setup, "--top", "1")}
+    chat = rows["chat-70b"]
+    assert chat["api_provider"] == "openrouter"
+    assert chat["api_model_id"] == "meta-llama/llama-3.1-70b-instruct"
+    # The workload's default mix: 1000 prompt tokens per 250 output tokens.
+    assert chat["api_usd_per_mtok"] == pytest.approx(0.75 + 4 * 0.52)
+    assert chat["api_monthly_usd"] == pytest.approx(5e9 / 1e6 * chat["api_usd_per_mtok"])
+    share = chat["usd_per_mtok"] / chat["api_usd_per_mtok"]
+    assert chat["break_even_utilisation"] == pytest.approx(share)
+    assert 0 < chat["break_even_monthly_tokens"] < 5e9
+    assert chat["self_hosting_cheaper"] is (chat["monthly_usd"] < chat["api_monthly_usd"])
+    assert rows["lora-8b"]["api_provider"] is None  # training has no API to compare
+
+
+def test_table_shows_the_api_line_under_serve_workloads(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, setup: tuple[Path, Path]
+) -> None:
+    code, lines, _ = advise(capsys, monkeypatch, setup, 200, "--top", "2")
+    assert code == 0
+    api_lines = [line for line in lines if line.startswith("API for ")]
+    assert len(api_lines) == 2  # chat-70b and small-chat-8b, not lora-8b
+    assert "openrouter meta-llama/llama-3.1-70b-instruct $2.83/1M output tokens" in api_lines[0]

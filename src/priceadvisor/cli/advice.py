@@ -123,12 +123,20 @@ def chosen(columns: str | None, wide: bool) -> tuple[str, ...] | None:
     return tuple(names)
 
 
-def to_rich(table: Table, fields: tuple[str, ...] | None, notes: list[str]) -> Group:
-    """A heading and a table per workload, in the order of the rows."""
+def to_rich(
+    table: Table,
+    fields: tuple[str, ...] | None,
+    notes: list[str],
+    after: Mapping[str, str] | None = None,
+) -> Group:
+    """A heading and a table per workload, in the order of the rows; `after`: a line under a
+    workload's table (the API comparison)."""
     parts: list[Any] = []
     for workload, rows in _groups(table):
         parts.append(Text(clean(_heading(workload, rows)), style="bold"))
         parts.append(_workload_table(rows, fields or _filled(rows)))
+        if after and workload in after:
+            parts.append(Text(clean(after[workload])))
         parts.append(Text(""))
     parts.extend(Text(clean(note)) for note in notes)
     if not table.rows:

@@ -168,7 +168,12 @@ def alerts_evaluate(ctx: typer.Context) -> None:
     available = _channels(settings)
     with _job_lease(settings, store, "alerts"), store.writer() as con:
         queued = alerts.evaluate_and_queue(
-            con, settings.alerts, sorted(available), utcnow(), configured_intervals(settings)
+            con,
+            settings.alerts,
+            sorted(available),
+            utcnow(),
+            configured_intervals(settings),
+            settings.workloads,
         )
     _deliver(settings, store, available, f"{queued} alert notification(s) queued")
 

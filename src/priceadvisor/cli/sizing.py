@@ -18,7 +18,7 @@ from priceadvisor.cli import reports
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.gpu_specs import gpu_catalog
-from priceadvisor.sizing import calibration
+from priceadvisor.sizing import apicompare, calibration
 from priceadvisor.sizing import tco as tco_model
 from priceadvisor.sizing.alternatives import what_fits
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate, pooled_key, software_key
@@ -275,10 +275,31 @@ def advise(
             "AND rank <= ? ORDER BY workload, rank",
             [names, top],
         )
+        best = apicompare.best_per_workload(con, settings.workloads, names)
+        lines = {workload: c.sentence() for workload, c in best.items()}
+        if fmt is not Format.TABLE:
+            table = _with_api_comparison(con, table, settings.workloads, top)
     if fmt is Format.TABLE:
-        out.print(advice_layout.to_rich(table, shown, []), soft_wrap=False)
+        out.print(advice_layout.to_rich(table, shown, [], lines), soft_wrap=False)
     else:
         render(table, fmt, out, title="Advice (USD)")
+
+
+def _with_api_comparison(con: Any, table: reads.Table, profiles: Any, top: int) -> reads.Table:
+    """Each serve row with the cheapest API for its model beside it (api_* and break_even_*
+    fields; empty where there is no API price for the model)."""
+    by_row = {
+        (p.name, rank): c.record()
+        for p in profiles
+        for rank, c in apicompare.compare(con, p, top).items()
+    }
+    names = list(apicompare.RECORD_FIELDS)
+    at = (table.columns.index("workload"), table.columns.index("rank"))
+    rows = [
+        row + tuple(by_row.get((row[at[0]], row[at[1]]), {}).get(n) for n in names)
+        for row in table.rows
+    ]
+    return reads.Table(table.columns + names, rows, table.total)
 
 
 def _advice_with_flagged(con: Any, settings: Any, names: list[str], top: int) -> reads.Table:

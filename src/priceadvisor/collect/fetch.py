@@ -198,6 +198,7 @@ async def _run_adapter(
     else:
         result.quotes = output.quotes
         result.fx_rates = output.fx_rates
+        result.api_prices = output.api_prices
         result.complete_scopes = frozenset(output.complete_scopes)
         result.status = RunStatus.PARTIAL if output.failed_scopes else RunStatus.OK
         if output.failed_scopes:

@@ -181,7 +181,7 @@ def providers_table(settings: Settings, store: Store) -> Table:
             (
                 provider_id,
                 spec.name,
-                "FX rates" if spec.kind == "fx" else "offers",
+                {"fx": "FX rates", "api": "API token prices"}.get(spec.kind, "offers"),
                 settings.provider_enabled(provider_id),
                 plan_.skip_reason or "yes",
                 format_duration(interval(settings, provider_id)),
@@ -197,7 +197,7 @@ def providers_table(settings: Settings, store: Store) -> Table:
 def _billing(kind: str, billing: Billing | None) -> tuple[str | None, dict[str, Any] | None]:
     """How many billing terms a public page states, of how many, and the terms themselves
     (an FX source bills nothing)."""
-    if kind == "fx":
+    if kind != "prices":
         return None, None
     known = billing.known() if billing else 0
     return f"{known}/{len(TERM_NAMES)}", billing_record(billing)
@@ -208,7 +208,7 @@ def billing_table() -> Table:
     rows = []
     for provider_id in sorted(REGISTRY):
         spec = manifest(provider_id)
-        if spec.kind == "fx":
+        if spec.kind != "prices":
             continue
         record = billing_record(spec.billing)
         for name in TERM_NAMES:

@@ -11,6 +11,10 @@ that explain it. Per fingerprint the state machine is:
     firing alert after `repeat_interval`;
   - silences (label matchers with an expiry) mute notification, not evaluation; a failing
     provider inhibits price alerts about its own offers (they are left out of the observation).
+`api_cheaper` is a state too: it holds while self-hosting a serve workload on its best rented
+offer costs less than the cheapest API for the same model (sizing.apicompare: at the workload's
+monthly volume, else per token), fires only after an evaluation that found the API cheaper, and
+always notifies its resolution ("the API is cheaper again"), whatever `send_resolved` says.
 `available` is a state rather than a drop: it holds while a workload's ranked offers include
 one its source says is rentable now, and may fire only after an evaluation that found none (the
 reference is 0 then), so a workload that has always been rentable never alerts; it resolves
@@ -28,14 +32,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
 
-from priceadvisor.config import AlertRule, AlertSettings
+from priceadvisor.config import AlertRule, AlertSettings, WorkloadProfile
 from priceadvisor.notify import Message, provenance
 from priceadvisor.notify import slack as blocks
+from priceadvisor.sizing import apicompare
 from priceadvisor.store import freshness, transactions
 from priceadvisor.store.ids import next_id
 
@@ -102,7 +107,8 @@ prior AS (
 judged AS (  -- holds: may fire; still: stays firing (half the threshold: hysteresis)
     SELECT *,
         CASE WHEN rule = 'new_offer' THEN (first AND $seeded) OR (NOT first AND pending > 0)
-             WHEN rule = 'available' THEN condition AND (pending > 0 OR reference = 0)
+             WHEN rule IN ('available', 'api_cheaper')
+                 THEN condition AND (pending > 0 OR reference = 0)
              WHEN condition IS NOT NULL THEN condition
              ELSE (NOT first OR $baseline IS NOT NULL) AND value <= reference * (1 - $share)
         END AS holds,
@@ -121,7 +127,7 @@ stepped AS (
 decided AS (
     SELECT *, NOT firing AND counted >= $for_fetches AND NOT muted AS fires FROM stepped)
 SELECT fingerprint, rule, labels,
-    CASE WHEN rule = 'available' AND NOT condition THEN 0
+    CASE WHEN rule IN ('available', 'api_cheaper') AND NOT condition THEN 0
          WHEN resolved THEN coalesce(notified_value, reference) ELSE reference END AS reference,
     value,
     CASE WHEN NOT firing THEN counted WHEN resolved THEN 0 ELSE pending END AS pending,
@@ -129,7 +135,8 @@ SELECT fingerprint, rule, labels,
     CASE WHEN fires THEN value ELSE notified_value END AS notified_value,
     CASE WHEN fires OR repeats THEN $now ELSE last_notified_at END AS last_notified_at,
     $now AS updated_at,
-    fires OR repeats OR (resolved AND $send_resolved AND NOT muted) AS notify,
+    fires OR repeats
+        OR (resolved AND ($send_resolved OR rule = 'api_cheaper') AND NOT muted) AS notify,
     resolved, condition, title, lines
 FROM decided
 """
@@ -151,10 +158,15 @@ def failing_providers(con: duckdb.DuckDBPyConnection, runs: int) -> list[str]:
 
 
 def observe(
-    con: duckdb.DuckDBPyConnection, rule: AlertRule, failing: list[str]
+    con: duckdb.DuckDBPyConnection,
+    rule: AlertRule,
+    failing: list[str],
+    workloads: Sequence[WorkloadProfile] = (),
 ) -> list[Observation]:
     """The observations of a rule with a handful of series (one per workload, GPU model or
     failing provider); new_offer, one series per GPU/provider/region, stays in SQL."""
+    if rule.kind == "api_cheaper":
+        return _api_cheaper(con, rule, failing, workloads)
     if rule.kind == "cheaper":
         return _cheaper(con, rule, failing)
     if rule.kind == "price_drop":
@@ -201,6 +213,38 @@ def _cheaper(
             float(rows[0][0]),
             lines=lines,
             title=f"cheaper option for {rule.workload}",
+        )
+    ]
+
+
+def _api_cheaper(
+    con: duckdb.DuckDBPyConnection,
+    rule: AlertRule,
+    failing: list[str],
+    workloads: Sequence[WorkloadProfile],
+) -> list[Observation]:
+    """One series per workload: 1 while self-hosting on its best rented offer is cheaper than
+    the cheapest API for its model, else 0. None while that offer's provider is failing, or
+    there is nothing to compare (not serving, no API price for the model, no ranked offer)."""
+    profile = next((w for w in workloads if w.name == rule.workload), None)
+    found = apicompare.compare(con, profile).get(1) if profile is not None else None
+    if found is None or found.self_provider in failing:
+        return []
+    api = f"{found.api.api_provider} {found.api.api_model_id}"
+    cheaper = found.self_hosting_cheaper
+    head = (
+        f"self-hosting {rule.workload} is now cheaper than API {api}"
+        if cheaper
+        else f"API {api} is cheaper than self-hosting {rule.workload} again"
+    )
+    return [
+        Observation(
+            "api_cheaper",
+            {"workload": str(rule.workload), "api": api},
+            1.0 if cheaper else 0.0,
+            condition=cheaper,
+            lines=[head, found.sentence()],
+            title=f"self-hosting {rule.workload} is now cheaper than API {api}",
         )
     ]
 
@@ -329,17 +373,19 @@ def evaluate(
     settings: AlertSettings,
     now: dt.datetime,
     intervals: Mapping[str, float] | None = None,
+    workloads: Sequence[WorkloadProfile] = (),
 ) -> list[Decision]:
     """Advance every alert's state one evaluation; return what should be notified. Set-based:
     a few statements per rule whatever its number of series (GPU x provider x region).
-    `intervals`: each provider's configured fetch interval (freshness), else its manifest's."""
+    `intervals`: each provider's configured fetch interval (freshness), else its manifest's;
+    `workloads`: the configured workloads (api_cheaper reads their token mix and volume)."""
     failing = failing_providers(con, settings.failing_after)
     decisions: list[Decision] = []
     _prepare_offers(con, settings, now, intervals)
     try:
         for rule in settings.rules:
             seeded = _known(con, rule.kind)
-            _load_observations(con, rule, failing)
+            _load_observations(con, rule, failing, workloads)
             decisions += _step(con, settings, rule, now, seeded)
     finally:
         con.execute(
@@ -355,7 +401,12 @@ def _known(con: duckdb.DuckDBPyConnection, rule: str) -> bool:
     return bool(row and row[0])
 
 
-def _load_observations(con: duckdb.DuckDBPyConnection, rule: AlertRule, failing: list[str]) -> None:
+def _load_observations(
+    con: duckdb.DuckDBPyConnection,
+    rule: AlertRule,
+    failing: list[str],
+    workloads: Sequence[WorkloadProfile] = (),
+) -> None:
     """This rule's observations into the temporary table alert_obs."""
     con.execute(OBSERVATIONS_TABLE)
     if rule.kind == "new_offer":
@@ -363,7 +414,7 @@ def _load_observations(con: duckdb.DuckDBPyConnection, rule: AlertRule, failing:
         return
     rows = [
         (o.fingerprint, o.rule, json.dumps(o.labels), o.value, o.condition, o.title, o.lines)
-        for o in observe(con, rule, failing)
+        for o in observe(con, rule, failing, workloads)
     ]
     if rows:
         con.executemany("INSERT INTO alert_obs VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
@@ -469,6 +520,7 @@ def evaluate_and_queue(
     channel_names: list[str],
     now: dt.datetime,
     intervals: Mapping[str, float] | None = None,
+    workloads: Sequence[WorkloadProfile] = (),
 ) -> int:
     """One transaction: advance alert state and queue its notifications together."""
     from priceadvisor.notify.outbox import enqueue_within  # noqa: PLC0415 - outbox imports the channels
@@ -476,5 +528,5 @@ def evaluate_and_queue(
     with transactions.atomic(con):
         return sum(
             enqueue_within(con, "alert", m, channel_names)
-            for m in messages(evaluate(con, settings, now, intervals), now)
+            for m in messages(evaluate(con, settings, now, intervals, workloads), now)
         )

@@ -20,6 +20,7 @@ from priceadvisor.notify import Message
 from priceadvisor.notify import slack as blocks
 from priceadvisor.notify.chart import CID as price_chart_cid
 from priceadvisor.notify.chart import ChartUnavailable, price_chart
+from priceadvisor.sizing import apicompare
 from priceadvisor.store import reads
 from priceadvisor.store.handle import Store
 
@@ -138,6 +139,8 @@ class Digest:
     new_offers: list[dict[str, Any]] = field(default_factory=list)
     vanished: list[dict[str, Any]] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)
+    # one line per serve workload: the cheapest API for its model beside its best rented offer
+    api_comparisons: list[str] = field(default_factory=list)
     health: list[dict[str, Any]] = field(default_factory=list)
     healthy: bool = True
 
@@ -172,6 +175,8 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, now: dt.datetime) 
     digest.workloads = _records(con, BEST_SQL, params)
     for row in digest.workloads:
         row["change"] = _change(row["price_hour_usd"], row["price_week_ago"])
+    best = apicompare.best_per_workload(con, list(settings.workloads))
+    digest.api_comparisons = [f"{name}: {c.sentence()}" for name, c in best.items()]
     start = con.execute(HISTORY_START_SQL).fetchone()
     digest.first_week = start is None or start[0] is None or start[0] > week_ago
     digest.market = _records(con, MARKET_SQL, params)[0]
@@ -323,6 +328,10 @@ def _slack_lines(digest: Digest) -> list[str]:
     best = [r for r in digest.workloads if r["rank"] == 1]
     if best:
         lines.append("*Your workloads*\n" + "\n".join(_slack_workload(r) for r in best))
+    if digest.api_comparisons:
+        lines.append(
+            "*Self-host or call an API*\n" + "\n".join(e(x) for x in digest.api_comparisons)
+        )
     mine = [r for r in digest.gpu_prices if r["gpu_model"] in digest.reader_gpus][:SLACK_ROWS]
     if mine:
         lines.append("*Your GPUs*\n" + "\n".join(_slack_price(r, digest) for r in mine))

@@ -464,6 +464,7 @@ class Daemon:
                     sorted(self.channels),
                     utcnow(),
                     configured_intervals(settings),
+                    settings.workloads,
                 )
         finally:
             with self.store.writer() as con:

@@ -37,6 +37,7 @@ from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
 from priceadvisor.store import clustering, columns, transactions
+from priceadvisor.store.api_prices import merge_api_prices
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 from priceadvisor.store.expectations import broken_expectations
 from priceadvisor.store.guard import flag_offers
@@ -484,6 +485,8 @@ def _merge(
         return _superseded(result, newer)
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
+    if manifest.kind == "api":
+        return merge_api_prices(con, run_id, result, now)
     _normalise(con, result.quotes, manifest, now)
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)

@@ -27,6 +27,7 @@ from priceadvisor.collect.adapters.lium import LiumAdapter
 from priceadvisor.collect.adapters.massedcompute import MassedComputeAdapter
 from priceadvisor.collect.adapters.modal import ModalAdapter
 from priceadvisor.collect.adapters.nebius import NebiusAdapter
+from priceadvisor.collect.adapters.openrouter import OpenRouterAdapter
 from priceadvisor.collect.adapters.oracle import OracleAdapter
 from priceadvisor.collect.adapters.ovh import OvhAdapter
 from priceadvisor.collect.adapters.packetai import PacketAiAdapter
@@ -55,6 +56,7 @@ REGISTRY: dict[str, type[Adapter]] = {
     DaytonaAdapter.id: DaytonaAdapter,
     DigitalOceanAdapter.id: DigitalOceanAdapter,
     EcbAdapter.id: EcbAdapter,
+    OpenRouterAdapter.id: OpenRouterAdapter,
     FalAdapter.id: FalAdapter,
     GcpAdapter.id: GcpAdapter,
     GpuAiAdapter.id: GpuAiAdapter,
@@ -86,13 +88,14 @@ REGISTRY: dict[str, type[Adapter]] = {
 }
 
 
+_KIND_NOTE = {"fx": " (FX)", "api": " (API prices)"}
+
+
 class UnknownProviderError(KeyError):
     def __str__(self) -> str:
         from priceadvisor.manifest import manifest  # noqa: PLC0415 - only for this message
 
-        known = ", ".join(
-            p + (" (FX)" if manifest(p).kind == "fx" else "") for p in sorted(REGISTRY)
-        )
+        known = ", ".join(p + _KIND_NOTE.get(manifest(p).kind, "") for p in sorted(REGISTRY))
         return f"unknown provider {self.args[0]!r} (known: {known})"
 
 

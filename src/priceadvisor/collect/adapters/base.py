@@ -20,7 +20,7 @@ from priceadvisor.collect.http import HttpSession
 from priceadvisor.collect.pages import ParsedPage, get_page
 from priceadvisor.collect.source import SourceFormatError, require_complete_html
 from priceadvisor.manifest import Manifest
-from priceadvisor.records import FxRate, RawQuote
+from priceadvisor.records import ApiPrice, FxRate, RawQuote
 
 ProgressCallback = Callable[[str], None]
 __all__ = ["Adapter", "AdapterOutput", "SourceFormatError", "require_complete_html"]
@@ -33,6 +33,7 @@ class AdapterOutput:
 
     quotes: list[RawQuote] = field(default_factory=list)
     fx_rates: list[FxRate] = field(default_factory=list)
+    api_prices: list[ApiPrice] = field(default_factory=list)
     complete_scopes: set[str] = field(default_factory=set)
     failed_scopes: dict[str, str] = field(default_factory=dict)
 
