@@ -100,9 +100,10 @@ _SIZING_FIELDS = set(WorkloadSpec.model_fields)
 
 
 # Offers eligible for sizing (an offer's number is its rowid here), with the flat spot
-# overhead serving pays (sizing.effective); a "class" of the attributes constraints look at and a "shape" of
-# what sizing looks at: constraints are then evaluated once per (workload, class) — a few
-# thousand pairs — and sizing once per (workload, shape), never per (workload, offer).
+# overhead serving pays (sizing.effective); a "class" of the attributes constraints look at
+# and a "shape" of what sizing looks at: constraints are then evaluated once per (workload,
+# class) — a few thousand pairs — and sizing once per (workload, shape), never per
+# (workload, offer).
 PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
 SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,

@@ -95,15 +95,15 @@ def load_billing(con: duckdb.DuckDBPyConnection, offers_table: str) -> Any:
 
 def hourly_rate(rate: float, source: str) -> float:
     """Interruptions per hour from an offer's figure (see the module's docstring)."""
-    share = min(rate, 0.99)
-    per_period = -math.log1p(-share)
+    per_period = -math.log(1 - min(rate, 0.99))
     return per_period / HOURS_PER_MONTH if source == "aws-advisor" else per_period
 
 
 def daly_interval(checkpoint_h: float, rate_h: float) -> float:
     """Hours of work between checkpoints (Daly 2006, first order); M where δ ≥ 2M."""
-    mtbi = 1 / rate_h
-    return math.sqrt(2 * checkpoint_h * mtbi) - checkpoint_h if checkpoint_h < 2 * mtbi else mtbi
+    if checkpoint_h < 2 / rate_h:
+        return math.sqrt(2 * checkpoint_h / rate_h) - checkpoint_h
+    return 1 / rate_h
 
 
 def restart_overhead(checkpoint_h: float, restart_h: float, rate_h: float) -> float:
@@ -114,8 +114,17 @@ def restart_overhead(checkpoint_h: float, restart_h: float, rate_h: float) -> fl
     return 1 + checkpoint_h / tau + rate_h * ((tau + checkpoint_h) / 2 + restart_h)
 
 
-# The same formulas over the chosen candidates, in SQL (the functions above are their
-# reference, and the tests check one against the other). λ: interruptions per hour.
+def billed_hours(run_h: float, granularity_h: float | None, minimum_h: float | None) -> float:
+    """A run's hours as billed: rounded up to the unit, at least the minimum; as run where the
+    unit is unknown."""
+    if granularity_h is None:
+        return run_h
+    return max(math.ceil(run_h / granularity_h - 1e-9) * granularity_h, minimum_h or 0)
+
+
+# The same formulas over the chosen candidates, in SQL, in the same order of operations (the
+# functions above are their reference: tests/sizing/per_row.py costs every offer with them and
+# the advisor must agree to the last bit). λ: interruptions per hour.
 _RATE_SQL = """CASE WHEN o.pricing <> 'spot' THEN NULL
     WHEN o.interruption_source = 'aws-advisor'
     THEN -ln(1 - least(o.interruption_rate, 0.99)) / 730
@@ -198,7 +207,7 @@ WITH base AS (
     SELECT *, billed_h - run_h >= 0.005 * run_h AS rounded,
         CASE WHEN training THEN price_hour_usd * billed_h
             + (coalesce(storage_month, 0) + coalesce(egress_month, 0)) * billed_h / 730
-        ELSE (price_hour_usd * run_overhead + coalesce(storage_month, 0) / 730
+        ELSE list_cost * run_overhead + (coalesce(storage_month, 0) / 730
             + coalesce(egress_month, 0) / (730 * replicas)) * 1e6 / (3600 * tokens_per_s)
         END AS effective_cost
     FROM billed
