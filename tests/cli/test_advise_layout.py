@@ -107,13 +107,13 @@ def test_units_follow_the_workload(
 ) -> None:
     code, lines, _ = advise(capsys, monkeypatch, setup, 80, "--workload", "chat-70b", "--top", "1")
     assert code == 0
-    assert lines[0] == "chat-70b — serve, USD per 1M output tokens and per month"
+    assert lines[0] == "chat-70b — serve, effective USD per 1M output tokens and per month"
     assert "$/Mtok" in lines[1] and "$/mo" in lines[1] and "hours" not in lines[1]
     [row] = rows_as_json(capsys, setup, "--workload", "chat-70b", "--top", "1")
     cost = f"{row['usd_per_mtok']:.4f}" if row["usd_per_mtok"] < 1 else f"{row['usd_per_mtok']:.2f}"
     assert cost in lines[3] and f"{row['monthly_usd']:,.0f}" in lines[3]
     code, lines, _ = advise(capsys, monkeypatch, setup, 80, "--workload", "lora-8b", "--top", "1")
-    assert lines[0] == "lora-8b — lora, USD per run (spot overhead included)"
+    assert lines[0] == "lora-8b — lora, effective USD per run"
     assert "$/run" in lines[1] and "hours" in lines[1] and "$/mo" not in lines[1]
 
 
