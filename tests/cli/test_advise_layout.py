@@ -4,6 +4,7 @@ provider and GPU on screen; --columns and --wide like `prices`; machine formats 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,34 @@ def test_machine_formats_keep_the_view_columns(
     rows = rows_as_json(capsys, setup, "--top", "1", "--wide")
     provenance = [c.strip() for c in sizing_cli.ADVICE_PROVENANCE.split(",") if c.strip()]
     assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance
+
+
+def test_json_rows_carry_list_and_effective_cost_and_the_terms(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, setup: tuple[Path, Path]
+) -> None:
+    rows = rows_as_json(capsys, setup, "--top", "5")
+    for row in rows:
+        cost = row["cost_usd"] if row["cost_usd"] is not None else row["usd_per_mtok"]
+        assert row["effective_cost_usd"] == cost  # ranked and shown: the effective cost
+        assert row["effective_cost_usd"] >= row["list_cost_usd"] > 0  # list: the lower bound
+        assert isinstance(row["terms_applied"], list)
+        assert all(isinstance(t, str) and t for t in row["terms_applied"])
+        assert isinstance(row["list_rank"], int)
+    lora = [r for r in rows if r["workload"] == "lora-8b"]
+    assert lora and all(r["pricing"] == "spot" for r in lora)  # the recorded EU spot offers
+    assert all(any("Young/Daly" in t for t in r["terms_applied"]) for r in lora)
+    # the table marks the costs that differ from list and says where the reason is
+    code, lines, _ = advise(capsys, monkeypatch, setup, 120, "--workload", "lora-8b")
+    assert code == 0 and all(re.search(r"\d\* ", line) for line in lines[3:8])
+    assert "* effective cost differs from the list cost: see --columns terms" in lines
+    code, lines, _ = advise(
+        capsys,
+        monkeypatch,
+        setup,
+        200,
+        "--workload",
+        "lora-8b",
+        "--columns",
+        "rank,provider,cost,list,terms",
+    )
+    assert code == 0 and "terms applied" in lines[1] and "Young/Daly" in lines[3]
