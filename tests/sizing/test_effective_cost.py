@@ -78,7 +78,7 @@ def test_a_per_hour_bill_rounds_a_short_run_up_and_moves_its_rank(db_path: Path)
     assert vultr["list_cost_usd"] == pytest.approx(2.00 * hours)
     assert vultr["effective_cost_usd"] == pytest.approx(2.00)  # one whole hour
     assert vultr["cost_usd"] == vultr["effective_cost_usd"]
-    assert f"billed per hour, at least 60 min: {hours:.2f} h → 1 h" in vultr["terms_applied"]
+    assert f"billed per hour, at least 60 min: {hours:.4g} h → 1 h" in vultr["terms_applied"]
     # per-second billing rounds nothing worth a line; RunPod states no minimum: said so
     assert runpod["effective_cost_usd"] == pytest.approx(2.50 * per_second(hours))
     assert runpod["terms_applied"] == ["billed per second; minimum per start unknown"]

@@ -135,9 +135,9 @@ _RATE_SQL = """CASE WHEN o.pricing <> 'spot' THEN NULL
 _BILLED_TERM = """CASE WHEN NOT training THEN NULL
     WHEN granularity IS NULL
     THEN printf('billing granularity unknown: %.2f h not rounded', run_h)
-    ELSE nullif(CASE WHEN rounded THEN printf('billed per %s%s: %.2f h → %g h',
+    ELSE nullif(CASE WHEN rounded THEN printf('billed per %s%s: %.4g h → %.4g h',
             granularity, CASE WHEN minimum_h > 0 THEN printf(', at least %g min', minimum_h * 60)
-            ELSE '' END, run_h, round(billed_h, 4)) ELSE '' END
+            ELSE '' END, run_h, billed_h) ELSE '' END
         || CASE WHEN minimum_h IS NOT NULL THEN ''
             WHEN rounded THEN '; minimum per start unknown'
             ELSE printf('billed per %s; minimum per start unknown', granularity) END, '')
