@@ -161,3 +161,14 @@ def test_sla_keeps_spot_and_no_sla_hosts_out_unless_allowed(
     profile = SERVE.model_copy(update={"sla": sla, "sla_allow": allow})
     rows = ranked(db_path, profile)
     assert {f"{r['provider']}/{r['region']}/{r['pricing']}" for r in rows} == expected
+
+
+def test_the_candidate_pool_grows_until_the_effective_top_is_certain(db_path: Path) -> None:
+    """Keep 1 from a first pool of 2 by list cost: both are per-hour offers whose short run
+    bills a whole hour, dearer than the per-second offer fourth by list; the pool must grow."""
+    ingest_quotes(db_path, "vultr", [quote("ams", p, key=str(p)) for p in (2.00, 2.01, 2.02)])
+    ingest_quotes(db_path, "runpod", [quote("secure", 2.50)])
+    with connections.writer(db_path) as con:
+        names, rows = rank(con, [SHORT_LORA], keep=1)
+    [best] = [dict(zip(names, row, strict=True)) for row in rows]
+    assert (best["provider"], best["rank"], best["list_rank"]) == ("runpod", 1, 4)
