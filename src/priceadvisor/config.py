@@ -50,7 +50,7 @@ from priceadvisor.durations import parse_duration
 from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.manifest import ManifestError, RedirectPolicy, manifest, manifest_ids
 from priceadvisor.records import TRAINING_TASKS
-from priceadvisor.workload import WorkloadError, WorkloadSpec, describe
+from priceadvisor.workload import RunCosts, WorkloadError, WorkloadSpec, describe
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
@@ -267,7 +267,7 @@ class DigestSettings(BaseModel):
         return self
 
 
-class WorkloadProfile(WorkloadSpec):
+class WorkloadProfile(WorkloadSpec, RunCosts):
     """A `[[workloads]]` entry: the workload (priceadvisor.workload, the same fields and checks
     as `estimate`'s options), its name, and the offers advice may rank for it."""
 

@@ -287,6 +287,46 @@ class WorkloadSpec(BaseModel):
         return DEFAULT_CONCURRENCY["serve"]
 
 
+# Run-cost inputs of advice's effective cost (docs/configuration.md, "Effective cost"): the
+# checkpoint and restart times default to what a data-parallel job saving a sharded checkpoint
+# to local NVMe and re-loading it typically takes; state your own where you know them.
+DEFAULT_CHECKPOINT_MINUTES = 5.0
+DEFAULT_RESTART_MINUTES = 10.0
+SlaException = Literal["spot", "marketplace"]
+
+
+class RunCosts(BaseModel):
+    """What a run costs beyond its GPU hours, and where it may run (config only: sizing never
+    reads these, so they are not `estimate` options)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    storage_gb: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="disk the run keeps, GB (priced per GB-month)"
+    )
+    egress_gb_per_month: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="internet egress, GB per month"
+    )
+    checkpoint_minutes: float = Field(
+        DEFAULT_CHECKPOINT_MINUTES,
+        gt=0,
+        allow_inf_nan=False,
+        description="training on spot: minutes one checkpoint takes to write (Young/Daly's δ)",
+    )
+    restart_minutes: float = Field(
+        DEFAULT_RESTART_MINUTES,
+        ge=0,
+        allow_inf_nan=False,
+        description="training on spot: minutes from an interruption to training again",
+    )
+    sla: bool = Field(
+        False, description="keep spot and marketplace/community hosts (no SLA) out of advice"
+    )
+    sla_allow: list[SlaException] = Field(
+        default_factory=list, description="with sla: kinds of offer let back in"
+    )
+
+
 def check_tensor_parallel_limit(tp: int | None, heads: int) -> None:
     """Tensor parallelism splits attention heads: at most one head per GPU, within one NVL72
     rack (the largest group engines run)."""

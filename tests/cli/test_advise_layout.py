@@ -4,6 +4,7 @@ provider and GPU on screen; --columns and --wide like `prices`; machine formats 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,13 +109,13 @@ def test_units_follow_the_workload(
 ) -> None:
     code, lines, _ = advise(capsys, monkeypatch, setup, 80, "--workload", "chat-70b", "--top", "1")
     assert code == 0
-    assert lines[0] == "chat-70b — serve, USD per 1M output tokens and per month"
+    assert lines[0] == "chat-70b — serve, effective USD per 1M output tokens and per month"
     assert "$/Mtok" in lines[1] and "$/mo" in lines[1] and "hours" not in lines[1]
     [row] = rows_as_json(capsys, setup, "--workload", "chat-70b", "--top", "1")
     cost = f"{row['usd_per_mtok']:.4f}" if row["usd_per_mtok"] < 1 else f"{row['usd_per_mtok']:.2f}"
     assert cost in lines[3] and f"{row['monthly_usd']:,.0f}" in lines[3]
     code, lines, _ = advise(capsys, monkeypatch, setup, 80, "--workload", "lora-8b", "--top", "1")
-    assert lines[0] == "lora-8b — lora, USD per run (spot overhead included)"
+    assert lines[0] == "lora-8b — lora, effective USD per run"
     assert "$/run" in lines[1] and "hours" in lines[1] and "$/mo" not in lines[1]
 
 
@@ -165,3 +166,34 @@ def test_table_shows_the_api_line_under_serve_workloads(
     api_lines = [line for line in lines if line.startswith("API for ")]
     assert len(api_lines) == 2  # chat-70b and small-chat-8b, not lora-8b
     assert "openrouter meta-llama/llama-3.1-70b-instruct $2.83/1M output tokens" in api_lines[0]
+
+
+def test_json_rows_carry_list_and_effective_cost_and_the_terms(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, setup: tuple[Path, Path]
+) -> None:
+    rows = rows_as_json(capsys, setup, "--top", "5")
+    for row in rows:
+        cost = row["cost_usd"] if row["cost_usd"] is not None else row["usd_per_mtok"]
+        assert row["effective_cost_usd"] == cost  # ranked and shown: the effective cost
+        assert row["effective_cost_usd"] >= row["list_cost_usd"] > 0  # list: the lower bound
+        assert isinstance(row["terms_applied"], list)
+        assert all(isinstance(t, str) and t for t in row["terms_applied"])
+        assert isinstance(row["list_rank"], int)
+    lora = [r for r in rows if r["workload"] == "lora-8b"]
+    assert lora and all(r["pricing"] == "spot" for r in lora)  # the recorded EU spot offers
+    assert all(any("Young/Daly" in t for t in r["terms_applied"]) for r in lora)
+    # the table marks the costs that differ from list and says where the reason is
+    code, lines, _ = advise(capsys, monkeypatch, setup, 120, "--workload", "lora-8b")
+    assert code == 0 and all(re.search(r"\d\* ", line) for line in lines[3:8])
+    assert "* effective cost differs from the list cost: see --columns terms" in lines
+    code, lines, _ = advise(
+        capsys,
+        monkeypatch,
+        setup,
+        200,
+        "--workload",
+        "lora-8b",
+        "--columns",
+        "rank,provider,cost,list,terms",
+    )
+    assert code == 0 and "terms applied" in lines[1] and "Young/Daly" in lines[3]

@@ -16,9 +16,17 @@ from priceadvisor.sizing.advisor import (
     CHECKPOINT_OVERHEAD,
     DEFAULT_INTERRUPTION_RATE,
     LOST_WORK_SHARE,
+    instances,
     size_offer,
 )
-from priceadvisor.sizing.estimate import Estimate
+from priceadvisor.sizing.effective import (
+    HOURS_PER_MONTH,
+    billed_hours,
+    billing_row,
+    hourly_rate,
+    restart_overhead,
+)
+from priceadvisor.sizing.estimate import Estimate, Workload
 from priceadvisor.sizing.workloads import to_workload
 
 
@@ -52,7 +60,7 @@ def ranking(
     for profile in profiles:
         work = to_workload(profile)
         size = cache(partial(size_offer, work, profile.tensor_parallel))
-        costed = [(cost, offer) for offer in offers if (cost := _cost(profile, size, offer))]
+        costed = [(cost, offer) for offer in offers if (cost := _cost(profile, work, size, offer))]
         costed.sort(key=_order)
         ranked += [
             (profile.name, i, o.provider, o.region, o.zone, o.instance_type, o.pricing, cost)
@@ -69,7 +77,10 @@ def _order(costed: tuple[float, Offer]) -> tuple[Any, ...]:
 
 
 def _cost(
-    profile: WorkloadProfile, size: Callable[[str, float], Estimate | None], offer: Offer
+    profile: WorkloadProfile,
+    work: Workload,
+    size: Callable[[str, float], Estimate | None],
+    offer: Offer,
 ) -> float | None:
     if not _eligible(profile, offer):
         return None
@@ -77,15 +88,61 @@ def _cost(
     result = size(offer.gpu_model, offer.gpu_count)
     if result is None:
         return None
-    overhead = 1.0
-    if offer.pricing == "spot":
-        rate = offer.interruption_rate
-        rate = DEFAULT_INTERRUPTION_RATE if rate is None else rate
-        overhead = 1 + CHECKPOINT_OVERHEAD + rate * LOST_WORK_SHARE
     if profile.task in TRAINING_TASKS:
         assert result.hours is not None
-        return offer.price_hour_usd * overhead * result.hours
-    return offer.price_hour_usd * overhead * (1e6 / (3600 * result.tokens_per_s))
+        return _training_cost(profile, offer, result.hours)
+    factor = 1e6 / (3600 * result.tokens_per_s)
+    listed = offer.price_hour_usd * factor
+    replicas = max(instances(profile, work, result) or 1, 1)
+    return listed * _spot_overhead(offer) + _extras_per_hour(profile, offer, replicas) * factor
+
+
+def _rate(offer: Offer) -> tuple[float, str]:
+    if offer.interruption_rate is not None:
+        return offer.interruption_rate, "aws-advisor"
+    return DEFAULT_INTERRUPTION_RATE, "assumed"  # no history here: nothing measured
+
+
+def _spot_overhead(offer: Offer) -> float:
+    """Serving's flat factor: checkpoints plus half the interruption rate of lost work."""
+    if offer.pricing != "spot":
+        return 1.0
+    return 1 + CHECKPOINT_OVERHEAD + _rate(offer)[0] * LOST_WORK_SHARE
+
+
+def _training_cost(profile: WorkloadProfile, offer: Offer, hours: float) -> float:
+    overhead = 1.0
+    if offer.pricing == "spot":
+        rate_h = hourly_rate(*_rate(offer))
+        overhead = restart_overhead(
+            profile.checkpoint_minutes / 60, profile.restart_minutes / 60, rate_h
+        )
+    terms = billing_row(offer.provider)
+    billed = billed_hours(hours * overhead, terms["granularity_h"], terms["minimum_h"])
+    extras = _storage_month(profile, terms) + _egress_month(profile, terms)
+    return offer.price_hour_usd * billed + extras * billed / HOURS_PER_MONTH
+
+
+def _storage_month(profile: WorkloadProfile, terms: dict[str, Any]) -> float:
+    if profile.storage_gb is None or terms["disk_usd_gb_month"] is None:
+        return 0.0  # unknown: not counted (the row says so)
+    disk = max(profile.storage_gb, terms["minimum_disk_gb"] or 0)
+    return float(disk * terms["disk_usd_gb_month"])
+
+
+def _egress_month(profile: WorkloadProfile, terms: dict[str, Any]) -> float:
+    if profile.egress_gb_per_month is None or terms["egress_usd_gb"] is None:
+        return 0.0
+    paid = max(profile.egress_gb_per_month - (terms["egress_free_gb"] or 0), 0)
+    return float(paid * terms["egress_usd_gb"])
+
+
+def _extras_per_hour(profile: WorkloadProfile, offer: Offer, replicas: int) -> float:
+    terms = billing_row(offer.provider)
+    month = HOURS_PER_MONTH
+    return _storage_month(profile, terms) / month + _egress_month(profile, terms) / (
+        month * replicas
+    )
 
 
 def _eligible(p: WorkloadProfile, o: Offer) -> bool:
@@ -104,4 +161,14 @@ def _eligible(p: WorkloadProfile, o: Offer) -> bool:
         and (p.max_gpus is None or count <= p.max_gpus)
         and (o.pricing == "on_demand" or p.spot_ok)
         and (not p.pricing or o.pricing in p.pricing)
+        and _sla_allows(p, o)
     )
+
+
+def _sla_allows(p: WorkloadProfile, o: Offer) -> bool:
+    """With `sla`: no spot and no marketplace/community host, unless `sla_allow` lets in."""
+    if not p.sla:
+        return True
+    no_sla = o.provider == "vast" or o.region == "community"
+    spot_ok = o.pricing != "spot" or "spot" in p.sla_allow
+    return spot_ok and (not no_sla or "marketplace" in p.sla_allow)

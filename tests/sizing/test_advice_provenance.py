@@ -4,6 +4,7 @@ or assumed), freshness tiers, `require_available`, and each row's price provenan
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,7 @@ from priceadvisor.config import WorkloadProfile
 from priceadvisor.manifest import manifest
 from priceadvisor.records import FetchResult, RawQuote, RunStatus, utcnow
 from priceadvisor.sizing.advisor import (
-    CHECKPOINT_OVERHEAD,
     DEFAULT_INTERRUPTION_RATE,
-    LOST_WORK_SHARE,
     Options,
     rank,
 )
@@ -89,7 +88,10 @@ def test_a_rate_measured_from_the_history_prices_spot_offers(
     rows = ranked(db_path, intervals={"vast": 86400})  # fetched daily here: still fresh
     assert {r["interruption_source"] for r in rows} == {"measured"}
     assert rows[0]["interruption_rate"] == pytest.approx(3 / 105)
-    expected = 1 + CHECKPOINT_OVERHEAD + 3 / 105 * LOST_WORK_SHARE
+    # training on spot: Young/Daly with the default 5-minute checkpoint and 10-minute restart
+    rate_h = -math.log(1 - 3 / 105)  # a measured rate: the chance of a loss within an hour
+    tau = math.sqrt(2 * (5 / 60) / rate_h) - 5 / 60
+    expected = 1 + (5 / 60) / tau + rate_h * ((tau + 5 / 60) / 2 + 10 / 60)
     assert rows[0]["spot_overhead"] == pytest.approx(expected)
 
 

@@ -62,6 +62,11 @@ def _profile(rng: random.Random, i: int) -> WorkloadProfile:
         pricing=rng.choice(([], [], ["spot"], ["on_demand"])),  # type: ignore[arg-type]
         tensor_parallel=rng.choice((None, None, 1, 2)) if serving else None,
         replicas=rng.choice((None, 3)) if serving else None,
+        # run costs: runpod prices disk and egress, scaleway bills per minute, azure is unknown
+        storage_gb=rng.choice((None, 50.0, 400.0)),
+        egress_gb_per_month=rng.choice((None, 100.0)),
+        checkpoint_minutes=rng.choice((5.0, 30.0)),
+        sla=rng.random() < 0.2,
     )
 
 

@@ -26,7 +26,7 @@ def _by_sort(
 ) -> set[tuple[int, float]]:
     """Every offer of an allowed class and a sized shape, sorted; the k-th cost and below."""
     offer_class = np.repeat(offers.group_class, np.diff(offers.group_start))
-    cost = offers.effective_price * factors[offers.shape_id]
+    cost = offers.list_price * factors[offers.shape_id]
     allowed = eligible[offer_class] & ~np.isnan(cost)
     ids, cost = offers.offer_id[allowed], cost[allowed]
     if len(cost) > k:

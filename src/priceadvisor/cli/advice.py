@@ -65,8 +65,22 @@ def gpus(model: str, count: float) -> str:
     return f"{model} ×{count:g}"
 
 
+# Marks an effective cost that differs from the list cost as shown (the terms say why).
+MOVED = "*"
+
+
 def _cost(row: Row) -> str:
-    return money(row["usd_per_mtok"] if row["usd_per_mtok"] is not None else row["cost_usd"])
+    shown = money(row["usd_per_mtok"] if row["usd_per_mtok"] is not None else row["cost_usd"])
+    return f"{shown}{MOVED}" if _differs(row) else shown
+
+
+def _differs(row: Row) -> bool:
+    listed, effective = row.get("list_cost_usd"), row.get("effective_cost_usd")
+    return listed is not None and effective is not None and money(listed) != money(effective)
+
+
+def _terms(row: Row) -> str:
+    return "; ".join(row.get("terms_applied") or [])
 
 
 def _number(value: float | None) -> str:
@@ -82,7 +96,7 @@ def _pricing(row: Row) -> str:
 
 
 def _text(name: str) -> Callable[[Row], str]:
-    return lambda row: "" if row[name] is None else str(row[name])
+    return lambda row: "" if row.get(name) is None else str(row[name])
 
 
 FIELDS: dict[str, Field] = {
@@ -96,6 +110,8 @@ FIELDS: dict[str, Field] = {
     "pricing": Field("pricing", "key", _pricing),
     "hour": Field("$/h", "number", lambda r: money(r["price_hour_usd"])),
     "cost": Field("cost", "number", _cost),
+    "list": Field("list", "number", lambda r: money(r.get("list_cost_usd"))),
+    "list_rank": Field("list #", "number", _text("list_rank")),
     "monthly": Field("$/mo", "number", lambda r: money(r["monthly_usd"])),
     "hours": Field("hours", "number", lambda r: _number(r["hours"])),
     "tokens": Field("tok/s", "number", lambda r: _number(r["tokens_per_s"])),
@@ -104,6 +120,7 @@ FIELDS: dict[str, Field] = {
     "freshness": Field("fresh", "key", _text("freshness")),
     "age": Field("age h", "number", lambda r: _number(r["age_hours"])),
     "interruption": Field("interruption", "key", _text("interruption_source")),
+    "terms": Field("terms applied", "wrap", _terms),
 }
 DEFAULT = ("rank", "where", "gpu", "pricing", "cost", "monthly", "hours", "range", "binding")
 WIDE = tuple(name for name in FIELDS if name != "where")  # provider and region apart
@@ -138,6 +155,8 @@ def to_rich(
         if after and workload in after:
             parts.append(Text(clean(after[workload])))
         parts.append(Text(""))
+    if any(_differs(row) for _, rows in _groups(table) for row in rows):
+        notes = [*notes, f"{MOVED} effective cost differs from the list cost: see --columns terms"]
     parts.extend(Text(clean(note)) for note in notes)
     if not table.rows:
         parts.append(Text("no advice: no current offer fits the workloads' constraints"))
@@ -163,8 +182,8 @@ def _serving(rows: list[Row]) -> bool:
 def _heading(workload: str, rows: list[Row]) -> str:
     task = rows[0]["task"]
     if _serving(rows):
-        return f"{workload} — {task}, USD per 1M output tokens and per month"
-    return f"{workload} — {task}, USD per run (spot overhead included)"
+        return f"{workload} — {task}, effective USD per 1M output tokens and per month"
+    return f"{workload} — {task}, effective USD per run"
 
 
 def _workload_table(rows: list[Row], fields: tuple[str, ...]) -> RichTable:

@@ -218,9 +218,9 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
 
 ADVICE_COLUMNS = (
     "workload, rank, provider, region, country, instance_type, gpu_model, gpu_count, pricing, "
-    "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, tokens_per_s, hours, binding, low, "
-    "high, interruption_source, freshness, round(epoch(computed_at - fetched_at) / 3600, 1) "
-    "AS age_hours"
+    "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, list_cost_usd, effective_cost_usd, "
+    "list_rank, terms_applied, tokens_per_s, hours, binding, low, high, interruption_source, "
+    "freshness, round(epoch(computed_at - fetched_at) / 3600, 1) AS age_hours"
 )
 ADVICE_NAMES = [c.split(" AS ")[-1].strip() for c in re.split(r",\s*(?![^()]*\))", ADVICE_COLUMNS)]
 # Machine formats also get the rest of each row's provenance (too wide for a terminal table).

@@ -45,6 +45,16 @@ class Channel(Protocol):
         ...
 
 
+def list_vs_effective(r: dict[str, Any]) -> str:
+    """` effective (list $x: terms)` where a row's effective cost differs from its list cost
+    by a cent or more, else nothing (the digest's and alerts' wording)."""
+    listed = r.get("list_cost")
+    if listed is None or abs(r["cost"] - listed) < 0.005:
+        return ""
+    terms = "; ".join(r.get("terms") or [])
+    return f" effective (list ${listed:,.2f}{': ' + terms if terms else ''})"
+
+
 def provenance(
     provider: str,
     source_url: str | None,

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from priceadvisor.config import AlertRule, AlertSettings, WorkloadProfile
-from priceadvisor.notify import Message, provenance
+from priceadvisor.notify import Message, list_vs_effective, provenance
 from priceadvisor.notify import slack as blocks
 from priceadvisor.sizing import apicompare
 from priceadvisor.store import freshness, transactions
@@ -192,7 +192,8 @@ def _cheaper(
     rows = con.execute(
         """
         SELECT coalesce(cost_usd, usd_per_mtok) AS cost, task, provider, region, instance_type,
-               pricing, gpu_count, gpu_model, source_url, fetched_at, price_origin
+               pricing, gpu_count, gpu_model, source_url, fetched_at, price_origin,
+               list_cost_usd, coalesce(terms_applied, [])
         FROM advice WHERE workload = ? AND NOT list_contains(?, provider)
           AND (freshness = 'fresh' OR (freshness = 'stale' AND ?))
         ORDER BY rank LIMIT 5""",
@@ -203,8 +204,9 @@ def _cheaper(
     unit = "per run" if rows[0][1] not in ("serve", "batch") else "per 1M tokens"
     now = _now(con)
     lines = [
-        f"${c:,.4g} {unit}: {p} {r} {i} ({int(n)}x {g}, {pr}) [{provenance(p, u, at, o, now)}]"
-        for c, _, p, r, i, pr, n, g, u, at, o in rows
+        f"${c:,.4g} {unit}{list_vs_effective({'cost': c, 'list_cost': lc, 'terms': t})}: "
+        f"{p} {r} {i} ({int(n)}x {g}, {pr}) [{provenance(p, u, at, o, now)}]"
+        for c, _, p, r, i, pr, n, g, u, at, o, lc, t in rows
     ]
     return [
         Observation(

@@ -16,7 +16,7 @@ import duckdb
 
 from priceadvisor.collect import health
 from priceadvisor.config import Settings
-from priceadvisor.notify import Message
+from priceadvisor.notify import Message, list_vs_effective
 from priceadvisor.notify import slack as blocks
 from priceadvisor.notify.chart import CID as price_chart_cid
 from priceadvisor.notify.chart import ChartUnavailable, price_chart
@@ -113,6 +113,7 @@ GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
 BEST_SQL = f"""
 SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
     a.gpu_count, a.pricing, a.price_hour_usd, coalesce(a.cost_usd, a.usd_per_mtok) AS cost,
+    a.list_cost_usd AS list_cost, coalesce(a.terms_applied, []) AS terms,
     a.binding, a.tokens_per_s, a.hours, a.tpot_ms, h.price_hour_usd AS price_week_ago,
     a.source_url, a.fetched_at, a.price_origin, a.freshness,
     {reads.no_sla("a")} AS marketplace
@@ -175,6 +176,7 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, now: dt.datetime) 
     digest.workloads = _records(con, BEST_SQL, params)
     for row in digest.workloads:
         row["change"] = _change(row["price_hour_usd"], row["price_week_ago"])
+        row["effective_note"] = list_vs_effective(row)
     best = apicompare.best_per_workload(con, list(settings.workloads))
     digest.api_comparisons = [f"{name}: {c.sentence()}" for name, c in best.items()]
     start = con.execute(HISTORY_START_SQL).fetchone()
@@ -378,7 +380,8 @@ def _slack_workload(r: dict[str, Any]) -> str:
     figure = f"{r['hours']:,.1f} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
     market = " (marketplace, no SLA)" if r["marketplace"] else ""
     return (
-        f"{e(r['workload'])}: ${r['cost']:,.2f} {unit} on {e(r['provider'])} {e(r['region'])}"
+        f"{e(r['workload'])}: ${r['cost']:,.2f} {unit}{e(list_vs_effective(r))} "
+        f"on {e(r['provider'])} {e(r['region'])}"
         f"{market}, {r['gpu_count']:g}× {e(r['gpu_model'])} {_kind(r['pricing'])}, "
         f"{e(r['binding'])}-bound, {figure} ({e(_source(r))})"
     )

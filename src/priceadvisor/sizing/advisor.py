@@ -10,11 +10,16 @@ chosen by a partition, not a sort (sizing.topk). DuckDB then ranks the chosen fe
 tie-break, joining each to its offer and its estimate by number. Everything runs on one DuckDB
 thread (see _one_thread).
 
-Spot offers are eligible only for workloads with `spot_ok`, and cost more than their price:
-checkpointing (+5 %) plus the work lost to interruptions (half the interval between checkpoints
-on average, i.e. +50 % of the interruption rate). The rate is AWS's published one
-(`aws-advisor`), else one measured from the history (`measured`, store.interruption), else an
-assumed 15 % (`assumed`); each advice row names its source.
+Offers are chosen by list cost (price x hours) and ranked by effective cost (sizing.effective:
+billing unit and minimum, spot restarts, storage, egress). The effective cost is never below the
+list cost, so the cheapest `keep x POOL` offers by list cost hold the effective top `keep`
+whenever the k-th effective cost is at most their highest list cost; where it is not, the pool
+grows until it is (or holds every offer).
+
+Spot offers are eligible only for workloads with `spot_ok` (and, with `sla`, only where
+`sla_allow` lets them in, as for marketplace hosts). Their interruption rate is AWS's published
+one (`aws-advisor`), else one measured from the history (`measured`, store.interruption), else
+an assumed 15 % (`assumed`); each advice row names its source.
 
 Offers are ranked only while their price is fresh (store.freshness): stale ones only when asked
 for, those beyond the exclusion limit never. A workload with `require_available` ranks only
@@ -40,17 +45,20 @@ import numpy as np
 
 from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.records import TRAINING_TASKS, utcnow
-from priceadvisor.sizing import topk
+from priceadvisor.sizing import effective, topk
 from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import columns, freshness, interruption, transactions
+from priceadvisor.store import columns, freshness, interruption, reads, transactions
 from priceadvisor.store.ids import next_id
 from priceadvisor.workload import WorkloadSpec
 
-CHECKPOINT_OVERHEAD = 0.05
-LOST_WORK_SHARE = 0.5
+CHECKPOINT_OVERHEAD = effective.CHECKPOINT_OVERHEAD
+LOST_WORK_SHARE = effective.LOST_WORK_SHARE
 DEFAULT_INTERRUPTION_RATE = 0.15
 KEEP_PER_WORKLOAD = 100
+# Candidates chosen by list cost per offer kept, at first (they grow by GROWTH when short).
+POOL = 2
+GROWTH = 4
 
 _ESTIMATE_SCHEMA: columns.Schema = {
     "est": "int",
@@ -79,21 +87,29 @@ _WORKLOAD_SCHEMA: columns.Schema = {
     "spot_ok": "bool",
     "require_available": "bool",
     "pricing": "string",
+    "storage_gb": "float",
+    "egress_gb_per_month": "float",
+    "checkpoint_minutes": "float",
+    "restart_minutes": "float",
+    "sla": "bool",
+    "sla_allow": "string",
 }
 # What sizing reads of a profile: every field of the workload (the rest are constraints on
 # offers, and replicas/monthly volume, which only count the offers a sized result needs).
 _SIZING_FIELDS = set(WorkloadSpec.model_fields)
 
 
-# Offers eligible for sizing (an offer's number is its rowid here), with their effective price
-# (spot overhead included); a "class" of the attributes constraints look at and a "shape" of
-# what sizing looks at: constraints are then evaluated once per (workload, class) — a few
-# thousand pairs — and sizing once per (workload, shape), never per (workload, offer).
+# Offers eligible for sizing (an offer's number is its rowid here), with the flat spot
+# overhead serving pays (sizing.effective); a "class" of the attributes constraints look at
+# and a "shape" of what sizing looks at: constraints are then evaluated once per (workload,
+# class) — a few thousand pairs — and sizing once per (workload, shape), never per
+# (workload, offer).
 PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
 SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
+    {reads.no_sla("x")} AS no_sla,
     instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
-    price_hour_usd * spot_overhead AS effective_price, coalesce(available, false) AS rentable,
+    coalesce(available, false) AS rentable,
     available, interruption_rate, interruption_source, source_url, last_seen AS fetched_at,
     price_origin, freshness, flag_reason
 FROM (
@@ -123,13 +139,13 @@ FROM (
       AND price_origin = 'published'  -- a derived price is never what advice recommends
       AND (freshness = 'fresh' OR (freshness = 'stale' AND $include_stale))
       AND (flag IS NULL OR $include_flagged)  -- nor an offer the offer guard flagged
-)
+) AS x
 """
 GROUPS_SQL = """
 CREATE OR REPLACE TEMP TABLE _advice_classes AS
 SELECT *, row_number() OVER () - 1 AS class_id
 FROM (
-    SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count, rentable
+    SELECT DISTINCT provider, country, continent, is_eu, pricing, gpu_count, rentable, no_sla
     FROM _advice_offers
 );
 CREATE OR REPLACE TEMP TABLE _advice_shapes AS
@@ -137,20 +153,23 @@ SELECT *, row_number() OVER () - 1 AS shape_id
 FROM (SELECT DISTINCT gpu_model, gpu_count FROM _advice_offers);
 """
 
-# Every offer's class and shape, by hash joins with their distinct values (no sort).
+# Every offer's class and shape, by hash joins with their distinct values (no sort), and its
+# list price: candidates are chosen by list cost, the effective cost's lower bound.
 OFFER_COLUMNS_SQL = """
-SELECT o.rowid AS oid, c.class_id, s.shape_id, o.effective_price
+SELECT o.rowid AS oid, c.class_id, s.shape_id, o.price_hour_usd
 FROM _advice_offers AS o
 JOIN _advice_classes AS c ON o.provider = c.provider
     AND o.country IS NOT DISTINCT FROM c.country AND o.continent IS NOT DISTINCT FROM c.continent
     AND o.is_eu = c.is_eu AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
-    AND o.rentable = c.rentable
+    AND o.rentable = c.rentable AND o.no_sla = c.no_sla
 JOIN _advice_shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count
 """
 
 WORKLOADS_SQL = """
 CREATE OR REPLACE TEMP TABLE _workloads AS
-SELECT widx, name, eu_only, max_gpus, spot_ok, require_available,
+SELECT widx, name, eu_only, max_gpus, spot_ok, require_available, storage_gb,
+    egress_gb_per_month, checkpoint_minutes, restart_minutes, sla,
+    from_json(sla_allow, '["VARCHAR"]') AS sla_allow,
     from_json(providers, '["VARCHAR"]') AS providers,
     from_json(countries, '["VARCHAR"]') AS countries,
     from_json(continents, '["VARCHAR"]') AS continents,
@@ -170,29 +189,39 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
   AND (c.pricing = 'on_demand' OR w.spot_ok)
   AND (NOT w.require_available OR c.rentable)
   AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
+  AND (NOT w.sla OR ((c.pricing <> 'spot' OR list_contains(w.sla_allow, 'spot'))
+      AND (NOT c.no_sla OR list_contains(w.sla_allow, 'marketplace'))))
 """
 
-# The cheapest few per workload (sizing.topk: ties at the k-th cost included), each with its
-# estimate's row, ordered by cost, hourly price and the offer's key, k kept. Every join is by a
-# number to one row: the chosen offer by its rowid, the estimate by its row.
+# The effective top k per workload from its candidates (`_effective`, sizing.effective), each
+# with its estimate's row, ordered by effective cost, hourly price and the offer's key, k kept;
+# `list_rank` is the same order by list cost. Every join is by a number to one row.
 RANK_SQL = """
 SELECT e.workload, e.task,
     row_number() OVER (
         PARTITION BY c.widx
-        ORDER BY c.cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
-            o.pricing
+        ORDER BY c.effective_cost, o.price_hour_usd, o.provider, o.region, o.zone,
+            o.instance_type, o.pricing
     ) AS rank,
+    row_number() OVER (
+        PARTITION BY c.widx
+        ORDER BY c.list_cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
+            o.pricing
+    ) AS list_rank,
     o.provider, o.region, o.zone, o.country, o.instance_type,
     o.gpu_model, o.gpu_count, o.pricing, o.price_hour_usd,
-    CASE WHEN e.hours IS NOT NULL THEN c.cost END AS cost_usd,
-    CASE WHEN e.hours IS NULL THEN c.cost END AS usd_per_mtok,
-    CASE WHEN e.hours IS NULL THEN e.replicas * 730 * o.effective_price END AS monthly_usd,
+    CASE WHEN e.hours IS NOT NULL THEN c.effective_cost END AS cost_usd,
+    CASE WHEN e.hours IS NULL THEN c.effective_cost END AS usd_per_mtok,
+    CASE WHEN e.hours IS NULL
+        THEN c.effective_cost * 3600 * e.tokens_per_s / 1e6 * e.replicas * 730 END AS monthly_usd,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
+    c.list_cost AS list_cost_usd, c.effective_cost AS effective_cost_usd, c.terms_applied,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
-    c.cost / (1 + e.uncertainty) AS low, c.cost * (1 + e.uncertainty) AS high,
-    o.spot_overhead, $now AS computed_at, o.interruption_rate, o.interruption_source,
-    o.source_url, o.fetched_at, o.price_origin, o.freshness, o.available, o.flag_reason
-FROM _cheapest AS c
+    c.effective_cost / (1 + e.uncertainty) AS low, c.effective_cost * (1 + e.uncertainty) AS high,
+    c.run_overhead AS spot_overhead, $now AS computed_at, o.interruption_rate,
+    o.interruption_source, o.source_url, o.fetched_at, o.price_origin, o.freshness, o.available,
+    o.flag_reason
+FROM _effective AS c
 JOIN _advice_offers AS o ON o.rowid = c.oid
 JOIN _estimates AS e ON e.est = c.est
 QUALIFY rank <= $keep
@@ -366,14 +395,14 @@ def _shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
 
 
 def _offer_columns(con: duckdb.DuckDBPyConnection, n_shapes: int) -> topk.OfferColumns:
-    """Every offer's number, class, shape and effective price, as numpy columns."""
+    """Every offer's number, class, shape and list price, as numpy columns."""
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
     [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     return topk.by_group(
         found["oid"].astype(np.int64, copy=False),
         found["class_id"].astype(np.int64, copy=False),
         found["shape_id"].astype(np.int64, copy=False),
-        found["effective_price"].astype(np.float64, copy=False),
+        found["price_hour_usd"].astype(np.float64, copy=False),
         int(n_classes),
         n_shapes,
     )
@@ -408,6 +437,12 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
             "spot_ok": p.spot_ok,
             "require_available": p.require_available,
             "pricing": json.dumps(list(p.pricing)),
+            "storage_gb": p.storage_gb,
+            "egress_gb_per_month": p.egress_gb_per_month,
+            "checkpoint_minutes": p.checkpoint_minutes,
+            "restart_minutes": p.restart_minutes,
+            "sla": p.sla,
+            "sla_allow": json.dumps(list(p.sla_allow)),
         }
         for widx, p in enumerate(profiles)
     ]
@@ -421,8 +456,9 @@ _TEMP_TABLES = (
     "_workloads",
     "_measured_interruption",
     "_fetch_intervals",
+    "_effective",
 )
-_VIEWS = ("_workloads_json", "_estimates", "_cheapest")
+_VIEWS = ("_workloads_json", "_estimates", "_cheapest", "_billing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,14 +505,38 @@ def _prepared(
             shapes = _shapes(con)
             offers = _offer_columns(con, len(shapes))
             plan = _plan(con, profiles, offers, shapes)
-            cheapest = _cheapest(profiles, offers, plan, keep)
-            con.register("_cheapest", columns.table(cheapest, _CHEAPEST_SCHEMA))
-            con.register("_estimates", _estimates_table(plan, profiles, cheapest["est"]))
+            con.register("_billing", effective.load_billing(con, "_advice_offers"))
+            _effective_candidates(con, profiles, offers, plan, keep)
             yield
         finally:
             for view in _VIEWS:
                 con.unregister(view)
             con.execute("".join(f"DROP TABLE IF EXISTS {t};" for t in _TEMP_TABLES))
+
+
+def _effective_candidates(
+    con: duckdb.DuckDBPyConnection,
+    profiles: Sequence[WorkloadProfile],
+    offers: topk.OfferColumns,
+    plan: _Plan,
+    keep: int,
+) -> None:
+    """`_effective`: each workload's cheapest candidates by list cost with their effective
+    costs, enough of them to hold its effective top `keep` (see the module's docstring)."""
+    pool = keep * POOL
+    while True:
+        cheapest = _cheapest(profiles, offers, plan, pool)
+        con.register("_cheapest", columns.table(cheapest, _CHEAPEST_SCHEMA))
+        con.register("_estimates", _estimates_table(plan, profiles, cheapest["est"]))
+        con.execute(effective.EFFECTIVE_SQL)
+        if pool >= len(offers.offer_id) or not _unsettled(con, keep, pool):
+            return
+        pool *= GROWTH
+
+
+def _unsettled(con: duckdb.DuckDBPyConnection, keep: int, pool: int) -> int:
+    [(count,)] = con.execute(effective.UNSETTLED_SQL, {"keep": keep, "pool": pool}).fetchall()
+    return int(count)
 
 
 @contextmanager

@@ -21,7 +21,7 @@ class OfferColumns:
     others."""
 
     offer_id: Ints  # the offer's number (its rowid in the advisor's offers table)
-    effective_price: Floats  # $/h with the spot overhead
+    list_price: Floats  # $/h as listed: the lower bound of the effective price
     shape_id: Ints  # (GPU model, GPU count): what sizing looks at
     group_start: Ints
     group_class: Ints  # the attributes constraints look at (provider, country, pricing, count…)
@@ -34,19 +34,19 @@ def by_group(
     offer_id: Ints,
     class_id: Ints,
     shape_id: Ints,
-    effective_price: Floats,
+    list_price: Floats,
     n_classes: int,
     n_shapes: int,
 ) -> OfferColumns:
     key = class_id * max(1, n_shapes) + shape_id
     order = np.argsort(key, kind="stable")
-    key, price = key[order], effective_price[order]
+    key, price = key[order], list_price[order]
     starts = np.flatnonzero(np.diff(key, prepend=-1)) if len(key) else np.zeros(0, np.int64)
     group_key = key[starts]
     group_class = group_key // max(1, n_shapes)
     return OfferColumns(
         offer_id=offer_id[order],
-        effective_price=price,
+        list_price=price,
         shape_id=shape_id[order],
         group_start=np.append(starts, len(key)),
         group_class=group_class,
@@ -74,7 +74,7 @@ def costs(
     sized = ~np.isnan(factor)
     groups, factor = _contenders(offers, groups[sized], factor[sized], k)
     positions, lengths = _runs(offers.group_start, groups)
-    cost = offers.effective_price[positions] * np.repeat(factor, lengths)
+    cost = offers.list_price[positions] * np.repeat(factor, lengths)
     return positions, cost
 
 

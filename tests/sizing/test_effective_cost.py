@@ -1,0 +1,174 @@
+"""The effective cost of a run on constructed offers: each billing term, unknown terms named
+and never priced as 0, Young/Daly's spot overhead against a hand computation, and `sla`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from priceadvisor.config import WorkloadProfile
+from priceadvisor.records import RawQuote
+from priceadvisor.sizing.advisor import rank
+from priceadvisor.sizing.effective import daly_interval, hourly_rate, restart_overhead
+from priceadvisor.store import connections
+from tests.conftest import ingest_quotes
+
+# A LoRA run short enough (well under an hour on one H100) for a per-hour bill to round it up.
+SHORT_LORA = WorkloadProfile(
+    name="short", task="lora", model="llama-3.1-8b", train_tokens=1e7, spot_ok=True
+)
+
+
+def quote(region: str, price: float, pricing: str = "on_demand", key: str = "a") -> RawQuote:
+    return RawQuote(
+        region=region,
+        instance_type=f"H100 x1 {key}",
+        pricing=pricing,
+        price=price,
+        gpu_name_raw="H100 SXM",
+        gpu_count=1.0,
+        available=True,
+        source_url="https://example.test/prices",
+    )
+
+
+def per_second(hours: float) -> float:
+    """Hours billed by the second."""
+    return math.ceil(hours * 3600 - 1e-6) / 3600
+
+
+def ranked(db: Path, profile: WorkloadProfile) -> list[dict[str, Any]]:
+    with connections.writer(db) as con:
+        names, rows = rank(con, [profile], keep=20)
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def by_provider(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["provider"]: r for r in rows}
+
+
+def test_young_daly_against_a_hand_computation() -> None:
+    # The assumed rate 0.15: a 15 % chance of losing the offer within an hour.
+    rate_h = hourly_rate(0.15, "assumed")
+    assert rate_h == pytest.approx(0.1625189, rel=1e-6)  # -ln(0.85)
+    # δ = 5 min, M = 1/λ = 6.1531 h: τ = sqrt(2 × 0.08333 × 6.1531) − 0.08333 = 0.92935 h
+    assert daly_interval(5 / 60, rate_h) == pytest.approx(0.9293471, rel=1e-6)
+    # 1 + δ/τ + λ((τ + δ)/2 + R) = 1 + 0.089669 + 0.162519 × (0.506340 + 0.166667)
+    assert restart_overhead(5 / 60, 10 / 60, rate_h) == pytest.approx(1.1990450, rel=1e-6)
+    # AWS's bucket is a monthly share: 5 % a month is λ = −ln(0.95)/730 per hour
+    aws = hourly_rate(0.05, "aws-advisor")
+    assert aws == pytest.approx(7.026479e-5, rel=1e-6)
+    assert daly_interval(5 / 60, aws) == pytest.approx(48.61964, rel=1e-6)
+    assert restart_overhead(5 / 60, 10 / 60, aws) == pytest.approx(1.0034367, rel=1e-6)
+    # Daly: where the checkpoint takes at least 2M, checkpoint every M
+    assert daly_interval(3.0, 1.0) == pytest.approx(1.0)
+    assert restart_overhead(5 / 60, 10 / 60, 0.0) == 1.0
+
+
+def test_a_per_hour_bill_rounds_a_short_run_up_and_moves_its_rank(db_path: Path) -> None:
+    ingest_quotes(db_path, "vultr", [quote("ams", 2.00)])  # per hour, at least 60 min
+    ingest_quotes(db_path, "runpod", [quote("secure", 2.50)])  # per second
+    rows = by_provider(ranked(db_path, SHORT_LORA))
+    vultr, runpod = rows["vultr"], rows["runpod"]
+    hours = vultr["hours"]
+    assert hours < 0.8  # the premise: a run far shorter than the hour billed
+    assert vultr["list_cost_usd"] == pytest.approx(2.00 * hours)
+    assert vultr["effective_cost_usd"] == pytest.approx(2.00)  # one whole hour
+    assert vultr["cost_usd"] == vultr["effective_cost_usd"]
+    assert f"billed per hour, at least 60 min: {hours:.4g} h → 1 h" in vultr["terms_applied"]
+    # per-second billing rounds nothing worth a line; RunPod states no minimum: said so
+    assert runpod["effective_cost_usd"] == pytest.approx(2.50 * per_second(hours))
+    assert runpod["terms_applied"] == ["billed per second; minimum per start unknown"]
+    # cheaper by list, dearer billed: the rank moves and the row says why
+    assert (vultr["list_rank"], vultr["rank"]) == (1, 2)
+    assert (runpod["list_rank"], runpod["rank"]) == (2, 1)
+
+
+def test_unknown_terms_are_reported_never_priced_as_zero(db_path: Path) -> None:
+    ingest_quotes(db_path, "azure", [quote("eastus", 3.00)])  # every term unknown
+    ingest_quotes(db_path, "runpod", [quote("secure", 3.00)])  # disk $0.10/GB-month, free egress
+    profile = SHORT_LORA.model_copy(update={"storage_gb": 400.0, "egress_gb_per_month": 500.0})
+    rows = by_provider(ranked(db_path, profile))
+    azure, runpod = rows["azure"], rows["runpod"]
+    assert azure["effective_cost_usd"] == azure["list_cost_usd"]
+    assert azure["terms_applied"] == [
+        f"billing granularity unknown: {azure['hours']:.2f} h not rounded",
+        "storage 400 GB: disk price unknown, not counted",
+        "egress 500 GB/month: price unknown, not counted",
+    ]
+    billed = per_second(runpod["hours"])
+    storage = 400 * 0.10 * billed / 730  # pro rata for the hours billed
+    assert runpod["effective_cost_usd"] == pytest.approx(3.00 * billed + storage)
+    assert runpod["effective_cost_usd"] > runpod["list_cost_usd"] + 0.9 * storage
+    assert "storage 400 GB × $0.1/GB-month (minimum disk unknown)" in runpod["terms_applied"]
+    assert (
+        "egress 500 GB/month × $0 (free allowance unknown: none assumed)"
+        in (runpod["terms_applied"])
+    )
+
+
+def test_spot_training_pays_young_daly_restarts(db_path: Path) -> None:
+    ingest_quotes(db_path, "vast", [quote("US", 1.00, "spot")])  # no AWS figure, no history
+    profile = SHORT_LORA.model_copy(update={"checkpoint_minutes": 5.0, "restart_minutes": 10.0})
+    [row] = ranked(db_path, profile)
+    assert row["interruption_source"] == "assumed"
+    assert row["spot_overhead"] == pytest.approx(1.1990450, rel=1e-6)
+    billed = per_second(row["hours"] * row["spot_overhead"])
+    assert row["effective_cost_usd"] == pytest.approx(1.00 * billed)
+    assert (
+        "spot restarts +19.9 % (Young/Daly, τ = 56 min, assumed interruption rate)"
+        in (row["terms_applied"])
+    )
+
+
+SERVE = WorkloadProfile(name="api", task="serve", model="llama-3.1-8b", spot_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("sla", "allow", "expected"),
+    [
+        (
+            False,
+            [],
+            {
+                "runpod/secure/on_demand",
+                "runpod/secure/spot",
+                "runpod/community/on_demand",
+                "vast/US/on_demand",
+            },
+        ),
+        (True, [], {"runpod/secure/on_demand"}),
+        (True, ["spot"], {"runpod/secure/on_demand", "runpod/secure/spot"}),
+        (
+            True,
+            ["marketplace"],
+            {"runpod/secure/on_demand", "runpod/community/on_demand", "vast/US/on_demand"},
+        ),
+    ],
+)
+def test_sla_keeps_spot_and_no_sla_hosts_out_unless_allowed(
+    db_path: Path, sla: bool, allow: list[str], expected: set[str]
+) -> None:
+    ingest_quotes(
+        db_path,
+        "runpod",
+        [quote("secure", 2.0), quote("secure", 1.0, "spot"), quote("community", 1.5)],
+    )
+    ingest_quotes(db_path, "vast", [quote("US", 1.2)])
+    profile = SERVE.model_copy(update={"sla": sla, "sla_allow": allow})
+    rows = ranked(db_path, profile)
+    assert {f"{r['provider']}/{r['region']}/{r['pricing']}" for r in rows} == expected
+
+
+def test_the_candidate_pool_grows_until_the_effective_top_is_certain(db_path: Path) -> None:
+    """Keep 1 from a first pool of 2 by list cost: both are per-hour offers whose short run
+    bills a whole hour, dearer than the per-second offer fourth by list; the pool must grow."""
+    ingest_quotes(db_path, "vultr", [quote("ams", p, key=str(p)) for p in (2.00, 2.01, 2.02)])
+    ingest_quotes(db_path, "runpod", [quote("secure", 2.50)])
+    with connections.writer(db_path) as con:
+        names, rows = rank(con, [SHORT_LORA], keep=1)
+    [best] = [dict(zip(names, row, strict=True)) for row in rows]
+    assert (best["provider"], best["rank"], best["list_rank"]) == ("runpod", 1, 4)
