@@ -134,7 +134,7 @@ def test_names_and_codes_filter_alike(capsys: pytest.CaptureFixture[str], offlin
         ("--country", "Atlantis", "unknown country"),
         ("--continent", "Atlantis", "unknown continent"),
         ("--gpu", "B2000", "unknown GPU"),
-        ("--pricing", "reserved", "unknown pricing"),
+        ("--pricing", "preemptible", "unknown pricing"),
         ("--provider", "nope", "unknown provider"),
     ],
 )

@@ -101,7 +101,13 @@ RULES = {
     "provider_failing": "Provider failing",
 }
 _LABEL_KEYS = {"gpu_model": "GPU", "pricing": "pricing"}
-_PRICINGS = {"on_demand": "on-demand", "spot": "spot", "market": "market average", "any": "any"}
+_PRICINGS = {
+    "on_demand": "on-demand",
+    "spot": "spot",
+    "market": "market average",
+    "reserved": "commitment",
+    "any": "any",
+}
 
 
 def column(name: str) -> str:

@@ -41,7 +41,7 @@ OFFER_SORTS = {
     "provider": "provider, region, price_gpu_hour_usd NULLS LAST",
     "gpu": "gpu_model NULLS LAST, price_gpu_hour_usd NULLS LAST",
 }
-PRICINGS = ("on_demand", "spot", "market")
+PRICINGS = ("on_demand", "spot", "market", "reserved")
 PAGE_SIZES = (25, 50, 100, 200)
 
 
@@ -87,7 +87,7 @@ class OfferQuery:
         found = [(clause, values) for wanted, clause, values in optional if wanted]
         if self.pricing:
             return [*found, ("o.pricing = ?", [self.pricing])]
-        # market averages are shown only when asked for
+        # market averages and commitments are shown only when asked for
         return [*found, ("list_contains(?, o.pricing)", [[str(p) for p in RENTABLE]])]
 
 
