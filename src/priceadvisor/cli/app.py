@@ -343,6 +343,11 @@ def prices(
             notes.append(f"{hidden} flagged {offers_word} left out: --include-flagged to see them")
         if noun != "GPU":
             notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
+        if flt.pricing == "reserved":
+            notes.append(
+                "commitment prices: the effective hourly price over a term of `months`, "
+                "never ranked against on-demand"
+            )
         offers = noun.replace("/", " and ")
         title = f"Current {offers} offers (USD)"
         if as_of:
