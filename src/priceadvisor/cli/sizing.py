@@ -441,7 +441,7 @@ def _no_price(specs: dict[str, Any]) -> str:
     return ", no public price found" if specs.get("list_price_kind") == "no public price" else ""
 
 
-RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing"
+RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing, term_months"
 
 # The cheapest current offer of a GPU model per rental compared, priced per GPU-hour; spot
 # carries its restart overhead (tco.spot_overhead, the same factor written out in SQL).
