@@ -271,10 +271,37 @@ def advise(
             "AND rank <= ? ORDER BY workload, rank",
             [names, top],
         )
+        commitments = _commitments(con, settings, names)
     if fmt is Format.TABLE:
-        out.print(advice_layout.to_rich(table, shown, []), soft_wrap=False)
+        lines = advice_layout.commitment_lines(table, commitments)
+        out.print(advice_layout.to_rich(table, shown, [], lines), soft_wrap=False)
     else:
+        if fmt is Format.JSON:  # an object per row: the workload's, never part of its ranking
+            table = _with_commitment(table, commitments)
         render(table, fmt, out, title="Advice (USD)")
+
+
+def _commitments(con: Any, settings: Any, names: list[str]) -> dict[str, dict[str, Any] | None]:
+    """Per workload: the cheapest commitment for its best offer's GPU model, at its size."""
+    from priceadvisor.sizing import commitment
+
+    best = reads.fetch_table(
+        con,
+        "SELECT workload, gpu_model, gpu_count, replicas, hours FROM advice "
+        "WHERE list_contains(?, workload) AND rank = 1",
+        [names],
+    )
+    rows = {r[0]: dict(zip(best.columns, r, strict=True)) for r in best.rows}
+    profiles = [w for w in settings.workloads if w.name in names]
+    return commitment.for_workloads(con, profiles, rows)
+
+
+def _with_commitment(
+    table: reads.Table, commitments: dict[str, dict[str, Any] | None]
+) -> reads.Table:
+    at = table.columns.index("workload")
+    rows = [(*row, commitments.get(row[at])) for row in table.rows]
+    return reads.Table([*table.columns, "commitment"], rows)
 
 
 def _advice_with_flagged(con: Any, settings: Any, names: list[str], top: int) -> reads.Table:
