@@ -135,4 +135,5 @@ def test_machine_formats_keep_the_view_columns(
 ) -> None:
     rows = rows_as_json(capsys, setup, "--top", "1", "--wide")
     provenance = [c.strip() for c in sizing_cli.ADVICE_PROVENANCE.split(",") if c.strip()]
-    assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance
+    # JSON adds the workload's commitment (an object beside the ranking, docs/sql.md)
+    assert list(rows[0]) == [*sizing_cli.ADVICE_NAMES, *provenance, "commitment"]
