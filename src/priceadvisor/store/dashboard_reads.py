@@ -169,8 +169,8 @@ def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | No
 
 
 def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
-    """Per day, provider and pricing: the cheapest $/GPU-hour of any unflagged interval alive
-    that day."""
+    """Per day, provider and pricing (on-demand or spot): the cheapest $/GPU-hour of any
+    unflagged interval alive that day."""
     return fetch_table(
         con,
         """
@@ -181,6 +181,7 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
             FROM price_history
             WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
               AND flag IS NULL  -- a flagged price (placeholder, glitch) is no day's cheapest
+              AND pricing IN ('on_demand', 'spot')  -- nor a market average or a commitment
               AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
         )
         SELECT CAST(d.day AS DATE) AS day, provider, pricing,
@@ -194,9 +195,12 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
 
 
 def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> Table:
+    """A GPU's current offers, cheapest first; commitments are on the Prices page
+    (pricing=reserved), not among what can be rented by the hour."""
     return fetch_table(
         con,
-        f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers WHERE gpu_model = ?
+        f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers
+            WHERE gpu_model = ? AND pricing <> 'reserved'
             ORDER BY price_gpu_hour_usd NULLS LAST, {OFFER_KEY} LIMIT ?""",
         [model, limit],
     )
