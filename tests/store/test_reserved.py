@@ -95,3 +95,22 @@ def test_a_per_gpu_monthly_payment_is_stored_for_the_node(db_path: Path) -> None
     )
     run(db_path, 0, [per_gpu])
     assert query(db_path, "SELECT price_hour_usd, monthly_usd FROM offers") == [(16.0, 11680.0)]
+
+
+def test_a_cheaper_commitment_is_never_the_cheapest_on_demand_price(db_path: Path) -> None:
+    """The 1-year price (2.50) is below on-demand (3.673): only asked-for reads list it."""
+    from priceadvisor.store import dashboard_reads, reads
+
+    run(db_path, 0, [ON_DEMAND, ONE_YEAR, THREE_YEARS])
+    with connections.reader(db_path) as con:
+        listed = reads.prices(con, reads.OfferFilter(), "gpu-hour", None)
+        asked = reads.prices(con, reads.OfferFilter(pricing="reserved"), "gpu-hour", None)
+        cheapest = dashboard_reads.cheapest_per_model(con, dashboard_reads.OfferQuery())
+        history = dashboard_reads.gpu_daily_cheapest(con, "A100-PCIE-80GB", days=3650)
+        gpu_page = dashboard_reads.gpu_offers(con, "A100-PCIE-80GB")
+    pricing = listed.columns.index("pricing")
+    assert [row[pricing] for row in listed.rows] == ["on_demand"]
+    assert sorted(row[asked.columns.index("term_months")] for row in asked.rows) == [12, 36]
+    assert [row[cheapest.columns.index("price_gpu_hour_usd")] for row in cheapest.rows] == [3.673]
+    assert {row[history.columns.index("pricing")] for row in history.rows} == {"on_demand"}
+    assert {row[gpu_page.columns.index("pricing")] for row in gpu_page.rows} == {"on_demand"}
