@@ -21,6 +21,7 @@ COLUMNS = {
     "gpu_count": "GPUs",
     "gpu_memory_gb": "GPU memory (GB)",
     "pricing": "Pricing",
+    "term_months": "Term (months)",
     "price_hour_usd": "$/hour",
     "price_gpu_hour_usd": "$/GPU-hour",
     "available": "In stock",

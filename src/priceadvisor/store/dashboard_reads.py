@@ -24,6 +24,7 @@ OFFER_COLUMNS = (
     "gpu_count",
     "gpu_memory_gb",
     "pricing",
+    "term_months",  # a commitment's term (pricing=reserved); empty for every other row
     "price_hour_usd",
     "price_gpu_hour_usd",
     "available",
