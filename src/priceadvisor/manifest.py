@@ -191,7 +191,7 @@ class Expectations(BaseModel):
     min_offers: int = Field(0, ge=0, description="at least this many valid offers")
     gpus: list[str] = Field(default_factory=list, description="canonical GPU ids present")
     regions: list[str] = Field(default_factory=list, description="region codes present")
-    pricing: list[Literal["on_demand", "spot", "market"]] = Field(
+    pricing: list[Literal["on_demand", "spot", "market", "reserved"]] = Field(
         default_factory=list, description="pricing kinds present"
     )
 

@@ -38,12 +38,15 @@ TRAINING_TASKS = ("pretrain", "finetune", "lora", "qlora")
 
 class Pricing(StrEnum):
     """How an offer is priced. `market` is an observed market average (SF Compute), not a price
-    anyone can rent at: it is stored apart and left out of every "cheapest" answer unless asked
-    for. Commitments (reserved tenors, monthly terms, "starting from" floors) are not stored."""
+    anyone can rent at. `reserved` is a commitment: a price for renting over a fixed term
+    (`RawQuote.term_months`), stated as the effective hourly price over the term. Both are
+    stored beside the others and left out of every "cheapest" answer unless asked for.
+    "Starting from" floors are not stored."""
 
     ON_DEMAND = "on_demand"
     SPOT = "spot"
     MARKET = "market"
+    RESERVED = "reserved"
 
 
 RENTABLE = (Pricing.ON_DEMAND, Pricing.SPOT)  # what "cheapest" compares by default
@@ -90,6 +93,12 @@ class RawQuote:
     offer_count: int | None = None  # marketplaces: asks aggregated into this quote
     price_median: float | None = None  # marketplaces: their median, same basis as price
     price_date: str | None = None  # market averages: the ISO day the average is for
+    # Commitments (pricing `reserved`): the term in months (part of the offer's key), and how it
+    # is paid where the source says so: upfront for the whole term and/or per month, in
+    # `currency` and on the same basis as `price` (per node or per GPU).
+    term_months: int | None = None
+    upfront: float | None = None
+    monthly: float | None = None
     # None: the provider published this price. Else the rule it was derived by from a published
     # one ("OCI preemptible = 50 % of on-demand"); stored as price_origin 'derived'.
     price_rule: str | None = None

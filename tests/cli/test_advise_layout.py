@@ -138,7 +138,8 @@ def test_machine_formats_keep_the_view_columns(
     rows = rows_as_json(capsys, setup, "--top", "1", "--wide")
     provenance = [c.strip() for c in sizing_cli.ADVICE_PROVENANCE.split(",") if c.strip()]
     comparison = list(apicompare.RECORD_FIELDS)  # the API comparison follows the view's columns
-    assert list(rows[0]) == sizing_cli.ADVICE_NAMES + provenance + comparison
+    # JSON adds the workload's commitment (an object beside the ranking, docs/sql.md)
+    assert list(rows[0]) == [*sizing_cli.ADVICE_NAMES, *provenance, *comparison, "commitment"]
 
 
 def test_json_carries_the_api_comparison_for_serve_workloads(

@@ -73,7 +73,8 @@ def test_table_says_how_much_it_shows_and_machines_get_every_row(
 ) -> None:
     [(total,)] = query(
         offline_db,
-        "select count(*) from offers where gpu_model is not null and pricing <> 'market' "
+        "select count(*) from offers where gpu_model is not null "
+        "and pricing in ('on_demand', 'spot') "
         "and price_origin = 'published' and flag is null",
     )
     code, out, _ = prices(capsys, offline_db)
@@ -134,7 +135,7 @@ def test_names_and_codes_filter_alike(capsys: pytest.CaptureFixture[str], offlin
         ("--country", "Atlantis", "unknown country"),
         ("--continent", "Atlantis", "unknown continent"),
         ("--gpu", "B2000", "unknown GPU"),
-        ("--pricing", "reserved", "unknown pricing"),
+        ("--pricing", "preemptible", "unknown pricing"),
         ("--provider", "nope", "unknown provider"),
     ],
 )
@@ -251,9 +252,11 @@ def test_recorded_providers_are_counted_and_named_on_request(
 
     screen = Console(width=80, record=True, color_system=None, soft_wrap=True)
     monkeypatch.setattr(cli_app, "out", screen)
-    [(recorded,)] = query(
-        offline_db, "select count(distinct provider) from fetch_runs where source = 'recorded'"
-    )
+    from priceadvisor.manifest import manifest
+
+    runs = query(offline_db, "select distinct provider from fetch_runs where source = 'recorded'")
+    # ecb (FX) and openrouter (API token prices) record no offers
+    recorded = 1 + sum(manifest(p).kind == "prices" for (p,) in runs)
     code, _, _ = prices(capsys, offline_db, "--limit", "3")
     lines = screen.export_text().splitlines()
     assert code == 0 and all(len(line) <= 80 for line in lines)
@@ -284,3 +287,32 @@ def test_an_empty_default_database_points_at_the_recorded_one(
     assert code == 0 and " ".join(out.split()).endswith(hint)  # a note, wrapped at the width
     code, out, _ = cli(capsys, "--db", str(recorded_db_path()), "prices", "--limit", "1")
     assert code == 0 and hint not in out
+
+
+def test_commitment_prices_are_listed_only_when_asked_for(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    code, out, _ = prices(capsys, offline_db, "--pricing", "reserved", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert rows and all(r["pricing"] == "reserved" and r["term_months"] >= 1 for r in rows)
+    providers = {r["provider"] for r in rows}
+    assert {"azure", "civo", "latitude", "packetai"} <= providers
+    code, out, _ = prices(capsys, offline_db, "--format", "json")
+    assert code == 0
+    default = json.loads(out)
+    assert {r["pricing"] for r in default} <= {"on_demand", "spot"}
+    assert all(r["term_months"] is None for r in default)
+
+
+def test_the_commitment_table_shows_the_term(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    code, out, _ = prices(capsys, offline_db, "--pricing", "reserved", "-p", "civo")
+    assert code == 0 and "months" in out
+    assert [line.split()[4] for line in out.splitlines() if line.startswith("civo ")] == [
+        "36",
+        "24",
+        "12",
+        "6",
+    ]

@@ -191,3 +191,28 @@ def test_tco_says_which_catalog_value_is_missing(
         "json",
     )
     assert code == 0 and json.loads(out)["power_source"] == "given"
+
+
+def test_tco_breaks_even_against_the_cheapest_stored_commitment(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, screen: Console
+) -> None:
+    """B200: a catalog list price and TDP, and packet.ai's recorded monthly plans."""
+    code, out, err = tco(capsys, offline_db, "--gpu", "B200-180GB", "--format", "json")
+    assert code == 0, err
+    evens = {e["against"]: e for e in json.loads(out)["break_evens"]}
+    commitment = evens["commitment"]["offer"]
+    import duckdb
+
+    with duckdb.connect(str(offline_db), read_only=True) as con:
+        [(cheapest, months)] = con.execute(
+            "SELECT price_gpu_hour_usd, term_months FROM offers "
+            "WHERE gpu_model = 'B200-180GB' AND pricing = 'reserved' "
+            "ORDER BY price_gpu_hour_usd LIMIT 1"
+        ).fetchall()
+    assert commitment["pricing"] == "reserved" and commitment["term_months"] == months
+    assert commitment["usd_per_gpu_hour"] == pytest.approx(cheapest)
+    assert evens["commitment"]["rent_gpu_hour_usd"] == pytest.approx(cheapest, rel=1e-3)
+    assert evens["commitment"]["summary"] != "no commitment price stored"
+    tco(capsys, offline_db, "--gpu", "B200-180GB")
+    text = " ".join(screen.export_text().split())
+    assert f"reserved for {months} month" in text

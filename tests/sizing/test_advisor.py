@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -553,3 +554,62 @@ def test_flagged_offers_are_advised_and_rented_only_when_asked(
         offer = on_demand["offer"]
         rents.append((offer["provider"], offer["region"], offer["usd_per_gpu_hour"]))
     assert rents[1] == ("runpod", "community", 0.5) and rents[0] != rents[1]
+
+
+CIVO_ONLY = """
+[[workloads]]
+name = "chat-civo"
+task = "serve"
+model = "llama-3.1-8b"
+monthly_output_tokens = 1e9
+providers = ["civo"]
+
+[[workloads]]
+name = "lora-civo"
+task = "lora"
+model = "llama-3.1-8b"
+train_tokens = 2e8
+providers = ["civo"]
+"""
+
+
+def test_the_commitment_is_beside_the_ranking_never_in_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, offline_db: Path
+) -> None:
+    """Civo's recorded L40S terms (6-36 months): serving commits for the lowest monthly bill,
+    a short training run for the lowest bill for the run (the shortest term)."""
+    path = tmp_path / "civo.toml"
+    path.write_text(CIVO_ONLY)
+    rows = advice(capsys, path, offline_db, "--top", "100")
+    assert rows and {r["pricing"] for r in rows} <= {"on_demand", "spot"}
+    serving = next(r for r in rows if r["workload"] == "chat-civo")
+    training = next(r for r in rows if r["workload"] == "lora-civo")
+    chat, lora = serving["commitment"], training["commitment"]
+    assert (chat["provider"], chat["gpu_model"], chat["term_months"]) == ("civo", "L40S-48GB", 36)
+    assert chat["price_gpu_hour_usd"] == 0.89 and chat["run_usd"] is None
+    gpus = serving["gpu_count"] * (serving.get("replicas") or 1)
+    assert chat["usd_per_month"] == pytest.approx(math.ceil(gpus) * 0.89 * 730)
+    assert chat["term_usd"] == pytest.approx(chat["usd_per_month"] * 36)
+    assert training["hours"] < 6 * 730  # a short run: the whole term is paid all the same
+    assert (lora["term_months"], lora["price_gpu_hour_usd"]) == (6, 1.19)
+    assert (
+        lora["run_usd"] == pytest.approx(lora["term_usd"])
+        and lora["run_usd"] > training["cost_usd"]
+    )
+    assert all(r["commitment"] == chat for r in rows if r["workload"] == "chat-civo")
+
+
+def test_a_workload_whose_gpu_has_no_commitment_says_so(
+    capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
+) -> None:
+    rows = advice(capsys, config, offline_db, "--top", "1")
+    for row in rows:
+        assert row["pricing"] in ("on_demand", "spot")
+        with duckdb.connect(str(offline_db), read_only=True) as con:
+            [(stored,)] = con.execute(
+                "SELECT count(*) FROM offers WHERE pricing = 'reserved' AND gpu_model = ?",
+                [row["gpu_model"]],
+            ).fetchall()
+        assert (row["commitment"] is None) == (stored == 0)
+    code, out, _ = cli(capsys, "--config", str(config), "--db", str(offline_db), "advise")
+    assert code == 0 and out.count("if you commit") == 2

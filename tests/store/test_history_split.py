@@ -124,12 +124,14 @@ def test_an_attribute_change_updates_the_open_interval_in_place(db_path: Path) -
 OFFERS_COLUMNS = [
     "provider", "region", "zone", "city", "country", "continent", "is_eu", "instance_type",
     "gpu_model", "gpu_name_raw", "gpu_count", "gpu_memory_gb", "vcpus", "ram_gb", "pricing",
-    "price_hour_usd", "price_gpu_hour_usd", "currency", "price_hour_original", "price_origin",
+    "term_months", "upfront_usd", "monthly_usd", "price_hour_usd", "price_gpu_hour_usd",
+    "currency", "price_hour_original", "price_origin",
     "price_rule", "available", "stock", "interruption_rate", "offer_count", "price_hour_median_usd",
     "price_date", "first_seen", "last_seen", "source_url", "flag", "flag_reason",
 ]  # fmt: skip
 HISTORY_COLUMNS = [
-    "provider", "region", "zone", "instance_type", "pricing", "gpu_model", "gpu_name_raw",
+    "provider", "region", "zone", "instance_type", "pricing", "term_months", "upfront_usd",
+    "monthly_usd", "gpu_model", "gpu_name_raw",
     "gpu_count", "price_hour_usd", "price_gpu_hour_usd", "currency", "price_hour_original",
     "price_date", "price_origin", "price_rule", "available", "stock", "valid_from", "valid_to",
     "last_seen", "flag", "flag_reason",

@@ -32,11 +32,12 @@ def cycle(settings: Settings, pages: list[Any]) -> Any:
 
 def test_same_recording_twice_adds_no_history(settings: Settings, db_path: Path) -> None:
     first = cycle(settings, azure_pages())
-    # 3 rejected: one zero price, and the H200 and GB200 "Spot" meters that equal on-demand
-    assert (first.status, first.offers_new, first.offers_rejected) == (RunStatus.OK, 56, 3)
+    # 3 rejected: one zero price, and the H200 and GB200 "Spot" meters that equal on-demand;
+    # 57 stored: 56 on-demand and spot offers and one 1-year reservation
+    assert (first.status, first.offers_new, first.offers_rejected) == (RunStatus.OK, 57, 3)
     second = cycle(settings, azure_pages())
     assert (second.offers_new, second.offers_changed, second.offers_closed) == (0, 0, 0)
-    assert query(db_path, "SELECT count(*) FROM price_history") == [(56,)]
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(57,)]
     [(seen, last)] = query(db_path, "SELECT min(last_seen), max(last_seen) FROM offers")
     assert seen == last  # every offer's last_seen moved to the second run
 
@@ -75,7 +76,7 @@ def test_one_changed_price_closes_one_interval_and_opens_one(
           AND pricing = 'on_demand' ORDER BY valid_from""",
     )
     assert rows == [(3.673, False), (3.4, True)]
-    assert query(db_path, "SELECT count(*) FROM price_history") == [(57,)]
+    assert query(db_path, "SELECT count(*) FROM price_history") == [(58,)]
     [(first_seen, valid_from)] = query(
         db_path,
         """
@@ -96,7 +97,7 @@ def test_http_500_on_page_two_changes_nothing(settings: Settings, db_path: Path)
     assert summary.status is RunStatus.FAILED
     assert "HTTP 500" in (summary.error or "")
     after = query(db_path, "SELECT * FROM offers ORDER BY ALL")
-    assert len(after) == len(before) == 56
+    assert len(after) == len(before) == 57
     assert [r[:-4] for r in after] == [r[:-4] for r in before]
     runs = query(db_path, "SELECT status, error FROM fetch_runs ORDER BY run_id")
     assert runs[-1][0] == "failed" and "HTTP 500" in runs[-1][1]
@@ -185,7 +186,7 @@ def test_failed_run_changes_nothing_even_with_quotes(db_path: Path) -> None:
         (quote(price=float("nan")), "price missing or not a number"),
         (quote(price=1e6), "implausible price"),
         (quote(price=0.001), "implausible price"),
-        (quote(pricing="reserved"), "unknown pricing kind"),
+        (quote(pricing="preemptible"), "unknown pricing kind"),
         (quote(pricing="market"), "market average without a date"),
         (quote(region=""), "region missing"),
         (quote(gpu_count=0.0), "implausible GPU count"),

@@ -146,13 +146,13 @@ def to_rich(
     notes: list[str],
     after: Mapping[str, str] | None = None,
 ) -> Group:
-    """A heading and a table per workload, in the order of the rows; `after`: a line under a
-    workload's table (the API comparison)."""
+    """A heading and a table per workload, in the order of the rows; `after`: lines under a
+    workload's table (the API comparison, the commitment: never rows of the ranking)."""
     parts: list[Any] = []
     for workload, rows in _groups(table):
         parts.append(Text(clean(_heading(workload, rows)), style="bold"))
         parts.append(_workload_table(rows, fields or _filled(rows)))
-        if after and workload in after:
+        if after and after.get(workload):
             parts.append(Text(clean(after[workload])))
         parts.append(Text(""))
     if any(_differs(row) for _, rows in _groups(table) for row in rows):
@@ -214,3 +214,29 @@ def _cell(field: Field, row: Row) -> Text:
     """A place stays on one line, cut at its end: the column shrinks, the row does not grow."""
     text = clean(field.cell(row))
     return Text(text, no_wrap=True, overflow="ellipsis") if field.kind == "place" else Text(text)
+
+
+def commitment_lines(
+    table: Table, commitments: Mapping[str, Mapping[str, Any] | None]
+) -> dict[str, str]:
+    """Per workload shown: the line under its table about committing to its best GPU model."""
+    return {
+        workload: commitment_line(commitments.get(workload), rows[0]["gpu_model"])
+        for workload, rows in _groups(table)
+        if rows[0]["rank"] == 1
+    }
+
+
+def commitment_line(found: Mapping[str, Any] | None, model: str) -> str:
+    """ "If you commit for N months": the commitment at the workload's size, in one line."""
+    if found is None:
+        return f"if you commit: no commitment price stored for {model}"
+    months = int(found["term_months"])
+    run = f", ${money(found['run_usd'])} for the run" if found.get("run_usd") is not None else ""
+    return (
+        f"if you commit for {months} month{'s' if months != 1 else ''}: "
+        f"{found['provider']} · {found['region']}, {found['nodes']} × "
+        f"{gpus(found['gpu_model'], found['gpu_count'])} at "
+        f"${money(found['price_gpu_hour_usd'])}/GPU-h: ${money(found['usd_per_month'])} a month, "
+        f"${money(found['term_usd'])} over the term{run} (paid whether used or not)"
+    )

@@ -311,7 +311,7 @@ def prices(
     filters.sort_order(sort)
     flt = _offer_filter(provider, country, continent, eu, pricing, include_derived, include_flagged)
     # Machine formats get every column unless --columns: a stable shape for scripts.
-    fields = layout.chosen(columns, wide or fmt is not Format.TABLE)
+    fields = layout.chosen(columns, wide or fmt is not Format.TABLE, flt.pricing)
     if include_flagged and columns is None and "flag" not in fields:
         fields = (*fields, "flag")
     shown = layout.view_columns(fields)
@@ -334,6 +334,11 @@ def prices(
             notes.append(f"{hidden} flagged {offers_word} left out: --include-flagged to see them")
         if noun != "GPU":
             notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
+        if flt.pricing == "reserved":
+            notes.append(
+                "commitment prices: the effective hourly price over a term of `months`, "
+                "never ranked against on-demand"
+            )
         offers = noun.replace("/", " and ")
         title = f"Current {offers} offers (USD)"
         if as_of:
@@ -641,7 +646,8 @@ def demo(
             con, reads.OfferFilter(), "gpu-hour", 25, layout.view_columns(layout.DEFAULT)
         )
         [(offers, cheapest)] = con.execute(
-            "SELECT count(*), min(price_gpu_hour_usd) FROM offers"
+            "SELECT count(*), min(price_gpu_hour_usd) FILTER (pricing IN ('on_demand', 'spot'))"
+            " FROM offers"
         ).fetchall()
     out.print(layout.to_rich(table, "Cheapest current GPU offers (USD)", _price_notes(table, {})))
     # Jinja is imported here only: the daemon, which never renders, stays ~10 MB smaller.

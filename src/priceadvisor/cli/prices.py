@@ -38,8 +38,12 @@ FIELDS = {
     "n": Field("gpu_count", "n", "count"),
     "memory": Field("gpu_memory_gb", "GB", "number"),
     "pricing": Field("pricing", "pricing", "key"),
+    # a commitment's term (pricing `reserved`); its hourly prices are effective over the term
+    "term": Field("term_months", "months", "count"),
     "gpu-hour": Field("price_gpu_hour_usd", "$/GPU-h", "money"),
     "hour": Field("price_hour_usd", "$/h", "money"),
+    "upfront": Field("upfront_usd", "upfront $", "money"),
+    "monthly": Field("monthly_usd", "$/month", "money"),
     "available": Field("available", "avail", "flag"),
     "interruption": Field("interruption_rate", "interrupt", "number"),
     "origin": Field("price_origin", "origin", "key"),  # published, or derived by a rule
@@ -51,10 +55,14 @@ BY_COLUMN = {f.column: name for name, f in FIELDS.items()}
 assert tuple(f.column for f in FIELDS.values()) == PRICE_COLUMNS
 
 
-def chosen(columns: str | None, wide: bool) -> tuple[str, ...]:
+# The default table of commitment prices: the term beside the pricing kind.
+RESERVED = ("provider", "region", "gpu", "n", "term", "gpu-hour", "hour", "available")
+
+
+def chosen(columns: str | None, wide: bool, pricing: str | None = None) -> tuple[str, ...]:
     """Field names from --columns (names or view column names, comma-separated) or --wide."""
     if columns is None:
-        return tuple(FIELDS) if wide else DEFAULT
+        return tuple(FIELDS) if wide else RESERVED if pricing == "reserved" else DEFAULT
     names = [c.strip().lower() for c in columns.split(",") if c.strip()]
     unknown = [n for n in names if n not in FIELDS and n not in BY_COLUMN]
     if unknown or not names:

@@ -156,12 +156,18 @@ def offer(row: dict[str, Any]) -> str:
     """An offer as `advise` names it, with its price per GPU-hour (spot: with its overhead)."""
     text = (
         f"{row['provider']} · {row['region']}, {gpus(row['gpu_model'], row['gpu_count'])} "
-        f"({row['instance_type']}), {row['pricing']}: "
+        f"({row['instance_type']}), {row['pricing']}{_term(row)}: "
         f"${money(row['list_usd_per_gpu_hour'])}/GPU-h"
     )
     if row.get("overhead", 1.0) != 1.0:
         text += f" × {row['overhead']:.4g} restart overhead = ${money(row['usd_per_gpu_hour'])}"
     return text
+
+
+def _term(row: dict[str, Any]) -> str:
+    """A commitment's term, where the offer has one ("reserved for 12 months")."""
+    months = row.get("term_months")
+    return f" for {months} month{'s' if months != 1 else ''}" if months else ""
 
 
 NOTHING = {

@@ -276,12 +276,16 @@ def advise(
             [names, top],
         )
         best = apicompare.best_per_workload(con, settings.workloads, names)
-        lines = {workload: c.sentence() for workload, c in best.items()}
+        api_lines = {workload: c.sentence() for workload, c in best.items()}
+        commitments = _commitments(con, settings, names)
         if fmt is not Format.TABLE:
             table = _with_api_comparison(con, table, settings.workloads, top)
     if fmt is Format.TABLE:
+        lines = _joined(api_lines, advice_layout.commitment_lines(table, commitments))
         out.print(advice_layout.to_rich(table, shown, [], lines), soft_wrap=False)
     else:
+        if fmt is Format.JSON:  # an object per row: the workload's, never part of its ranking
+            table = _with_commitment(table, commitments)
         render(table, fmt, out, title="Advice (USD)")
 
 
@@ -300,6 +304,35 @@ def _with_api_comparison(con: Any, table: reads.Table, profiles: Any, top: int) 
         for row in table.rows
     ]
     return reads.Table(table.columns + names, rows, table.total)
+
+
+def _commitments(con: Any, settings: Any, names: list[str]) -> dict[str, dict[str, Any] | None]:
+    """Per workload: the cheapest commitment for its best offer's GPU model, at its size."""
+    from priceadvisor.sizing import commitment
+
+    best = reads.fetch_table(
+        con,
+        "SELECT workload, gpu_model, gpu_count, replicas, hours FROM advice "
+        "WHERE list_contains(?, workload) AND rank = 1",
+        [names],
+    )
+    rows = {r[0]: dict(zip(best.columns, r, strict=True)) for r in best.rows}
+    profiles = [w for w in settings.workloads if w.name in names]
+    return commitment.for_workloads(con, profiles, rows)
+
+
+def _with_commitment(
+    table: reads.Table, commitments: dict[str, dict[str, Any] | None]
+) -> reads.Table:
+    at = table.columns.index("workload")
+    rows = [(*row, commitments.get(row[at])) for row in table.rows]
+    return reads.Table([*table.columns, "commitment"], rows)
+
+
+def _joined(*parts: dict[str, str]) -> dict[str, str]:
+    """Per workload, the lines under its table, in the order given."""
+    names = dict.fromkeys(name for part in parts for name in part)
+    return {n: "\n".join(part[n] for part in parts if part.get(n)) for n in names}
 
 
 def _advice_with_flagged(con: Any, settings: Any, names: list[str], top: int) -> reads.Table:
@@ -466,7 +499,7 @@ def _no_price(specs: dict[str, Any]) -> str:
     return ", no public price found" if specs.get("list_price_kind") == "no public price" else ""
 
 
-RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing"
+RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing, term_months"
 
 # The cheapest current offer of a GPU model per rental compared, priced per GPU-hour; spot
 # carries its restart overhead (tco.spot_overhead, the same factor written out in SQL).

@@ -75,7 +75,8 @@ SELECT 'new_offer:gpu_model=' || gpu_model || ',provider=' || provider || ',regi
             coalesce(arg_min(source_url, price_gpu_hour_usd), 'no source URL'),
             strftime(max(last_seen), '%Y-%m-%d %H:%M'))]
 FROM _alert_offers
-WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu) AND pricing <> 'market'
+WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu)
+  AND pricing IN ('on_demand', 'spot')  -- no market averages, no commitments
   AND flag IS NULL  -- an offer the offer guard flagged is no news until confirmed
   AND (len($providers) = 0 OR list_contains($providers, provider))
 GROUP BY gpu_model, provider, region
@@ -259,7 +260,7 @@ def _price_drop(
         SELECT price_gpu_hour_usd, provider, region, instance_type, pricing, source_url,
             last_seen, price_origin
         FROM _alert_offers
-        WHERE gpu_model = ? AND coalesce(pricing = ?, pricing <> 'market')
+        WHERE gpu_model = ? AND coalesce(pricing = ?, pricing IN ('on_demand', 'spot'))
           AND NOT list_contains(?, provider)
           AND price_gpu_hour_usd IS NOT NULL AND price_origin = 'published'
           AND flag IS NULL

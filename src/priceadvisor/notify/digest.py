@@ -39,7 +39,8 @@ weekly AS (
     FROM points AS p
     JOIN price_history AS h
       ON h.valid_from <= p.at AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > p.at
-    WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL AND h.pricing <> 'market'
+    WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL
+      AND h.pricing IN ('on_demand', 'spot')  -- no market averages, no commitments
       AND h.price_origin = 'published' AND h.flag IS NULL  -- flagged: never "cheapest"
     GROUP BY ALL
 )
@@ -88,14 +89,15 @@ SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_or
     o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
 FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
 WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
-  AND o.pricing <> 'market' AND o.flag IS NULL
+  AND o.pricing IN ('on_demand', 'spot') AND o.flag IS NULL
 ORDER BY abs(change) DESC, o.provider, o.region, o.instance_type LIMIT $limit
 """
 
 NEW_SQL = """
 SELECT provider, gpu_model, count(*) AS offers, min(price_gpu_hour_usd) AS cheapest,
     list(DISTINCT region ORDER BY region)[1:4] AS regions
-FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL AND pricing <> 'market'
+FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL
+  AND pricing IN ('on_demand', 'spot')
   AND price_origin = 'published' AND flag IS NULL
 GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
@@ -106,7 +108,8 @@ SELECT h.provider, h.gpu_model, count(*) AS offers,
 FROM price_history AS h
 WHERE h.valid_to > $week_ago AND h.gpu_model IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM offers o WHERE o.provider = h.provider AND o.region = h.region
-      AND o.instance_type = h.instance_type AND o.pricing = h.pricing)
+      AND o.instance_type = h.instance_type AND o.pricing = h.pricing
+      AND o.term_months IS NOT DISTINCT FROM h.term_months)
 GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
 """
 

@@ -21,6 +21,7 @@ COLUMNS = {
     "gpu_count": "GPUs",
     "gpu_memory_gb": "GPU memory (GB)",
     "pricing": "Pricing",
+    "term_months": "Term (months)",
     "price_hour_usd": "$/hour",
     "price_gpu_hour_usd": "$/GPU-hour",
     "available": "In stock",
@@ -104,7 +105,13 @@ RULES = {
     "provider_failing": "Provider failing",
 }
 _LABEL_KEYS = {"gpu_model": "GPU", "pricing": "pricing"}
-_PRICINGS = {"on_demand": "on-demand", "spot": "spot", "market": "market average", "any": "any"}
+_PRICINGS = {
+    "on_demand": "on-demand",
+    "spot": "spot",
+    "market": "market average",
+    "reserved": "commitment",
+    "any": "any",
+}
 
 
 def column(name: str) -> str:

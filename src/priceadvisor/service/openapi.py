@@ -21,8 +21,9 @@ OFFER_FILTERS = [
     _param(
         "pricing",
         "string",
-        "on_demand or spot (both by default); market: SF Compute's market averages, never rentable",
-        enum=["on_demand", "spot", "market"],
+        "on_demand or spot (both by default); market: SF Compute's market averages, never "
+        "rentable; reserved: commitment prices (term_months)",
+        enum=["on_demand", "spot", "market", "reserved"],
     ),
     {
         "name": "provider",

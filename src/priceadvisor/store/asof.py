@@ -21,7 +21,8 @@ CREATE OR REPLACE TEMP VIEW offers AS
 SELECT
     p.provider, p.region, NULLIF(p.zone, '') AS zone, r.city, r.country, r.continent, r.is_eu,
     p.instance_type, p.gpu_model, p.gpu_name_raw, p.gpu_count, p.gpu_memory_gb, p.vcpus,
-    p.ram_gb, p.pricing, p.price_hour_usd, p.price_gpu_hour_usd, p.currency,
+    p.ram_gb, p.pricing, NULLIF(p.term_months, 0) AS term_months, p.upfront_usd,
+    p.monthly_usd, p.price_hour_usd, p.price_gpu_hour_usd, p.currency,
     p.price_hour_original, p.price_origin, p.price_rule, p.available, p.stock, p.interruption_rate,
     p.offer_count, p.price_hour_median_usd, p.price_date, p.first_seen,
     least(p.last_seen, TIMESTAMP '{as_of}') AS last_seen, p.source_url, p.flag, p.flag_reason

@@ -24,6 +24,7 @@ OFFER_COLUMNS = (
     "gpu_count",
     "gpu_memory_gb",
     "pricing",
+    "term_months",  # a commitment's term (pricing=reserved); empty for every other row
     "price_hour_usd",
     "price_gpu_hour_usd",
     "available",
@@ -41,7 +42,7 @@ OFFER_SORTS = {
     "provider": "provider, region, price_gpu_hour_usd NULLS LAST",
     "gpu": "gpu_model NULLS LAST, price_gpu_hour_usd NULLS LAST",
 }
-PRICINGS = ("on_demand", "spot", "market")
+PRICINGS = ("on_demand", "spot", "market", "reserved")
 PAGE_SIZES = (25, 50, 100, 200)
 
 
@@ -87,7 +88,7 @@ class OfferQuery:
         found = [(clause, values) for wanted, clause, values in optional if wanted]
         if self.pricing:
             return [*found, ("o.pricing = ?", [self.pricing])]
-        # market averages are shown only when asked for
+        # market averages and commitments are shown only when asked for
         return [*found, ("list_contains(?, o.pricing)", [[str(p) for p in RENTABLE]])]
 
 
@@ -169,8 +170,8 @@ def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | No
 
 
 def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
-    """Per day, provider and pricing: the cheapest $/GPU-hour of any unflagged interval alive
-    that day."""
+    """Per day, provider and pricing (on-demand or spot): the cheapest $/GPU-hour of any
+    unflagged interval alive that day."""
     return fetch_table(
         con,
         """
@@ -181,6 +182,7 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
             FROM price_history
             WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
               AND flag IS NULL  -- a flagged price (placeholder, glitch) is no day's cheapest
+              AND pricing IN ('on_demand', 'spot')  -- nor a market average or a commitment
               AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
         )
         SELECT CAST(d.day AS DATE) AS day, provider, pricing,
@@ -194,9 +196,12 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
 
 
 def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> Table:
+    """A GPU's current offers, cheapest first; commitments are on the Prices page
+    (pricing=reserved), not among what can be rented by the hour."""
     return fetch_table(
         con,
-        f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers WHERE gpu_model = ?
+        f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers
+            WHERE gpu_model = ? AND pricing <> 'reserved'
             ORDER BY price_gpu_hour_usd NULLS LAST, {OFFER_KEY} LIMIT ?""",
         [model, limit],
     )

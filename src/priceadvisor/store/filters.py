@@ -79,8 +79,8 @@ def gpu_models(value: str, known: Iterable[tuple[str, str]]) -> list[str]:
 
 def pricing(value: str) -> str:
     normalised = value.strip().lower().replace("-", "_")
-    if normalised not in ("on_demand", "spot", "market"):
-        raise FilterError(f"unknown pricing {value!r} (use on_demand, spot or market)")
+    if normalised not in ("on_demand", "spot", "market", "reserved"):
+        raise FilterError(f"unknown pricing {value!r} (use on_demand, spot, market or reserved)")
     return normalised
 
 

@@ -73,6 +73,9 @@ _QUOTE_SCHEMA: columns.Schema = {
     "offer_count": "int",
     "price_median": "float",
     "price_date": "string",
+    "term_months": "int",
+    "upfront": "float",
+    "monthly": "float",
     "price_rule": "string",
     "not_offered_reason": "string",
 }
@@ -169,6 +172,7 @@ WITH joined AS (
         r.available, lower(trim(r.stock)) AS stock, r.interruption_rate, r.source_url,
         r.offer_count, r.price_median,
         TRY_CAST(r.price_date AS DATE) AS price_date,
+        CAST(coalesce(r.term_months, 0) AS INTEGER) AS term_months, r.upfront, r.monthly,
         r.price_rule, r.not_offered_reason, CASE WHEN r.price_rule IS NULL THEN 'published' ELSE 'derived' END
             AS price_origin,
         fx.usd_per_unit
@@ -183,27 +187,36 @@ priced AS (
     SELECT *,
         CASE WHEN price_basis = 'gpu' THEN price * gpu_count ELSE price END AS node_original,
         CASE WHEN price_basis = 'gpu' THEN price_median * gpu_count ELSE price_median END
-            AS node_median_original
+            AS node_median_original,
+        CASE WHEN price_basis = 'gpu' THEN upfront * gpu_count ELSE upfront END AS node_upfront,
+        CASE WHEN price_basis = 'gpu' THEN monthly * gpu_count ELSE monthly END AS node_monthly
     FROM joined
 ),
 usd AS (
     SELECT *,
         node_original * usd_per_unit AS price_hour_usd,
         node_original * usd_per_unit / nullif(gpu_count, 0) AS price_gpu_hour_usd,
-        node_median_original * usd_per_unit AS price_hour_median_usd
+        node_median_original * usd_per_unit AS price_hour_median_usd,
+        node_upfront * usd_per_unit AS upfront_usd,
+        node_monthly * usd_per_unit AS monthly_usd
     FROM priced
 )
 SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, available, stock, interruption_rate,
     source_url, offer_count, price_date, price_rule, price_origin, node_original,
     price_hour_usd, price_gpu_hour_usd, price_hour_median_usd, not_offered_reason,
+    term_months, upfront_usd, monthly_usd,
     NULL::VARCHAR AS flag, NULL::VARCHAR AS flag_reason,  -- set by store.guard
     CASE
         WHEN price IS NULL OR isnan(price) OR isinf(price) THEN 'price missing or not a number'
         WHEN price <= 0 THEN 'price not positive'
-        WHEN pricing IS NULL OR pricing NOT IN ('on_demand', 'spot', 'market')
+        WHEN pricing IS NULL OR pricing NOT IN ('on_demand', 'spot', 'market', 'reserved')
             THEN 'unknown pricing kind'
         WHEN pricing = 'market' AND price_date IS NULL THEN 'market average without a date'
+        WHEN pricing = 'reserved' AND term_months <= 0 THEN 'commitment without a term'
+        WHEN pricing <> 'reserved' AND term_months <> 0 THEN 'term on a price that is no commitment'
+        WHEN upfront < 0 OR monthly < 0 OR isnan(upfront) OR isnan(monthly)
+            THEN 'commitment payment not a positive number'
         WHEN price_basis IS NULL OR price_basis NOT IN ('node', 'gpu') THEN 'unknown price basis'
         WHEN coalesce(region, '') = '' THEN 'region missing'
         WHEN coalesce(instance_type, '') = '' THEN 'instance type missing'
@@ -253,12 +266,16 @@ _ATTRIBUTES = (
     "offer_count",
     "price_hour_median_usd",
     "price_date",
+    "upfront_usd",
+    "monthly_usd",
     "price_origin",
     "price_rule",
     "flag",
     "flag_reason",
 )
-_KEY_COLUMNS = ("region", "zone", "instance_type", "pricing")
+# A commitment's term is part of its key: a 12- and a 36-month price of one instance are two
+# offers (term_months is 0 for every price that is no commitment).
+_KEY_COLUMNS = ("region", "zone", "instance_type", "pricing", "term_months")
 # Whether this run covers a key: an `ok` run covers all of them, a partial run its complete
 # scopes (a region, or 'region|pricing').
 _COVERED = """($complete OR list_contains($scopes, {t}.region)
@@ -383,7 +400,7 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     interruption_rate,
     source_url, coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
-    price_date, price_origin, price_rule, flag, flag_reason
+    price_date, price_origin, price_rule, flag, flag_reason, term_months, upfront_usd, monthly_usd
 FROM _changes WHERE change IN ('new', 'changed')
 """
 _OPEN_SORTED_SQL = f"{_OPEN_SQL}ORDER BY {clustering.CLUSTER_ORDER}\n"
@@ -414,7 +431,7 @@ _COLLAPSE_SQL = f"""
 UPDATE _snap SET reject_reason = '{DUPLICATE_KEY}' WHERE rowid IN (
     SELECT rowid FROM _snap WHERE reject_reason IS NULL
     QUALIFY row_number() OVER (
-        PARTITION BY region, zone, instance_type, pricing
+        PARTITION BY region, zone, instance_type, pricing, term_months
         ORDER BY price_hour_usd, gpu_name_raw, available DESC NULLS LAST, stock, source_url
     ) > 1
 )
@@ -549,7 +566,7 @@ def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
                   count(*) FILTER (WHERE reject_reason IS NULL AND gpu_model IS NULL),
                   mode(reject_reason),
                   count(*) FILTER (WHERE reject_reason IS NULL)
-                      - count(DISTINCT (region, zone, instance_type, pricing))
+                      - count(DISTINCT (region, zone, instance_type, pricing, term_months))
                         FILTER (WHERE reject_reason IS NULL)
            FROM _snap"""
     ).fetchone()

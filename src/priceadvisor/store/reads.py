@@ -19,7 +19,7 @@ def no_sla(alias: str) -> str:
 
 # An offer's key (core.price_intervals: one open row per key), the last words of every ordered
 # offer listing: equal prices then come back in the same order on every run.
-OFFER_KEY = "provider, region, zone, instance_type, pricing"
+OFFER_KEY = "provider, region, zone, instance_type, pricing, term_months"
 
 PRICE_SORTS = {
     "gpu-hour": "price_gpu_hour_usd NULLS LAST, price_hour_usd",
@@ -38,8 +38,11 @@ PRICE_COLUMNS = (
     "gpu_count",
     "gpu_memory_gb",
     "pricing",
+    "term_months",
     "price_gpu_hour_usd",
     "price_hour_usd",
+    "upfront_usd",
+    "monthly_usd",
     "available",
     "interruption_rate",
     "price_origin",
@@ -95,7 +98,8 @@ class OfferFilter:
             params.extend([min(self.gpu_models), max(self.gpu_models)])
         if self.eu:
             clauses.append("is_eu")
-        if not self.pricing:  # market averages are not rentable prices: shown only when asked for
+        # market averages and commitments are not what renting costs now: shown only when asked
+        if not self.pricing:
             clauses.append("list_contains(?, pricing)")
             params.append([str(p) for p in RENTABLE])
         return " AND ".join(clauses), params

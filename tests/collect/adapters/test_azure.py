@@ -6,7 +6,7 @@ import httpx
 import pytest
 import respx
 
-from priceadvisor.collect.adapters.azure import AzureAdapter, parse_item
+from priceadvisor.collect.adapters.azure import FILTER, AzureAdapter, parse_item
 from priceadvisor.collect.adapters.base import SourceFormatError, rebase_link, resolve_endpoint
 from priceadvisor.collect.http import FetchError, HttpSession, build_client
 from priceadvisor.config import HttpSettings
@@ -31,9 +31,9 @@ async def test_walks_every_page_and_keeps_only_linux_vm_offers() -> None:
     assert route.call_count == 3
     items = [i for p in azure_pages() for i in p["Items"]]
     assert len(items) == 66
-    # 29 SKU/region pairs x (on-demand + spot) + the zero-price meter; the other 7 rows are
-    # Windows, Low Priority, Reservation, DevTest and FPGA rows
-    assert len(quotes) == 59
+    # 29 SKU/region pairs x (on-demand + spot) + the zero-price meter + the 1-year reservation;
+    # the other 6 rows are Windows, Low Priority, DevTest and FPGA rows
+    assert len(quotes) == 60
     assert all(q.currency == "USD" and q.price_basis == "node" for q in quotes)
     assert not any("NP10s" in q.instance_type for q in quotes)
 
@@ -56,6 +56,53 @@ async def test_spot_is_told_by_suffix_and_may_equal_on_demand() -> None:
     assert h100 == {"on_demand": 98.32, "spot": 18.169536}  # not the Windows or Low Priority rows
 
 
+def test_the_server_filter_asks_for_reservations_too() -> None:
+    assert "priceType eq 'Reservation'" in FILTER and "priceType eq 'Consumption'" in FILTER
+
+
+def recorded_reservation() -> dict[str, Any]:
+    [row] = [i for p in azure_pages() for i in p["Items"] if i["type"] == "Reservation"]
+    return dict(row)
+
+
+@respx.mock
+async def test_a_reservation_price_is_for_the_whole_term_not_per_hour() -> None:
+    """The trap: unitOfMeasure says "1 Hour", but 2377.0 is what a year costs (8,760 hours)."""
+    serve(azure_pages())
+    a100 = {
+        (q.pricing, q.term_months): q
+        for q in await fetch()
+        if q.instance_type == "Standard_NC24ads_A100_v4" and q.region == "eastus"
+    }
+    reserved = a100[("reserved", 12)]
+    assert recorded_reservation()["unitOfMeasure"] == "1 Hour"
+    assert reserved.price == pytest.approx(2377.0 / 8760) and reserved.upfront == 2377.0
+    assert round(reserved.price or 0, 4) == 0.2713
+    assert (reserved.price or 0) < (a100[("on_demand", None)].price or 0)  # not 2377 $/h
+
+
+def test_a_three_year_reservation_is_divided_by_three_years_of_hours() -> None:
+    quote = parse_item(recorded_reservation() | {"reservationTerm": "3 Years"})
+    assert quote is not None and (quote.pricing, quote.term_months) == ("reserved", 36)
+    assert quote.price == pytest.approx(2377.0 / 26280)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"reservationTerm": "6 Months"}, {"reservationTerm": None}, {"unitOfMeasure": "1/Month"}],
+)
+def test_a_reservation_term_the_adapter_cannot_read_fails_the_run(
+    overrides: dict[str, Any],
+) -> None:
+    with pytest.raises(SourceFormatError, match="reservation term"):
+        parse_item(recorded_reservation() | overrides)
+
+
+def test_a_windows_reservation_is_skipped() -> None:
+    windows = {"productName": "Virtual Machines NCads A100 v4 Series Windows"}
+    assert parse_item(recorded_reservation() | windows) is None
+
+
 def item(**overrides: Any) -> dict[str, Any]:
     base = next(i for i in azure_pages()[0]["Items"] if i["type"] == "Consumption")
     return base | overrides
@@ -64,7 +111,6 @@ def item(**overrides: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"type": "Reservation", "reservationTerm": "1 Year"},
         {"type": "DevTestConsumption"},
         {"productName": "Virtual Machines NCSv3 Series Windows"},
         {"productName": "Virtual Machines NCCadsv5 Srs Win"},
@@ -114,7 +160,7 @@ async def test_next_page_links_are_rebased_onto_a_mirror() -> None:
     mirror = "http://mirror.internal:8080/azure/api/retail/prices"
     route = serve(azure_pages(), base=mirror)
     quotes = await fetch(mirror)
-    assert route.call_count == 3 and len(quotes) == 59
+    assert route.call_count == 3 and len(quotes) == 60
     assert all(c.request.url.host == "mirror.internal" for c in route.calls)
 
 

@@ -19,7 +19,20 @@ SMALL_ON_DEMAND = '<div id="price-value-hourly" data-option="hourly" class="pric
 
 def offers(html: str = HTML) -> dict[str, tuple[float | None, float | None, str]]:
     quotes = parse_page(html, "u").quotes
-    return {q.instance_type: (q.price, q.gpu_count, q.price_basis) for q in quotes}
+    return {
+        q.instance_type: (q.price, q.gpu_count, q.price_basis)
+        for q in quotes
+        if q.pricing == "on_demand"
+    }
+
+
+def terms(html: str = HTML) -> dict[tuple[str, int | None], tuple[float | None, float | None]]:
+    quotes = parse_page(html, "u").quotes
+    return {
+        (q.instance_type, q.term_months): (q.price, q.monthly)
+        for q in quotes
+        if q.pricing == "reserved"
+    }
 
 
 def test_rows_are_instance_hour_prices_with_their_gpu_count() -> None:
@@ -31,11 +44,25 @@ def test_rows_are_instance_hour_prices_with_their_gpu_count() -> None:
     assert (medium.vcpus, medium.ram_gb, medium.gpu_memory_gb) == (24, 192, 48)
 
 
-def test_commitment_terms_and_hidden_monthly_copies_are_never_prices() -> None:
-    page = parse_page(HTML, "u")
-    assert page.skipped == {"commitment terms (6-36 months)": 2}
-    stated = {q.price for q in page.quotes}
+def test_commitment_terms_and_hidden_monthly_copies_are_never_on_demand_prices() -> None:
+    stated = {price for price, _, _ in offers().values()}
     assert stated.isdisjoint({0.89, 1.19, 941.70, 1883.40, 1.78})
+
+
+def test_every_commitment_term_is_read_hidden_ones_included() -> None:
+    found = terms()
+    assert found[("Small 1x NVIDIA L40S - 48GB", 36)] == (0.89, 649.70)  # the shown term
+    assert found[("Small 1x NVIDIA L40S - 48GB", 6)] == (1.19, 868.70)  # hidden by the picker
+    assert sorted({months for _, months in found}) == [6, 12, 24, 36]
+    assert len(found) == 4  # the Medium row's Commitment cell was not captured (empty)
+    small = next(q for q in parse_page(HTML, "u").quotes if q.term_months == 24)
+    assert (small.vcpus, small.ram_gb, small.price_basis, small.gpu_count) == (12, 96, "node", 1)
+
+
+def test_a_commitment_price_not_per_hour_fails_the_run() -> None:
+    html = HTML.replace("$1.19<span>per hour", "$1.19<span>per month", 1)
+    with pytest.raises(SourceFormatError, match="not an instance-hour commitment price"):
+        parse_page(html, "u")
 
 
 def test_a_commitment_only_row_is_counted_and_left_out() -> None:
@@ -45,6 +72,7 @@ def test_a_commitment_only_row_is_counted_and_left_out() -> None:
     page = parse_page(b200, "u")
     assert list(offers(b200)) == ["Medium 2x NVIDIA L40S - 48GB"]
     assert page.skipped["commitment-only rows (no on-demand price)"] == 1
+    assert terms(b200) == terms()  # its commitment terms are offers all the same
 
 
 def test_tables_outside_the_gpu_section_are_not_read() -> None:
@@ -78,8 +106,18 @@ def test_layout_changes_are_format_errors(html: str, message: str) -> None:
 
 def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
     summary, server = fetch_served("civo", db_path)
-    assert summary.status is RunStatus.OK and summary.offers_seen == 2
+    assert summary.status is RunStatus.OK and summary.offers_seen == 2 + 4
     assert summary.unmapped == 0 and server.requests == ["/pricing"]
     assert server.accepts == [BROWSER_HEADERS["Accept"]]
-    rows = query(db_path, "SELECT DISTINCT gpu_model, price_gpu_hour_usd FROM offers")
-    assert rows == [("L40S-48GB", 1.29)]
+    rows = query(
+        db_path,
+        "SELECT DISTINCT gpu_model, term_months, price_gpu_hour_usd FROM offers"
+        " ORDER BY 2 NULLS FIRST",
+    )
+    assert rows == [
+        ("L40S-48GB", None, 1.29),
+        ("L40S-48GB", 6, 1.19),
+        ("L40S-48GB", 12, 1.09),
+        ("L40S-48GB", 24, 0.99),
+        ("L40S-48GB", 36, 0.89),
+    ]

@@ -18,7 +18,11 @@ HTML = (recordings_dir() / "hotaisle" / "pricing.html").read_text()
 
 
 def test_vm_cards_are_on_demand_per_gpu_hour() -> None:
-    quotes = {q.instance_type: (q.price, q.gpu_count) for q in parse_page(HTML, "u").quotes}
+    quotes = {
+        q.instance_type: (q.price, q.gpu_count)
+        for q in parse_page(HTML, "u").quotes
+        if q.pricing == "on_demand"
+    }
     assert quotes == {
         "VM Small 1x MI300X": (2.99, 1),
         "VM Medium 2x MI300X": (2.99, 2),  # "2x & 4x": two sizes at one per-GPU price
@@ -26,16 +30,26 @@ def test_vm_cards_are_on_demand_per_gpu_hour() -> None:
     }
 
 
-def test_bare_metal_monthly_commitment_is_counted_not_offered() -> None:
+def test_bare_metal_one_month_minimum_is_a_one_month_commitment() -> None:
     page = parse_page(HTML, "u")
-    assert page.skipped == {"monthly-commitment plans": 1}
-    assert 3.39 not in {q.price for q in page.quotes}
+    [bare_metal] = [q for q in page.quotes if q.pricing == "reserved"]
+    assert (bare_metal.instance_type, bare_metal.term_months) == ("Bare metal Large 8x MI300X", 1)
+    assert (bare_metal.price, bare_metal.price_basis, bare_metal.gpu_count) == (3.39, "gpu", 8)
+    assert 3.39 not in {q.price for q in page.quotes if q.pricing == "on_demand"}
+    assert not page.skipped
+
+
+def test_a_commitment_card_without_a_term_is_counted_and_left_out() -> None:
+    vague = HTML.replace("bare metal, one-month minimum", "bare metal, minimum term applies")
+    page = parse_page(vague, "u")
+    assert page.skipped == {"commitment plans without a term": 1}
+    assert {q.pricing for q in page.quotes} == {"on_demand"}
 
 
 def test_hero_meta_and_grandfathered_prices_are_not_offers() -> None:
     page = parse_page(HTML, "u")
-    assert len(page.quotes) == 3 and 1.99 not in {q.price for q in page.quotes}
-    assert all(q.pricing == "on_demand" and q.gpu_name_raw == "AMD MI300X" for q in page.quotes)
+    assert len(page.quotes) == 3 + 1 and 1.99 not in {q.price for q in page.quotes}
+    assert all(q.gpu_name_raw == "AMD MI300X" for q in page.quotes)
 
 
 def test_a_card_price_not_per_gpu_hour_fails() -> None:
@@ -55,10 +69,17 @@ def test_cards_without_plan_headings_yield_nothing() -> None:
 
 def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
     summary, server = fetch_served("hotaisle", db_path)
-    assert summary.status is RunStatus.OK and summary.offers_seen == 3
+    assert summary.status is RunStatus.OK and summary.offers_seen == 3 + 1
     assert summary.unmapped == 0 and server.accepts == [BROWSER_HEADERS["Accept"]]
-    rows = query(db_path, "SELECT DISTINCT gpu_model, price_gpu_hour_usd FROM offers")
-    assert rows == [("MI300X-192GB", 2.99)]
+    rows = query(
+        db_path,
+        "SELECT DISTINCT gpu_model, pricing, term_months, price_gpu_hour_usd FROM offers"
+        " ORDER BY 2",
+    )
+    assert rows == [
+        ("MI300X-192GB", "on_demand", None, 2.99),
+        ("MI300X-192GB", "reserved", 1, 3.39),
+    ]
 
 
 def test_a_page_that_yields_no_prices_is_a_failed_run(db_path: Path) -> None:

@@ -16,7 +16,17 @@ HTML = (recordings_dir() / "latitude" / "pricing.html").read_text()
 
 
 def prices() -> dict[tuple[str, str], float | None]:
-    return {(q.instance_type, q.region): q.price for q in parse_page(HTML, "u").quotes}
+    quotes = parse_page(HTML, "u").quotes
+    return {(q.instance_type, q.region): q.price for q in quotes if q.pricing == "on_demand"}
+
+
+def terms() -> dict[tuple[str, str, int | None], tuple[float | None, float | None]]:
+    quotes = parse_page(HTML, "u").quotes
+    return {
+        (q.instance_type, q.region, q.term_months): (q.price, q.monthly)
+        for q in quotes
+        if q.pricing == "reserved"
+    }
 
 
 def test_usd_hourly_prices_per_node_and_country() -> None:
@@ -36,12 +46,24 @@ def test_null_usd_price_is_not_offered_and_is_counted() -> None:
     assert page.skipped["regions without a USD price"] == 1
 
 
-def test_brl_and_commitments_are_left_out_and_counted() -> None:
+def test_brl_is_left_out_and_counted() -> None:
     page = parse_page(HTML, "u")
-    assert all(q.currency == "USD" and q.pricing == "on_demand" for q in page.quotes)
+    assert all(q.currency == "USD" for q in page.quotes)
     assert page.skipped["BRL list prices"] == 7
-    assert page.skipped["monthly/yearly commitment prices"] == 6
     assert not {640, 240, 17378} & {q.price for q in page.quotes}
+
+
+def test_month_and_year_figures_are_one_and_twelve_month_commitments() -> None:
+    found = terms()
+    assert len(found) == 2 * 6  # every priced region: a month and a year term
+    # g3-h100-small: 3.37/h, month 1230, year 10332 (recorded)
+    assert found["g3-h100-small", "united-states", 1] == (pytest.approx(1230 / 730), 1230)
+    assert found["g3-h100-small", "united-states", 12] == (pytest.approx(10332 / 8760), None)
+    # a longer term is never dearer per hour than a shorter one or than on demand
+    for (plan, region, months), (price, _) in found.items():
+        if months == 12:
+            assert price is not None and price < (found[plan, region, 1][0] or 0)
+        assert (price or 0) < (prices()[plan, region] or 0)
 
 
 def test_cpu_plans_are_skipped_and_stock_does_not_gate_the_price() -> None:
@@ -73,11 +95,11 @@ def test_layout_changes_are_format_errors(html: str, message: str) -> None:
 
 def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
     summary, server = fetch_served("latitude", db_path)
-    assert summary.status is RunStatus.OK and summary.offers_seen == 6
+    assert summary.status is RunStatus.OK and summary.offers_seen == 6 * 3
     assert summary.unmapped == 0 and server.accepts == [BROWSER_HEADERS["Accept"]]
     rows = query(
         db_path,
         "SELECT country, price_gpu_hour_usd FROM offers WHERE instance_type = 'g4-rtx6kpro-large'"
-        " ORDER BY 1",
+        " AND pricing = 'on_demand' ORDER BY 1",
     )
     assert rows == [("AU", 8.25), ("JP", 6.5), ("NL", 6.0), ("US", 6.0)]

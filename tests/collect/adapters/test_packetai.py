@@ -9,7 +9,6 @@ import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.packetai import (
-    MONTHLY,
     NOT_LAUNCHED,
     parse_price_list,
     region_code,
@@ -24,7 +23,7 @@ PRICE_LIST = json.loads((recordings_dir() / "packetai" / "product_detail.json").
 
 def offers(document: dict[str, Any] | None = None) -> dict[tuple[str, str], RawQuote]:
     quotes = parse_price_list(document or PRICE_LIST, "u").quotes
-    return {(q.region, q.instance_type): q for q in quotes}
+    return {(q.region, q.instance_type): q for q in quotes if q.pricing == "on_demand"}
 
 
 def edited(gpu_type: str, **fields: Any) -> dict[str, Any]:
@@ -59,14 +58,35 @@ def test_per_gpu_prices_under_the_same_name_fail_the_run() -> None:
         parse_price_list(document, "u")
 
 
-def test_launching_soon_rows_and_monthly_commitments_are_counted_not_offered() -> None:
+def monthly(document: dict[str, Any] | None = None) -> dict[tuple[str, str], RawQuote]:
+    quotes = parse_price_list(document or PRICE_LIST, "u").quotes
+    return {(q.region, q.instance_type): q for q in quotes if q.pricing == "reserved"}
+
+
+def test_launching_soon_rows_are_counted_not_offered() -> None:
     parsed = parse_price_list(PRICE_LIST, "u")
-    assert parsed.skipped == {NOT_LAUNCHED: 3, MONTHLY: 4}
-    assert len(parsed.quotes) == 15
+    assert parsed.skipped == {NOT_LAUNCHED: 3}
+    assert len(parsed.quotes) == 15 + 4  # on-demand + monthly plans
     assert not any("H100" in q.instance_type or "5090" in q.instance_type for q in parsed.quotes)
     assert all(q.price is not None for q in parsed.quotes)
     # a monthly effective hourly price (6.90 for 1x B200 dedicated) is never the on-demand one
     assert offers()["LA-1", "NVIDIA B200 x1 dedicated"].price == 6.99
+
+
+def test_monthly_plans_are_one_month_commitments_per_instance() -> None:
+    found = monthly()
+    assert len(found) == 4
+    b200 = found["LA-1", "NVIDIA B200 x1 dedicated"]
+    assert (b200.term_months, b200.price, b200.monthly, b200.price_basis) == (1, 6.9, 5037, "node")
+    l40s = found["UK-1", "NVIDIA L40S x2 dedicated"]  # per instance: 1142 / 730 = 1.56
+    assert (l40s.gpu_count, l40s.price, l40s.monthly) == (2, 1.56, 1142)
+
+
+def test_a_monthly_price_that_is_not_a_month_of_its_hourly_price_fails_the_run() -> None:
+    document = copy.deepcopy(PRICE_LIST)
+    document["monthly"][3]["effective_hourly_usd"] = 0.78  # per GPU instead of per instance
+    with pytest.raises(SourceFormatError, match="not price_per_month_usd 1142 over a month"):
+        parse_price_list(document, "u")
 
 
 def test_stock_status_is_availability_and_plans_and_regions_stay_apart() -> None:
@@ -102,7 +122,8 @@ def test_unexpected_price_lists_fail_loudly(document: Any, message: str) -> None
 
 def test_end_to_end_through_a_local_server(db_path: Path) -> None:
     summary, _ = fetch_served("packetai", db_path)
-    assert summary.status is RunStatus.OK and summary.offers_seen == 15
+    assert summary.status is RunStatus.OK and summary.offers_seen == 15 + 4
+    assert query(db_path, "SELECT count(*) FROM offers WHERE pricing = 'reserved'") == [(4,)]
     assert (summary.unmapped, summary.offers_rejected) == (0, 0)
     rows = query(
         db_path,

@@ -4,10 +4,20 @@ Format: `GET https://prices.azure.com/api/retail/prices` with an OData `$filter`
 over every region, following `NextPageLink` (rebased onto the configured endpoint). Prices are
 per VM (node) per hour in USD. Spot meters are told apart only by a " Spot" suffix on
 skuName/meterName; "Low Priority" meters (being retired), Windows products (productName ending
-in "Windows"/"Win"), Cloud Services, reservations and dev/test rows are skipped here because
-they are not offers of the product this tool tracks; zero prices are passed on so the core
-rejects and counts them. The feed has no hardware data: armSkuName → GPU model/count comes from
-the manifest table.
+in "Windows"/"Win"), Cloud Services and dev/test rows are skipped here because they are not
+offers of the product this tool tracks; zero prices are passed on so the core rejects and counts
+them.
+
+Reservations (`type` "Reservation", `reservationTerm` "1 Year" / "3 Years") are commitments,
+stored as pricing `reserved`. Trap: their `unitPrice` is the price of the WHOLE term although
+`unitOfMeasure` says "1 Hour" (the 1-year NC24ads A100 v4 row in eastus reads 2377.0, which as an
+hourly price would be ~650 times its pay-as-you-go price); it is divided by the hours in the term
+(8,760 a year: 365 × 24, the hours Azure's own calculator counts) into the effective hourly
+price, and kept whole as the upfront payment (Azure also lets the same total be paid monthly:
+learn.microsoft.com/azure/cost-management-billing/reservations/prepare-buy-reservation). A term
+the adapter cannot read fails the run.
+
+The feed has no hardware data: armSkuName → GPU model/count comes from the manifest table.
 
 Spot meters equal to pay-as-you-go (real captures: ND H200 v5 and ND GB200 v6) are passed on as
 they are and rejected by the core's rule that spot must be below the same offer's on-demand
@@ -37,7 +47,8 @@ from priceadvisor.records import Pricing, RawQuote
 
 # GPU VM families are the N series (NC, ND, NG, NV); NP is FPGA, not GPU.
 FILTER = (
-    "serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
+    "serviceName eq 'Virtual Machines' "
+    "and (priceType eq 'Consumption' or priceType eq 'Reservation') "
     "and contains(armSkuName, 'Standard_N') and contains(productName, 'Windows') eq false"
 )
 REQUIRED = (
@@ -52,6 +63,8 @@ REQUIRED = (
 )
 _WINDOWS = re.compile(r"\b(Windows|Win)\s*$")
 _NOT_GPU = re.compile(r"^Standard_NP", re.IGNORECASE)
+_TERM = re.compile(r"^\s*(\d+)\s+Years?\s*$")
+HOURS_PER_YEAR = 8760  # 365 × 24
 MAX_PAGES = 500  # ~150 pages hold every region's VM meters; a loop beyond this is a server bug
 
 
@@ -90,6 +103,8 @@ def parse_item(item: Any) -> RawQuote | None:
     missing = [key for key in REQUIRED if key not in item]
     if missing:
         raise SourceFormatError(f"item lacks {', '.join(repr(k) for k in missing)}")
+    if item["type"] == "Reservation" and _is_linux_vm(item):
+        return reservation_quote(item)
     if not _is_linux_vm_offer(item):
         return None
     sku_name = str(item["skuName"])
@@ -103,12 +118,42 @@ def parse_item(item: Any) -> RawQuote | None:
     )
 
 
+def reservation_quote(item: dict[str, Any]) -> RawQuote:
+    """A reservation row → a `reserved` quote: the term's price spread over its hours."""
+    years = reservation_years(item)
+    total = _number(item["retailPrice"])
+    return RawQuote(
+        region=str(item["armRegionName"]),
+        instance_type=str(item["armSkuName"]),
+        pricing=Pricing.RESERVED,
+        price=None if total is None else total / (years * HOURS_PER_YEAR),
+        currency=str(item["currencyCode"]),
+        term_months=12 * years,
+        upfront=total,
+        source_url="https://prices.azure.com/api/retail/prices",
+    )
+
+
+def reservation_years(item: dict[str, Any]) -> int:
+    match = _TERM.match(str(item.get("reservationTerm", "")))
+    if not match or int(match.group(1)) <= 0 or item["unitOfMeasure"] != "1 Hour":
+        raise SourceFormatError(
+            f"{item['armSkuName']}: reservation term {item.get('reservationTerm')!r} "
+            f"per {item['unitOfMeasure']!r} is not a term the adapter reads"
+        )
+    return int(match.group(1))
+
+
 def _is_linux_vm_offer(item: dict[str, Any]) -> bool:
+    return (
+        item["type"] == "Consumption" and item["unitOfMeasure"] == "1 Hour" and _is_linux_vm(item)
+    )
+
+
+def _is_linux_vm(item: dict[str, Any]) -> bool:
     product = str(item["productName"])
     return (
-        item["type"] == "Consumption"
-        and item["unitOfMeasure"] == "1 Hour"
-        and item.get("serviceName", "Virtual Machines") == "Virtual Machines"
+        item.get("serviceName", "Virtual Machines") == "Virtual Machines"
         and not str(item["skuName"]).endswith("Low Priority")
         and not _WINDOWS.search(product)
         and "Cloud Services" not in product

@@ -12,12 +12,17 @@ count the row states, for the core to divide.
 
 Traps handled: about 23 pricing tables share the `pricing-product` class (Kubernetes, object
 storage, ...): only tables inside the element with id `nvidia-gpus` are read (the outer of the
-two), and only those whose headers mean "Size" and "On-demand". The Commitment cell holds
-hidden 6/12/24/36-month divs (the 36-month one shown): a commitment, never stored, counted per
-row. The monthly copies are hidden and not read; an on-demand price not per hour fails the
-run. A row whose on-demand cell says "N/A" (B200 today: the headline $3.79 is its 36-month
-term) is commitment-only: counted and left out. A row whose Size cell states no "N x GPU"
-fails the run.
+two), and only those whose headers mean "Size" and "On-demand". The monthly copies are hidden
+and not read; an on-demand price not per hour fails the run. A row whose on-demand cell says
+"N/A" (B200 today: the headline $3.79 is its 36-month term) has no on-demand offer: counted.
+A row whose Size cell states no "N x GPU" fails the run.
+
+Commitments: the Commitment cell (`data-title="Commitment price"`) holds one div per term,
+`id="6_months"` … `id="36_months"`, all but the selected one hidden by the page's term picker,
+each with an hourly and a monthly price: read from the unfiltered markup (hidden is how the
+picker works, not "not offered") and stored as pricing `reserved` with `term_months` and the
+monthly payment ($0.89/hour and $649.70/month for 1 x L40S over 36 months). A term whose hourly
+price is not per hour fails the run.
 
 Uncertain: only the L40S table was captured; the A100, H100, H200 and B200 tables are read on
 the assumption that they share its markup. The page names no region although Civo runs several
@@ -28,9 +33,11 @@ unknown.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import ClassVar
 
-from bs4 import Tag
+from bs4 import BeautifulSoup, Tag
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
 from priceadvisor.collect.pages import (
@@ -79,35 +86,95 @@ def parse_page(html: str, url: str) -> ParsedPage:
             quote = _row_quote(record, url, page)
             if quote is not None:
                 page.quotes.append(quote)
+    page.quotes += commitment_quotes(html, url)
     return page
 
 
+_TERM_ID = re.compile(r"^(\d+)_months?$")
+
+
+def commitment_quotes(html: str, url: str) -> list[RawQuote]:
+    """Every term of every GPU row's Commitment cell, hidden terms included."""
+    section = BeautifulSoup(html, "html.parser").find(id=SECTION_ID)
+    quotes: list[RawQuote] = []
+    for row in section.find_all("tr") if isinstance(section, Tag) else []:
+        cells = {str(td.get("data-title", "")).lower(): td for td in row.find_all("td")}
+        size = next((td for title, td in cells.items() if re.search(COLUMNS["size"], title)), None)
+        terms = next((td for title, td in cells.items() if "commit" in title), None)
+        if size is None or terms is None:
+            continue
+        base = _hardware_quote(" ".join(size.stripped_strings), cells, url)
+        quotes += [_term_quote(base, div) for div in terms.find_all("div", id=_TERM_ID)]
+    return quotes
+
+
+def _term_quote(base: RawQuote, term: Tag) -> RawQuote:
+    match = _TERM_ID.match(str(term.get("id")))
+    assert match is not None  # find_all matched the id
+    hourly = _term_price(term, "hourly", "hour")
+    monthly = _term_price(term, "monthly", "month")
+    return replace(
+        base,
+        pricing=Pricing.RESERVED,
+        price=hourly,
+        term_months=int(match.group(1)),
+        monthly=monthly,
+    )
+
+
+def _term_price(term: Tag, option: str, period: str) -> float | None:
+    cell = term.find("div", attrs={"data-option": option})
+    if not isinstance(cell, Tag):
+        return None
+    price = parse_price(cell.get_text(" ", strip=True))
+    if price is not None and (price.period != period or price.floor or price.per_gpu):
+        raise SourceFormatError(f"not an instance-{period} commitment price: {cell.get_text()!r}")
+    return None if price is None else price.amount
+
+
 def _row_quote(record: dict[str, str], url: str, page: ParsedPage) -> RawQuote | None:
-    hardware = _HARDWARE.match(record["size"])
-    if hardware is None:
+    if _HARDWARE.match(record["size"]) is None:
         raise SourceFormatError(f"cannot read 'N x GPU' in the size {record['size']!r}")
-    if parse_price(record.get("commitment", "")) is not None:
-        page.skipped["commitment terms (6-36 months)"] += 1
     price = on_demand_price(record["on_demand"])
     if price is None:
         page.skipped["commitment-only rows (no on-demand price)"] += 1
         return None
     if price.period != "hour" or price.floor or price.other_unit or price.per_gpu:
         raise SourceFormatError(f"not an instance-hour price: {record['on_demand']!r}")
+    quote = _hardware_quote(record["size"], record, url)
+    quote.price = price.amount
+    return quote
+
+
+def _hardware_quote(size: str, cells: Mapping[str, object], url: str) -> RawQuote:
+    """A row's offer without its price: what its Size, RAM and vCPU cells state."""
+    hardware = _HARDWARE.match(size)
+    if hardware is None:
+        raise SourceFormatError(f"cannot read 'N x GPU' in the size {size!r}")
     gpu, count = hardware["gpu"], int(hardware["count"])
     memory = _MEMORY.search(gpu)
     return RawQuote(
         region="global",
         instance_type=f"{hardware['size'] or 'unnamed'} {count}x {gpu}",
         pricing=Pricing.ON_DEMAND,
-        price=price.amount,
+        price=None,
         price_basis=PriceBasis.NODE,
         gpu_name_raw=gpu,
         gpu_count=count,
         gpu_memory_gb=float(memory.group(1)) if memory else None,
-        vcpus=_number(record.get("vcpus")),
-        ram_gb=_number(record.get("ram")),
+        vcpus=_number(_text(cells.get("vcpus", cells.get("vcpu")))),
+        ram_gb=_number(_text(cells.get("ram"))),
         source_url=url,
+    )
+
+
+def _text(cell: object) -> str | None:
+    return (
+        cell.get_text(" ", strip=True)
+        if isinstance(cell, Tag)
+        else cell
+        if isinstance(cell, str)
+        else None
     )
 
 

@@ -8,8 +8,10 @@ GPU-hour; VMs are billed by the minute.
 
 Traps handled: only `<h2>` plan cards are read, so the hero block repeating both prices under
 other kickers, the meta/og/twitter descriptions with "$2.99" and the "grandfathered at
-$1.99/GPU/hr" line (existing customers only) are never offers; the bare-metal card ("one-month
-minimum") is a monthly commitment, counted and left out; "2x & 4x" is two offers at the same
+$1.99/GPU/hr" line (existing customers only) are never offers; the bare-metal card ("$3.39/GPU/hr
+bare metal, one-month minimum") is a commitment: stored as pricing `reserved` with the term its
+card states (`term_months` 1 for "one-month" or "monthly"; a card that speaks of a commitment
+but states no term in months is counted and left out); "2x & 4x" is two offers at the same
 per-GPU price; "MI300x" is upper-cased; MI355X in the menu and in JSON-LD carries no price. A
 card price not per GPU-hour fails the run. No region on the page: one global list.
 """
@@ -26,6 +28,7 @@ from priceadvisor.collect.pages import ParsedPage, Price, parse_price, text_of, 
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 COMMITMENT = re.compile(r"minimum|monthly|per month|commit|reserv", re.I)
+_TERM = re.compile(r"\b(one|\d+)[\s-]*months?\b|\bmonthly\b", re.I)
 _COUNTS = re.compile(r"(\d+)\s*x\b", re.I)
 
 
@@ -43,12 +46,27 @@ def parse_page(html: str, url: str) -> ParsedPage:
         if card is None:
             continue
         kicker, counts, chip, price = card
-        if COMMITMENT.search(text_of(heading.parent) if heading.parent else ""):
-            page.skipped["monthly-commitment plans"] += 1
-            continue
         name = f"{kicker} {text_of(heading)}"
-        page.quotes += [_quote(name, n, chip, price.amount, url) for n in counts]
+        quotes = [_quote(name, n, chip, price.amount, url) for n in counts]
+        card_text = text_of(heading.parent) if heading.parent else ""
+        if COMMITMENT.search(card_text):
+            months = term_months(card_text)
+            if months is None:
+                page.skipped["commitment plans without a term"] += 1
+                continue
+            for quote in quotes:
+                quote.pricing, quote.term_months = Pricing.RESERVED, months
+        page.quotes += quotes
     return page
+
+
+def term_months(text: str) -> int | None:
+    """ "one-month minimum" → 1, "3-month term" → 3, "billed monthly" → 1; None: no term."""
+    match = _TERM.search(text)
+    if match is None:
+        return None
+    number = match.group(1)
+    return 1 if number is None or number.lower() == "one" else int(number)
 
 
 def _card(heading: Tag) -> tuple[str, list[int], str, Price] | None:

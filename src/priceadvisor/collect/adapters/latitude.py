@@ -11,12 +11,21 @@ Traps handled: the string escaping is undone before parsing; CPU plans (`"gpu":{
 a region whose USD hour price is `null` (with a BRL `0`) is not offered, not a $0 price, and is
 counted; a priced region with no stock is still a list price (available = false); BRL prices are
 a separately set list price, not USD at an FX rate, and are left out (one currency per offer);
-month and year figures are commitments and are left out. Regions are Latitude's country names.
+Regions are Latitude's country names.
+
+The `month` and `year` figures are commitments, stored as pricing `reserved`: `month` as a
+1-month term (price = month / 730 hours, and the monthly payment), `year` as a 12-month term
+(price = year / 8,760 hours). Uncertain: the page's data does not say what the two figures are
+for; they are read as the price of one month and of one year, because that is the only reading
+in which a longer term is not dearer (on the real capture every plan's month is 365 × its hour
+price, i.e. half of 730 hours on demand, and its year 3,066 × it, 35 % of 8,760 hours: 1.66 →
+606 and 5,090). A figure that is no positive number is passed on for the core to reject.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from priceadvisor.collect.adapters.base import PageAdapter, SourceFormatError
@@ -60,24 +69,43 @@ def _quotes(
     if hour is None:
         page.skipped["regions without a USD price"] += 1
         return []
-    page.skipped["monthly/yearly commitment prices"] += 1
     if not isinstance(hour, int | float) or not isinstance(gpu.get("count"), int | float):
         raise SourceFormatError(f"{plan.get('slug')}: hour price or GPU count is not a number")
-    return [
-        RawQuote(
-            region=_region_code(str(region.get("name", ""))),
-            instance_type=str(plan.get("slug", "")),
-            pricing=Pricing.ON_DEMAND,
-            price=float(hour),
-            price_basis=PriceBasis.NODE,
-            gpu_name_raw=gpu.get("type"),
-            gpu_count=float(gpu["count"]),
-            gpu_memory_gb=gpu.get("vram_per_gpu"),
-            available=region.get("stock_level") not in ("unavailable", None),
-            stock=stock_level(region.get("stock_level")),
-            source_url=url,
-        )
-    ]
+    on_demand = RawQuote(
+        region=_region_code(str(region.get("name", ""))),
+        instance_type=str(plan.get("slug", "")),
+        pricing=Pricing.ON_DEMAND,
+        price=float(hour),
+        price_basis=PriceBasis.NODE,
+        gpu_name_raw=gpu.get("type"),
+        gpu_count=float(gpu["count"]),
+        gpu_memory_gb=gpu.get("vram_per_gpu"),
+        available=region.get("stock_level") not in ("unavailable", None),
+        stock=stock_level(region.get("stock_level")),
+        source_url=url,
+    )
+    return [on_demand, *commitments(on_demand, prices["USD"])]
+
+
+# Latitude's figure → (term in months, hours in the term).
+TERMS = {"month": (1, 730), "year": (12, 8760)}
+
+
+def commitments(on_demand: RawQuote, usd: dict[str, Any]) -> list[RawQuote]:
+    """The month and year figures of a priced region as commitment quotes."""
+    return [_commitment(on_demand, name, usd[name]) for name in TERMS if name in usd]
+
+
+def _commitment(on_demand: RawQuote, name: str, total: Any) -> RawQuote:
+    months, hours = TERMS[name]
+    number = total if isinstance(total, int | float) and not isinstance(total, bool) else None
+    return replace(
+        on_demand,
+        pricing=Pricing.RESERVED,
+        price=None if number is None else number / hours,
+        term_months=months,
+        monthly=number if months == 1 else None,
+    )
 
 
 def _region_code(name: str) -> str:

@@ -18,7 +18,11 @@ storing prices N times too low. `dynamic` (cheaper, shared) and `dedicated` are 
 products and part of the instance type; the same SKU in two regions (UK-3, UK-4) is two
 offers. `stock_status` is the availability: `out_of_stock` rows are stored as not available;
 `launching_soon` rows (no price, no specs, region "TBC") are not offers: counted and left out.
-`monthly` rows are commitments, which the store has no pricing kind for: counted and left out.
+`monthly` rows are one-month commitments, stored as pricing `reserved` with `term_months` 1:
+`effective_hourly_usd` (per instance, like the on-demand price) is the price, and
+`price_per_month_usd` the monthly payment. The two must agree (month ≈ 730 hours, within 5 %:
+2728 / 730 = 3.737 → 3.74 for 1× B200 dynamic), else the run fails rather than store a price
+whose unit changed. A monthly row's stock status reads like an on-demand row's.
 
 The region is the code in parentheses ("LA-1", "UK-3", "Texas"), placed in regions.toml; a
 region without one is passed on as written. An unknown stock status, an unknown plan type or
@@ -52,12 +56,15 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PRICE = "price_per_gpu_hour_usd"  # per instance, despite its name
 REQUIRED = ("gpu_type", "gpu_count", "plan_type", PRICE, "region", "stock_status")
+MONTH_PRICE, MONTH_HOURLY = "price_per_month_usd", "effective_hourly_usd"
+MONTHLY_REQUIRED = (*REQUIRED[:3], MONTH_PRICE, MONTH_HOURLY, "region", "stock_status")
+HOURS_PER_MONTH = Decimal(730)  # 8,760 / 12: the month packet.ai's effective hourly price uses
+MONTH_TOLERANCE = Decimal("0.05")
 SECTIONS = {"on_demand", "monthly"}
 PLANS = {"dynamic", "dedicated"}
 STOCK = {"in_stock": True, "out_of_stock": False}
 LAUNCHING = "launching_soon"
 NOT_LAUNCHED = "rows launching soon (no price)"
-MONTHLY = "monthly commitments (no reserved pricing kind)"
 PER_GPU_RATIO = Decimal("0.6")
 _REGION_CODE = re.compile(r"\(([^()]+)\)\s*$")
 
@@ -82,11 +89,12 @@ def parse_price_list(document: Any, url: str) -> ParsedPage:
     monthly = document.get("monthly", [])
     if not isinstance(monthly, list):
         raise SourceFormatError("packet.ai's monthly rows are not a JSON list")
+    monthly = json_records(monthly, MONTHLY_REQUIRED, "the monthly rows", "a monthly row")
     parsed = ParsedPage()
-    parsed.skipped[MONTHLY] = len(monthly)
     offered = [row for row in rows if _is_offer(row, parsed)]
     check_instance_prices(offered)
     parsed.quotes = [row_quote(row, url) for row in offered]
+    parsed.quotes += [monthly_quote(row, url) for row in monthly if _is_offer(row, parsed)]
     return parsed
 
 
@@ -141,6 +149,27 @@ def row_quote(row: dict[str, Any], url: str) -> RawQuote:
         available=STOCK[row["stock_status"]],
         source_url=url,
     )
+
+
+def monthly_quote(row: dict[str, Any], url: str) -> RawQuote:
+    """A monthly plan: a one-month commitment at its effective hourly price (per instance)."""
+    check_month_price(row)
+    quote = row_quote(row | {PRICE: row[MONTH_HOURLY]}, url)
+    quote.pricing = Pricing.RESERVED
+    quote.term_months = 1
+    quote.monthly = exact_price(row[MONTH_PRICE])
+    return quote
+
+
+def check_month_price(row: dict[str, Any]) -> None:
+    """Fail when the monthly price is not about 730 hours of the effective hourly one."""
+    month, hourly = exact_decimal(row[MONTH_PRICE]), exact_decimal(row[MONTH_HOURLY])
+    if month is None or hourly is None or month <= 0:
+        return  # passed on as is: the core rejects a missing price and counts it
+    if abs(hourly * HOURS_PER_MONTH - month) > month * MONTH_TOLERANCE:
+        raise SourceFormatError(
+            f"{_sku(row)}: {MONTH_HOURLY} {hourly} is not {MONTH_PRICE} {month} over a month"
+        )
 
 
 def region_code(text: Any) -> str:

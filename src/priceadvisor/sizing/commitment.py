@@ -1,0 +1,97 @@
+"""If you commit for N months: the cheapest commitment (pricing `reserved`) for the GPU model of
+a workload's best offer, priced at the workload's size. Shown beside the ranking, never in it: a
+commitment is paid for its whole term whether the GPUs run or not, so it is no on-demand offer
+and is never compared as one.
+
+At the workload's size: as many of the commitment's nodes as hold the best offer's GPUs (times
+its serving replicas), for a month (730 hours) and for the whole term; a training run is paid
+for at least the term, or for its own hours when it runs longer. "Cheapest" is the lowest bill
+at that size: per month when serving, per run when training (a 36-month term is rarely the
+cheapest way to pay for a 16-hour run, however low its hourly price).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import duckdb
+
+from priceadvisor.config import WorkloadProfile
+
+HOURS_PER_MONTH = 730  # 8,760 / 12, as every monthly figure in the store
+
+# The workload's place constraints apply; its pricing list (on_demand, spot) does not. Bounded:
+# a GPU model has a few commitments per provider and term.
+_CANDIDATES_SQL = """
+SELECT provider, region, instance_type, gpu_model, gpu_count, term_months, price_hour_usd,
+    price_gpu_hour_usd, upfront_usd, monthly_usd AS provider_monthly_usd, source_url
+FROM offers
+WHERE pricing = 'reserved' AND gpu_model = $model AND gpu_count >= 1
+  AND price_gpu_hour_usd IS NOT NULL AND flag IS NULL AND price_origin = 'published'
+  AND (len($providers) = 0 OR list_contains($providers, provider))
+  AND (len($countries) = 0 OR list_contains($countries, country))
+  AND (len($continents) = 0 OR list_contains($continents, continent))
+  AND (NOT $eu_only OR is_eu)
+ORDER BY price_gpu_hour_usd, term_months, provider, region, instance_type
+LIMIT 500
+"""
+
+
+def candidates(
+    con: duckdb.DuckDBPyConnection, profile: WorkloadProfile, model: str
+) -> list[dict[str, Any]]:
+    """The commitments for `model` within the workload's places, cheapest per GPU-hour first."""
+    params = {
+        "model": model,
+        "providers": list(profile.providers),
+        "countries": [c.upper() for c in profile.countries],
+        "continents": list(profile.continents),
+        "eu_only": profile.eu_only,
+    }
+    cursor = con.execute(_CANDIDATES_SQL, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def at_size(offer: Mapping[str, Any], best: Mapping[str, Any]) -> dict[str, Any]:
+    """The commitment priced for the best offer's GPUs (and replicas) and the run's hours."""
+    gpus = float(best["gpu_count"]) * float(best.get("replicas") or 1)
+    nodes = math.ceil(gpus / float(offer["gpu_count"]) - 1e-9)
+    hourly = nodes * float(offer["price_hour_usd"])
+    monthly = hourly * HOURS_PER_MONTH
+    term = monthly * int(offer["term_months"])
+    hours = best.get("hours")
+    run = None if hours is None else max(term, hourly * float(hours))
+    return dict(offer) | {
+        "nodes": nodes,
+        "usd_per_month": monthly,
+        "term_usd": term,
+        "run_usd": run,
+    }
+
+
+def cheapest_at_size(
+    offers: list[dict[str, Any]], best: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The offer whose bill at the workload's size is lowest (ties: the one cheaper per
+    GPU-hour, listed first): per run when training, per month when serving."""
+    key = "usd_per_month" if best.get("hours") is None else "run_usd"
+    priced = [at_size(offer, best) for offer in offers]
+    return min(priced, key=lambda found: float(found[key]), default=None)
+
+
+def for_workloads(
+    con: duckdb.DuckDBPyConnection,
+    profiles: list[WorkloadProfile],
+    best_rows: Mapping[str, Mapping[str, Any]],
+) -> dict[str, dict[str, Any] | None]:
+    """Per workload (by name) with a best row: its commitment at its size, or None."""
+    found: dict[str, dict[str, Any] | None] = {}
+    for profile in profiles:
+        best = best_rows.get(profile.name)
+        if best is not None:
+            offers = candidates(con, profile, str(best["gpu_model"]))
+            found[profile.name] = cheapest_at_size(offers, best)
+    return found
