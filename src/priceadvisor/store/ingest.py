@@ -94,9 +94,17 @@ FROM _raw GROUP BY GROUPING SETS ((instance_type, gpu_name_raw, gpu_memory_gb), 
 """
 
 
-def resolution_table(manifest: Manifest, keys: list[tuple[Any, ...]]) -> Any:
-    """Resolve each distinct (instance type, raw GPU name, memory) once, in Python."""
-    rows = [_resolve(manifest, *key) for key in keys]
+def resolution_table(
+    manifest: Manifest, keys: list[tuple[Any, ...]], known: dict[tuple[Any, ...], Any] | None = None
+) -> Any:
+    """Resolve each distinct (instance type, raw GPU name, memory) once, in Python; `known`
+    keeps the resolutions of earlier batches of the snapshot (a NaN memory never matches, and
+    is resolved again: same result)."""
+    known = {} if known is None else known
+    rows = [
+        known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
+        for key in keys
+    ]
     values: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA}
     for row in rows:
         for name, value in zip(_RESOLVED_SCHEMA, row, strict=True):
@@ -520,14 +528,21 @@ def _normalise(
     Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
     batch normalises exactly as it would within the whole snapshot."""
     sql = _NORMALISE_FIRST_SQL
+    known: dict[tuple[Any, ...], Any] = {}  # resolutions, shared by the batches
     for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
-        _normalise_batch(con, quotes[start : start + HANDOFF_BATCH], manifest, now, sql)
+        batch = quotes[start : start + HANDOFF_BATCH]
+        _normalise_batch(con, batch, manifest, now, sql, known)
         sql = _NORMALISE_MORE_SQL
     con.execute(_SPOT_CHECK_SQL)
 
 
 def _normalise_batch(
-    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any, sql: str
+    con: duckdb.DuckDBPyConnection,
+    quotes: list[RawQuote],
+    manifest: Manifest,
+    now: Any,
+    sql: str,
+    known: dict[tuple[Any, ...], Any],
 ) -> None:
     # _raw and _resolved are read by the SQL under these names: DuckDB scans a Python
     # variable of the calling function that a query names (a replacement scan). Registering
@@ -536,7 +551,7 @@ def _normalise_batch(
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
     _raw = quotes_table(quotes)
     distinct = con.execute(_DISTINCT_SQL).fetchall()
-    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]])
+    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known)
     fx_table(con, now, [r[3] for r in distinct if not r[4]])
     con.execute(sql)
     del _raw, _resolved  # _snap holds all the rest needs; the batch's Arrow copy can go now
