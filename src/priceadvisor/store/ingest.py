@@ -517,8 +517,11 @@ def _merge(
 
 
 # Quotes handed to DuckDB per Arrow table: the snapshot goes in batch by batch so only one
-# batch's Arrow copy exists at a time (~1.5 MB at 10,000 quotes instead of ~15 MB at 100,000).
-HANDOFF_BATCH = 10_000
+# batch's Arrow copy exists at a time (~7 MB instead of ~150 MB at 1,000,000 quotes). Smaller
+# batches cost more CPU for little memory (each batch runs the normalising statement and its
+# look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU than one go, 50,000
+# ~15 % (docs/benchmarks.md).
+HANDOFF_BATCH = 50_000
 
 
 def _normalise(
