@@ -260,7 +260,10 @@ def report(offers: int, times: Timings) -> None:
         for name, t in wall.items()
     ]
     cli = statistics.median(wall["CLI"])
-    ratios = [f"CLI/{name} {cli / statistics.median(t):.2f}x" for name, t in wall.items()]
+    ratios = [
+        f"CLI/{name} {cli / statistics.median(t):.2f}x wall, {cpu['CLI'] / cpu[name]:.2f}x CPU"
+        for name, t in wall.items()
+    ]
     print(f"{offers:>9,} offers: {', '.join(parts)}; {', '.join(ratios[1:])}")
     print(f"{'':>9}  load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
