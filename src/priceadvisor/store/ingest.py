@@ -1,8 +1,8 @@
 """Normalise, validate and merge one provider snapshot into the change log.
 
-Everything here is set-based: quotes go into DuckDB as one Arrow table, names are resolved once
-per distinct value (not per row), and the merge is a handful of SQL statements in one
-transaction. The run's outcome decides what may change:
+Everything here is set-based: quotes go into DuckDB as Arrow tables of HANDOFF_BATCH quotes,
+names are resolved once per distinct value (not per row), and the merge is a handful of SQL
+statements in one transaction. The run's outcome decides what may change:
   ok       — keys not seen in the snapshot are closed;
   partial  — they are closed only in the regions that completed;
   failed   — nothing changes.
@@ -520,7 +520,7 @@ def _merge(
 # batch's Arrow copy exists at a time (~7 MB instead of ~150 MB at 1,000,000 quotes). Smaller
 # batches cost more CPU for little memory (each batch runs the normalising statement and its
 # look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU than one go, 50,000
-# ~15 % (docs/benchmarks.md).
+# ~10-20 % (docs/benchmarks.md).
 HANDOFF_BATCH = 50_000
 
 
