@@ -27,9 +27,14 @@ with its memory, as gpuhunt names GPUs; all in `aws`, the other offline provider
 folder from one synthetic snapshot (bench/gen_snapshot.py), through the real ingest and the
 storage-order rewrite the fetch session runs after it.
 
-Both processes run with bytecode caching on (in a temp PYTHONPYCACHEPREFIX, filled by a warm-up
-run), as an installed package runs: with PYTHONDONTWRITEBYTECODE=1 every start recompiles
-~300 modules from source, which alone costs ~0.5 s here and says nothing about the code.
+The CLI and raw DuckDB run from a venv this checkout is installed into as a user gets it:
+`./uvw pip install` (not editable, so bytecode compiled at install: `./uvw` sets
+UV_COMPILE_BYTECODE=1), with PYTHONDONTWRITEBYTECODE=1 and no pycache prefix, as a service user
+who cannot write into the venv runs it: the bytecode the install left is all a start gets, and a
+module without it is compiled from source on every start. gpuhunt's venv is run the same way,
+so install it with `./uvw pip install` too. --src and --before folders are compiled with
+compileall first (what an install does). --editable-venv: time this checkout's own .venv
+instead of an install (its src/ is compiled with compileall the same way).
 """
 
 from __future__ import annotations
@@ -179,10 +184,26 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def bytecode_env(cache: Path, src: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(cache)
-    if src is not None:  # PYTHONPATH comes before the installed (editable) package
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def install(venv: Path) -> str:
+    """This checkout installed into a fresh venv as a user installs it; the venv's python."""
+    env = os.environ | {"UV_COMPILE_BYTECODE": "1"}  # what ./uvw sets for sync/pip/tool
+    subprocess.run([str(ROOT / "uvw"), "venv", "--quiet", str(venv)], check=True, env=env)
+    python = str(venv / "bin" / "python")
+    install = [str(ROOT / "uvw"), "pip", "install", "--quiet", "--python", python, str(ROOT)]
+    subprocess.run(install, check=True, env=env)
+    return python
+
+
+def installed_env(src: Path | None) -> dict[str, str]:
+    """No bytecode written at run time and no pycache prefix: a start gets what is installed.
+    A `src` folder (before PYTHONPATH, ahead of the installed package) is compiled first."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "VIRTUAL_ENV")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if src is not None:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
         env["PYTHONPATH"] = str(src.resolve())
     return env
 
@@ -192,22 +213,24 @@ Timings = dict[str, list[tuple[float, float]]]  # per command: (wall, CPU) of ea
 
 
 def commands(
-    db: Path, env: dict[str, str], gpuhunt: Path | None, before: Command | None
+    db: Path, cli: Command, gpuhunt: Path | None, before: Command | None
 ) -> dict[str, Command]:
     """What to time: `before` is the python and environment of the CLI before, if any; it reads
-    a database its own checkout built (db with the suffix .before.duckdb)."""
+    a database its own checkout built (db with the suffix .before.duckdb). `cli` is the python
+    and environment of this checkout's CLI; raw DuckDB runs with the same."""
+    (python, *_), env = cli
     sql, params = cli_sql(db)
     args = ["-m", "priceadvisor", "--db", str(db), *CLI_ARGS]
     chosen = {
-        "CLI": ([sys.executable, *args], env),
-        "raw DuckDB": ([sys.executable, "-c", RAW, str(db), sql, json.dumps(params)], env),
+        "CLI": ([python, *args], env),
+        "raw DuckDB": ([python, "-c", RAW, str(db), sql, json.dumps(params)], env),
     }
     if before is not None:
         own = str(db.with_suffix(".before.duckdb"))
         chosen["CLI before"] = ([*before[0], *args[:3], own, *args[4:]], before[1])
         # The same SQL on the file before built: what its storage order alone costs the query.
         chosen["raw DuckDB, before's file"] = (
-            [sys.executable, "-c", RAW, own, sql, json.dumps(params)],
+            [python, "-c", RAW, own, sql, json.dumps(params)],
             env,
         )
     if gpuhunt is not None:
@@ -218,7 +241,7 @@ def commands(
 
 
 def compare(chosen: dict[str, Command], runs: int) -> Timings:
-    for command, env in chosen.values():  # fill the bytecode and page caches for each
+    for command, env in chosen.values():  # fill the page cache for each
         timed(command, env)
     times: Timings = {name: [] for name in chosen}
     for _ in range(runs):
@@ -236,7 +259,10 @@ def report(offers: int, times: Timings) -> None:
         for name, t in wall.items()
     ]
     cli = statistics.median(wall["CLI"])
-    ratios = [f"CLI/{name} {cli / statistics.median(t):.2f}x" for name, t in wall.items()]
+    ratios = [
+        f"CLI/{name} {cli / statistics.median(t):.2f}x wall, {cpu['CLI'] / cpu[name]:.2f}x CPU"
+        for name, t in wall.items()
+    ]
     print(f"{offers:>9,} offers: {', '.join(parts)}; {', '.join(ratios[1:])}")
     print(f"{'':>9}  load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
@@ -250,20 +276,25 @@ def main() -> None:
     parser.add_argument("--before-python", type=Path, help="run --before with this python")
     parser.add_argument("--gpuhunt-python", type=Path, help="python of a venv with gpuhunt")
     parser.add_argument("--quick", action="store_true", help="10k offers, 3 runs")
+    parser.add_argument(
+        "--editable-venv", action="store_true", help="time this checkout's .venv, not an install"
+    )
     args = parser.parse_args()
     sizes, runs = ([10_000], 3) if args.quick else (args.offers, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
-        env = bytecode_env(Path(tmp) / "pycache", args.src)
+        src = args.src or (ROOT / "src" if args.editable_venv else None)
+        python = sys.executable if args.editable_venv else install(Path(tmp) / "venv")
+        cli: Command = ([python], installed_env(src))
         before = None
         if args.before:
-            python = str(args.before_python or sys.executable)
-            before = ([python], bytecode_env(Path(tmp) / "pycache-before", args.before))
+            before_python = str(args.before_python or sys.executable)
+            before = ([before_python], installed_env(args.before))
         for offers in sizes:
             db = Path(tmp) / f"offers-{offers}.duckdb"
             build(db, offers)
             if before is not None:
                 build_before(before, db.with_suffix(".before.duckdb"), offers)
-            chosen = commands(db, env, args.gpuhunt_python, before)
+            chosen = commands(db, cli, args.gpuhunt_python, before)
             report(offers, compare(chosen, runs))
 
 

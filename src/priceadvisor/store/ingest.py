@@ -1,8 +1,8 @@
 """Normalise, validate and merge one provider snapshot into the change log.
 
-Everything here is set-based: quotes go into DuckDB as one Arrow table, names are resolved once
-per distinct value (not per row), and the merge is a handful of SQL statements in one
-transaction. The run's outcome decides what may change:
+Everything here is set-based: quotes go into DuckDB as Arrow tables of HANDOFF_BATCH quotes,
+names are resolved once per distinct value (not per row), and the merge is a handful of SQL
+statements in one transaction. The run's outcome decides what may change:
   ok       — keys not seen in the snapshot are closed;
   partial  — they are closed only in the regions that completed;
   failed   — nothing changes.
@@ -98,9 +98,17 @@ FROM _raw GROUP BY GROUPING SETS ((instance_type, gpu_name_raw, gpu_memory_gb), 
 """
 
 
-def resolution_table(manifest: Manifest, keys: list[tuple[Any, ...]]) -> Any:
-    """Resolve each distinct (instance type, raw GPU name, memory) once, in Python."""
-    rows = [_resolve(manifest, *key) for key in keys]
+def resolution_table(
+    manifest: Manifest, keys: list[tuple[Any, ...]], known: dict[tuple[Any, ...], Any] | None = None
+) -> Any:
+    """Resolve each distinct (instance type, raw GPU name, memory) once, in Python; `known`
+    keeps the resolutions of earlier batches of the snapshot (a NaN memory never matches, and
+    is resolved again: same result)."""
+    known = {} if known is None else known
+    rows = [
+        known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
+        for key in keys
+    ]
     values: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA}
     for row in rows:
         for name, value in zip(_RESOLVED_SCHEMA, row, strict=True):
@@ -157,8 +165,7 @@ def fx_table(con: duckdb.DuckDBPyConnection, on: Any, currencies: list[str | Non
     )
 
 
-_NORMALISE_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _snap AS
+_NORMALISE_SELECT = f"""
 WITH joined AS (
     SELECT
         r.region, coalesce(r.zone, '') AS zone, r.instance_type, r.pricing, r.price,
@@ -232,6 +239,10 @@ SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_m
     END AS reject_reason
 FROM usd
 """  # noqa: E501
+# The first batch creates the snapshot's table, the others append to it (same columns and types:
+# every batch's Arrow table has _QUOTE_SCHEMA's).
+_NORMALISE_FIRST_SQL = f"CREATE OR REPLACE TEMP TABLE _snap AS {_NORMALISE_SELECT}"
+_NORMALISE_MORE_SQL = f"INSERT INTO _snap {_NORMALISE_SELECT}"
 
 # The last check, once the rest have passed: a spot price is only a discount against the same
 # offer's on-demand price (same key but pricing); one at or above it (Azure meters capped at
@@ -525,10 +536,37 @@ def _merge(
     return counts, status, error
 
 
+# Quotes handed to DuckDB per Arrow table: the snapshot goes in batch by batch so only one
+# batch's Arrow copy exists at a time (~7 MB instead of ~150 MB at 1,000,000 quotes). Smaller
+# batches cost more CPU for little memory (each batch runs the normalising statement and its
+# look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU than one go, 50,000
+# ~10-20 % (docs/benchmarks.md).
+HANDOFF_BATCH = 50_000
+
+
 def _normalise(
     con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
 ) -> None:
-    """The snapshot as the temp table _snap: each quote normalised, with its reject reason."""
+    """The snapshot as the temp table _snap: each quote normalised, with its reject reason.
+    Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
+    batch normalises exactly as it would within the whole snapshot."""
+    sql = _NORMALISE_FIRST_SQL
+    known: dict[tuple[Any, ...], Any] = {}  # resolutions, shared by the batches
+    for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
+        batch = quotes[start : start + HANDOFF_BATCH]
+        _normalise_batch(con, batch, manifest, now, sql, known)
+        sql = _NORMALISE_MORE_SQL
+    con.execute(_SPOT_CHECK_SQL)
+
+
+def _normalise_batch(
+    con: duckdb.DuckDBPyConnection,
+    quotes: list[RawQuote],
+    manifest: Manifest,
+    now: Any,
+    sql: str,
+    known: dict[tuple[Any, ...], Any],
+) -> None:
     # _raw and _resolved are read by the SQL under these names: DuckDB scans a Python
     # variable of the calling function that a query names (a replacement scan). Registering
     # them would create views, and a view dropped inside the ingest's transaction keeps its
@@ -536,11 +574,10 @@ def _normalise(
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
     _raw = quotes_table(quotes)
     distinct = con.execute(_DISTINCT_SQL).fetchall()
-    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]])
+    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known)
     fx_table(con, now, [r[3] for r in distinct if not r[4]])
-    con.execute(_NORMALISE_SQL)
-    del _raw, _resolved  # _snap holds all the rest needs; the Arrow copy can go now
-    con.execute(_SPOT_CHECK_SQL)
+    con.execute(sql)
+    del _raw, _resolved  # _snap holds all the rest needs; the batch's Arrow copy can go now
 
 
 def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:

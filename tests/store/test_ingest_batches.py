@@ -1,0 +1,80 @@
+"""A snapshot handed to DuckDB in batches (store.ingest.HANDOFF_BATCH) merges exactly as in one
+go: same history, same rejections and duplicates, same run summaries."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from priceadvisor.manifest import manifest
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
+from priceadvisor.store import connections
+from priceadvisor.store import ingest as ingest_module
+from priceadvisor.store.runs import start_run
+from tests.conftest import query
+
+START = dt.datetime(2026, 11, 1)
+SKUS = ("Standard_NC24ads_A100_v4", "Standard_ND96isr_H100_v5", "Standard_NC4as_T4_v3")
+# Every table an ingest writes, in a fixed order (fetch_runs without its wall-clock columns).
+TABLES = {
+    "core.current_offers": "SELECT * FROM core.current_offers",
+    "core.price_closed": "SELECT * FROM core.price_closed",
+    "core.provider_coverage": "SELECT * FROM core.provider_coverage",
+    "core.rejected_quotes": "SELECT * FROM core.rejected_quotes",
+    "core.fetch_runs": "SELECT * EXCLUDE (started_at, finished_at, pid) FROM core.fetch_runs",
+}
+
+
+def snapshot(step: int) -> list[RawQuote]:
+    """Quotes whose duplicates, rejections and unmapped names fall in different batches."""
+    quotes = []
+    for i, (region, sku) in enumerate(
+        (r, s) for r in ("eastus", "westus", "japaneast") for s in SKUS
+    ):
+        price = 2.0 + i + (0.5 if (i + step) % 4 == 0 else 0.0)
+        quotes.append(RawQuote(region, sku, "on_demand", price, available=i % 2 == 0))
+        quotes.append(RawQuote(region, sku, "spot", price * (0.4 if i % 3 else 1.2)))
+    quotes.append(dataclasses.replace(quotes[0], price=quotes[0].price + 1))  # a duplicate key
+    quotes.append(RawQuote("eastus", "Unknown_GPU_v1", "on_demand", 5.0, gpu_name_raw="Z9"))
+    quotes.append(RawQuote("westus", SKUS[0], "on_demand", -1.0, zone="b"))  # rejected
+    quotes.append(RawQuote("westus", SKUS[1], "on_demand", 9.0, currency="XYZ"))  # no rate
+    quotes.append(RawQuote("japaneast", "x", "spot", 1.0, gpu_memory_gb=math.nan))
+    if step == 1:
+        del quotes[4:6]  # a vanished key
+    return quotes
+
+
+def ingest_series(db: Path, batch: int, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    monkeypatch.setattr(ingest_module, "HANDOFF_BATCH", batch)
+    summaries = []
+    for step in range(3):
+        with connections.writer(db) as con:
+            run_id = start_run(con, "azure")
+            result = FetchResult(
+                "azure", RunStatus.OK, snapshot(step), finished_at=START + dt.timedelta(hours=step)
+            )
+            summary = ingest_module.ingest(con, run_id, result, manifest("azure"))
+        summaries.append(dataclasses.replace(summary, duration_s=0.0))
+    return summaries
+
+
+def stored(db: Path) -> dict[str, list[str]]:
+    """Each table's rows as text, sorted: a NaN compares equal to itself only that way."""
+    return {name: sorted(map(repr, query(db, sql))) for name, sql in TABLES.items()}
+
+
+@pytest.mark.parametrize("batch", [1, 4, 7])
+def test_batched_hand_off_stores_the_same_history_as_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    whole = ingest_series(tmp_path / "whole.duckdb", 10_000, monkeypatch)
+    batched = ingest_series(tmp_path / "batched.duckdb", batch, monkeypatch)
+    assert batched == whole
+    assert whole[0].offers_duplicate == 1 and whole[0].offers_rejected >= 3
+    assert whole[1].offers_closed == 2  # the vanished key was closed
+    assert stored(tmp_path / "batched.duckdb") == stored(tmp_path / "whole.duckdb")
