@@ -131,3 +131,21 @@ def test_listed_but_not_rentable_share_per_provider(db_path: Path) -> None:
     # now: A and F rentable; B, C, D, G not; E unknown.
     assert (share.provider, share.listed, share.not_rentable, share.unknown) == ("runpod", 7, 4, 1)
     assert share.not_rentable_share == pytest.approx(4 / 7)
+
+
+def test_the_guard_flags_an_offer_never_available_in_its_window(db_path: Path) -> None:
+    """After a cycle, an offer whose source said "not rentable" at every fetch for the guard's
+    window (14 days) is flagged and so left out of every cheapest answer; the rest are not."""
+    from priceadvisor.store import guard
+
+    build_history(db_path)
+    with store.writer(db_path) as con:
+        guard.reconfirm_after_cycle(con, NOW)
+    flagged = query(
+        db_path, "SELECT region, flag, flag_reason FROM offers WHERE flag IS NOT NULL"
+    )
+    # B was rentable 12-15 days ago and C 3-5 days ago (both inside 14 days); G is too new
+    assert [(r, f) for r, f, _ in flagged] == [("D", "never_available")]
+    assert flagged[0][2].startswith("never available in 14 days")
+    run(db_path, NOW, [quote("D", True)])  # the source says it can be rented now
+    assert query(db_path, "SELECT flag FROM offers WHERE region = 'D'") == [(None,)]

@@ -283,7 +283,7 @@ def ingest_results(
             }
             for cache in caches:
                 save_validators(con, cache)
-            transactions.retry_conflicts(guard.reconfirm_after_cycle)(con)
+            transactions.retry_conflicts(guard.reconfirm_after_cycle)(con, utcnow())
             _keep_clustered(con)
     except errors.StoreError as exc:
         _finish_unfinished(store, run_ids, exc, give_up.is_set())

@@ -36,10 +36,15 @@ ingested, so a flag follows the market at the next fetch. `market` averages are 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import duckdb
+
+from priceadvisor.store import columns
+from priceadvisor.store.availability import never_available
 
 # How far below its reference a price must be to be flagged, and how far a jump must go: a
 # factor of 3. On the recordings of 25 providers (docs/offers-guard.md) the typical offer is
@@ -247,9 +252,42 @@ WHERE s.flag = 'below_market' AND EXISTS (
 """
 
 
-def reconfirm_after_cycle(con: duckdb.DuckDBPyConnection) -> None:
-    """Lift the low-price flags that the rest of the cycle's ingests confirm."""
+# An offer listed for NEVER_AVAILABLE_DAYS without a gap while its source said at every fetch
+# that it cannot be rented is a price with no capacity behind it: flagged `never_available`
+# (store.availability.never_available), lifted when the source says it can be rented again
+# (the offer then opens a new interval, which starts unflagged).
+NEVER_AVAILABLE_DAYS = 14.0
+
+_NEVER_AVAILABLE_SQL = """
+UPDATE core.current_offers AS s SET flag = 'never_available', flag_reason = n.reason
+FROM _never_available AS n
+WHERE s.flag IS NULL AND s.provider = n.provider AND s.region = n.region
+  AND s.zone = n.zone AND s.instance_type = n.instance_type AND s.pricing = n.pricing
+"""
+
+
+def reconfirm_after_cycle(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> None:
+    """After a cycle's ingests: lift the low-price flags the rest of the cycle confirms, and
+    flag the offers that were never once available in NEVER_AVAILABLE_DAYS."""
     con.execute(_RECONFIRM_SQL)
+    found = never_available(con, NEVER_AVAILABLE_DAYS, now)
+    if not found:
+        return
+    con.register("_never_available", columns.from_rows([asdict(n) for n in found], _KEY_REASON))
+    try:
+        con.execute(_NEVER_AVAILABLE_SQL)
+    finally:
+        con.unregister("_never_available")
+
+
+_KEY_REASON: columns.Schema = {
+    "provider": "string",
+    "region": "string",
+    "zone": "string",
+    "instance_type": "string",
+    "pricing": "string",
+    "reason": "string",
+}
 
 
 def _execute(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> None:
