@@ -18,5 +18,6 @@ SELECT
     unmapped,
     http_requests,
     http_bytes,
-    error
+    error,
+    interval_s
 FROM core.fetch_runs;

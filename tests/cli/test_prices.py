@@ -316,3 +316,30 @@ def test_the_commitment_table_shows_the_term(
         "12",
         "6",
     ]
+
+
+def test_stale_prices_are_marked_from_the_interval_each_run_recorded(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stores the fetch interval it was scheduled at, so `prices` (which loads no
+    configuration) can say which offers were not seen for twice their provider's interval."""
+    import datetime as dt
+
+    from priceadvisor.cli import app as cli_app
+    from priceadvisor.records import utcnow
+
+    [(azure_interval,)] = query(
+        offline_db, "select max(interval_s) from fetch_runs where provider = 'azure'"
+    )
+    assert azure_interval == 6 * 3600  # the manifest's default: no config in this test
+    with connections.reader(offline_db) as con:
+        assert reads.stale_providers(con, utcnow()) == {}  # fetched just now
+        later = utcnow() + dt.timedelta(seconds=2.5 * azure_interval)
+        stale = reads.stale_providers(con, later)
+    [(azure_offers,)] = query(offline_db, "select count(*) from offers where provider = 'azure'")
+    assert stale["azure"] == azure_offers
+    monkeypatch.setattr(cli_app, "utcnow", lambda: later)
+    code, out, _ = prices(capsys, offline_db, "--limit", "1")
+    text = " ".join(out.split())
+    assert code == 0 and "stale: offers not seen for over twice" in text
+    assert f"azure ({azure_offers})" in text

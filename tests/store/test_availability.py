@@ -141,9 +141,7 @@ def test_the_guard_flags_an_offer_never_available_in_its_window(db_path: Path) -
     build_history(db_path)
     with store.writer(db_path) as con:
         guard.reconfirm_after_cycle(con, NOW)
-    flagged = query(
-        db_path, "SELECT region, flag, flag_reason FROM offers WHERE flag IS NOT NULL"
-    )
+    flagged = query(db_path, "SELECT region, flag, flag_reason FROM offers WHERE flag IS NOT NULL")
     # B was rentable 12-15 days ago and C 3-5 days ago (both inside 14 days); G is too new
     assert [(r, f) for r, f, _ in flagged] == [("D", "never_available")]
     assert flagged[0][2].startswith("never available in 14 days")

@@ -40,7 +40,7 @@ from priceadvisor.config_basics import (
     recorded_db_path,
 )
 from priceadvisor.durations import parse_duration
-from priceadvisor.records import RunStatus
+from priceadvisor.records import RunStatus, utcnow
 from priceadvisor.resources import ResourceError
 from priceadvisor.store import errors, reads
 from priceadvisor.store.handle import Store
@@ -326,12 +326,15 @@ def prices(
         sources = reads.latest_sources(con)
         noun = _noun(con, table, flt)
         hidden = 0 if flt.include_flagged else reads.count_flagged(con, flt)
+        stale = reads.stale_providers(con, utcnow()) if moment is None else {}
     if fmt is Format.TABLE:
         notes = _price_notes(table, sources, verbose)
         notes += _recorded_hint(state(ctx).read_settings, sources)
         if hidden:
             offers_word = "offer" if hidden == 1 else "offers"
             notes.append(f"{hidden} flagged {offers_word} left out: --include-flagged to see them")
+        if stale:
+            notes.append(_stale_note(stale))
         if noun != "GPU":
             notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
         if flt.pricing == "reserved":
@@ -394,6 +397,15 @@ def _price_notes(
 
 
 NAMED_PROVIDERS = 3  # a note names this many providers; more are counted (--verbose names them)
+
+
+def _stale_note(stale: dict[str, int]) -> str:
+    """Stale prices stay listed, marked; advise and alerts leave them out (docs/sql.md)."""
+    counts = ", ".join(f"{provider} ({n})" for provider, n in stale.items())
+    return (
+        f"stale: offers not seen for over twice their provider's fetch interval: {counts}; "
+        "advise and alerts leave them out"
+    )
 
 
 def _recorded_hint(settings: DbSettings, sources: dict[str, str | None]) -> list[str]:

@@ -284,6 +284,7 @@ def ingest_results(
             for cache in caches:
                 save_validators(con, cache)
             transactions.retry_conflicts(guard.reconfirm_after_cycle)(con, utcnow())
+            _record_intervals(con, settings, ordered)
             _keep_clustered(con)
     except errors.StoreError as exc:
         _finish_unfinished(store, run_ids, exc, give_up.is_set())
@@ -292,6 +293,16 @@ def ingest_results(
         _finish_unfinished(store, run_ids, exc, gave_up=False)
         raise errors.StoreError(f"ingest failed: {errors.first_line(exc)}") from exc
     return [_whole_run(summaries[r.provider], r) for r in results]
+
+
+def _record_intervals(
+    con: duckdb.DuckDBPyConnection, settings: Settings, runs: list[tuple[int, FetchResult]]
+) -> None:
+    """Each run's fetch interval, so readers without the configuration can tell stale prices
+    (store.reads.stale_providers)."""
+    for run_id, result in runs:
+        seconds = settings.provider(result.provider).interval or manifest(result.provider).interval
+        con.execute("UPDATE core.fetch_runs SET interval_s = ? WHERE run_id = ?", [seconds, run_id])
 
 
 def _keep_clustered(con: duckdb.DuckDBPyConnection) -> None:

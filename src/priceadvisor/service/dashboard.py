@@ -29,13 +29,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from priceadvisor.notify import render as templates
+from priceadvisor.records import utcnow
 from priceadvisor.resources import templates_dir
 from priceadvisor.service import labels
 from priceadvisor.service.openapi import SPEC
 from priceadvisor.store import dashboard_reads as queries
 from priceadvisor.store import errors
 from priceadvisor.store.handle import Store
-from priceadvisor.store.reads import Table, accelerator_models, latest_sources
+from priceadvisor.store.reads import Table, accelerator_models, latest_sources, stale_providers
 from priceadvisor.store.sharedreader import SharedReader
 from priceadvisor.store.spreadsheet import csv_cell
 
@@ -195,6 +196,7 @@ class Dashboard:
                 "cheapest": queries.cheapest_per_model(con, q),
                 "choices": self._choices(con),
                 "recorded": recorded_providers(con),
+                "stale": stale_providers(con, utcnow()),
                 "accelerators": frozenset(accelerator_models(con)),
             }
 

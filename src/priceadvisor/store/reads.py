@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -218,6 +219,23 @@ def latest_sources(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
         "WHERE status IN ('ok', 'partial') GROUP BY provider"
     ).fetchall()
     return dict(rows)
+
+
+def stale_providers(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> dict[str, int]:
+    """Per provider with stale prices, how many current offers it has that were last seen more
+    than twice its fetch interval ago (the interval its latest run was scheduled at)."""
+    rows = con.execute(
+        """
+        WITH latest AS (
+            SELECT provider, arg_max(interval_s, run_id) AS interval_s FROM core.fetch_runs
+            WHERE interval_s IS NOT NULL GROUP BY provider
+        )
+        SELECT o.provider, count(*) FROM offers AS o JOIN latest AS l USING (provider)
+        WHERE o.last_seen < ?::TIMESTAMP - to_seconds(2 * l.interval_s)
+        GROUP BY o.provider ORDER BY o.provider""",
+        [now],
+    ).fetchall()
+    return {provider: int(n) for provider, n in rows}
 
 
 def history(
