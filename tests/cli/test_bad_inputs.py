@@ -25,7 +25,7 @@ ARGS: list[tuple[list[str], int, str]] = [
     (["prices", "--limit", "100000000000000000000000"], 2, "--limit"),
     (["prices", "--limit", ""], 2, "--limit"),
     (["prices", "--sort", "cheap"], 2, "unknown sort"),
-    (["prices", "--pricing", "reserved"], 2, "unknown pricing"),
+    (["prices", "--pricing", "monthly"], 2, "unknown pricing"),
     (["prices", "--continent", "XX"], 2, "unknown continent"),
     (["prices", "--provider", "nope"], 2, "unknown provider 'nope'"),
     (["prices", "--provider", "azure", "--provider", "../etc"], 2, "unknown provider"),

@@ -58,8 +58,9 @@ def test_fetch_offline_summary_as_json(capsys: pytest.CaptureFixture[str], db_pa
     assert set(summaries) == {p for p in REGISTRY if manifest(p).enabled_by_default}
     assert all(s["status"] == "ok" for s in summaries.values())
     azure = summaries["azure"]
-    # rejected: one zero price and the two Spot meters equal to pay-as-you-go
-    assert azure["offers"] == 56 and azure["requests"] == 3 and azure["rejected"] == 3
+    # rejected: one zero price and the two Spot meters equal to pay-as-you-go; 57 offers:
+    # 56 hourly prices and one 1-year reservation (pricing = reserved)
+    assert azure["offers"] == 57 and azure["requests"] == 3 and azure["rejected"] == 3
     assert all(s["duplicates"] == 0 for s in summaries.values())
 
 
@@ -88,7 +89,7 @@ def test_sql_json_through_env_db(
         "json",
         "select count(*) as n from offers where provider = 'azure'",
     )
-    assert code == 0 and json.loads(out) == [{"n": 56}]
+    assert code == 0 and json.loads(out) == [{"n": 57}]
 
 
 def test_sql_csv(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
@@ -117,7 +118,7 @@ def test_sql_csv(capsys: pytest.CaptureFixture[str], fetched: Path) -> None:
         (["sql", "select 1; select 2"], 1, "exactly one SQL statement"),
         (["prices", "--provider", "nope"], 2, "unknown provider 'nope'"),
         (["fetch", "--provider", "nope", "--offline"], 2, "unknown provider 'nope'"),
-        (["prices", "--pricing", "reserved"], 2, "unknown pricing"),
+        (["prices", "--pricing", "monthly"], 2, "unknown pricing"),
         (["prices", "--continent", "XX"], 2, "unknown continent"),
         (["prices", "--sort", "cheap"], 2, "unknown sort"),
         (["prices", "--limit", "x"], 2, "--limit"),
@@ -148,7 +149,7 @@ def test_sql_leaves_the_database_unchanged(
         "json",
         "select count(*) n from offers where provider = 'azure'",
     )
-    assert json.loads(out) == [{"n": 56}]
+    assert json.loads(out) == [{"n": 57}]
 
 
 def test_reading_before_any_fetch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -79,7 +79,8 @@ async def test_daemon_serves_cheapest_gpu_hour_and_workload_best_costs(db_path: 
     cheapest = _expected(
         db_path,
         "SELECT gpu_model, pricing, min(price_gpu_hour_usd) FROM offers WHERE gpu_model IS NOT "
-        "NULL AND price_origin = 'published' AND pricing <> 'market' GROUP BY ALL",
+        "NULL AND price_origin = 'published' AND pricing IN ('on_demand', 'spot') "
+        "AND flag IS NULL GROUP BY ALL",
     )
     assert len(cheapest) > 3
     for gpu, pricing, usd in cheapest:
