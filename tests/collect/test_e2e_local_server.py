@@ -19,7 +19,9 @@ def test_fetch_through_a_local_server_sees_every_page(db_path: Path) -> None:
     with serving("azure") as server:
         local = local_settings(db_path, server)
         [summary] = run_cycle(local, configured_store(local), ["azure"], False, lambda *_: None)
-    assert summary.status is RunStatus.OK and summary.offers_seen == 57  # 56 hourly prices, 1 reservation
+    assert (
+        summary.status is RunStatus.OK and summary.offers_seen == 57
+    )  # 56 hourly prices, 1 reservation
     assert len(server.requests) == 3  # NextPageLink rebased onto 127.0.0.1, not prices.azure.com
     assert all(r.startswith("/api/retail/prices") for r in server.requests)
     assert "%24skip=2000" in server.requests[-1] or "$skip=2000" in server.requests[-1]
