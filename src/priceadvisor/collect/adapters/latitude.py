@@ -89,6 +89,10 @@ def _quotes(
 
 # Latitude's figure → (term in months, hours in the term).
 TERMS = {"month": (1, 730), "year": (12, 8760)}
+# The figures are unlabelled; read as term prices they come to 0.5 (month) and 0.35 (year) of
+# the hourly price on every capture. A figure whose hourly rate leaves this band is not what
+# that reading assumes (a changed field, a glitch): the run fails rather than store it.
+TERM_SHARE_OF_HOURLY = (0.1, 1.0)
 
 
 def commitments(on_demand: RawQuote, usd: dict[str, Any]) -> list[RawQuote]:
@@ -99,6 +103,7 @@ def commitments(on_demand: RawQuote, usd: dict[str, Any]) -> list[RawQuote]:
 def _commitment(on_demand: RawQuote, name: str, total: Any) -> RawQuote:
     months, hours = TERMS[name]
     number = total if isinstance(total, int | float) and not isinstance(total, bool) else None
+    _check_share(on_demand, name, None if number is None else number / hours)
     return replace(
         on_demand,
         pricing=Pricing.RESERVED,
@@ -106,6 +111,19 @@ def _commitment(on_demand: RawQuote, name: str, total: Any) -> RawQuote:
         term_months=months,
         monthly=number if months == 1 else None,
     )
+
+
+def _check_share(on_demand: RawQuote, name: str, per_hour: float | None) -> None:
+    hourly = on_demand.price
+    if not per_hour or not hourly or per_hour <= 0 or hourly <= 0:
+        return  # an unreadable or non-positive price is the ingest's to reject and count
+    low, high = TERM_SHARE_OF_HOURLY
+    if not low <= per_hour / hourly <= high:
+        raise SourceFormatError(
+            f"Latitude's {name!r} figure for {on_demand.instance_type} in {on_demand.region} is "
+            f"{per_hour / hourly:.3g}x its hourly price per hour, outside {low}-{high}: "
+            "the term reading no longer holds"
+        )
 
 
 def _region_code(name: str) -> str:
