@@ -23,6 +23,12 @@ from tests.s3 import S3Server, start_s3
 AZURE_URL = "https://prices.azure.com/api/retail/prices"
 
 
+# Where uv's cache is outside the tests (read before any test moves XDG_CACHE_HOME).
+_UV_CACHE = str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "uv"
+)
+
+
 @pytest.fixture(autouse=True)
 def _no_retry_waits() -> Iterator[None]:
     """Retries happen (attempt counts are real) but without sleeping."""
@@ -38,6 +44,8 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no ./priceadvisor.toml from the developer's tree
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    # uv keeps its cache under XDG_CACHE_HOME too: tests that run uv offline read the real one
+    monkeypatch.setenv("UV_CACHE_DIR", os.environ.get("UV_CACHE_DIR") or _UV_CACHE)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
 
 

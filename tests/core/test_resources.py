@@ -89,4 +89,4 @@ def test_installed_wheel_finds_data_and_runs_offline(wheel: Path, tmp_path: Path
     assert lines[1] == str(data / "templates")
     assert lines[2] == str(data / "providers")
     assert lines[3] == "cli/demo_next_steps.txt.j2"
-    assert any(line.startswith("azure,ok,56,") for line in lines)
+    assert any(line.startswith("azure,ok,57,") for line in lines)  # 56 hourly, 1 reservation
