@@ -4,6 +4,7 @@ of the first `advise` of every process."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,7 @@ def test_a_later_process_reads_the_scales_instead_of_fitting(
     assert calibration.fitted_scales() == fitted
 
 
-def test_changed_inputs_fit_anew_and_replace_the_old_file(
+def test_changed_inputs_fit_anew_and_keep_the_other_file(
     fitted: sizing.Scales, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     scalecache.load_or_fit(lambda: fitted)
@@ -55,7 +56,25 @@ def test_changed_inputs_fit_anew_and_replace_the_old_file(
         return fitted
 
     assert scalecache.load_or_fit(fit) == fitted and calls == [1]
-    assert scalecache.cache_path().is_file() and not old.exists()
+    assert scalecache.cache_path().is_file() and old.is_file()  # another install may use it
+
+
+def test_only_the_least_recently_used_files_are_removed(
+    fitted: sizing.Scales, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two installs under one user each keep their file however many others come and go."""
+    paths = []
+    for n in range(scalecache.KEEP + 3):
+        monkeypatch.setattr(scalecache, "inputs_digest", lambda n=n: f"install-{n}")
+        scalecache.load_or_fit(lambda: fitted)
+        paths.append(scalecache.cache_path())
+        if n:  # the first install runs again between each of the others
+            monkeypatch.setattr(scalecache, "inputs_digest", lambda: "install-0")
+            os.utime(paths[0], (1, 1))  # as if long unused, until this read marks it
+            assert scalecache.load_or_fit(refuse_to_fit) == fitted
+    kept = sorted(p.name for p in paths[0].parent.glob("calibration-*.json"))
+    assert len(kept) == scalecache.KEEP + 1
+    assert paths[0].name in kept and paths[-1].name in kept
 
 
 @pytest.mark.parametrize("garbage", ["", "{", '{"factors": 3}', '{"factors": {"decode": "x"}}'])

@@ -5,12 +5,15 @@ about 25 times (the leave-one-source-out folds that give each regime its uncerta
 what the first `advise` or `estimate` of a process used to cost. The result depends only on the
 bundled cases and catalogs and on the sizing code, so it is stored in the user cache folder
 under a digest of exactly those files: any change to them gives a new digest, a fresh fit and
-a new file (older ones are removed). A cache that cannot be read or written is simply not
-used: the scales are fitted in the process, as before.
+a new file. Several installs of different versions under one user (a CLI venv beside the
+daemon's, several checkouts) each keep their own file: only files beyond the
+`KEEP` most recently used are removed, so the installs do not evict each other. A cache that
+cannot be read or written is simply not used: the scales are fitted in the process, as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,6 +29,7 @@ from priceadvisor.sizing import estimate as sizing
 
 _SIZING_DATA = ("calibration.toml", "models.toml")
 _PREFIX = "calibration-"
+KEEP = 4  # files of other inputs kept beside the current one (each ~2 KB)
 
 
 def load_or_fit(fit: Callable[[], sizing.Scales]) -> sizing.Scales:
@@ -33,6 +37,7 @@ def load_or_fit(fit: Callable[[], sizing.Scales]) -> sizing.Scales:
     path = cache_path()
     found = _read(path)
     if found is not None:
+        _mark_used(path)
         return found
     scales = fit()
     _write(path, scales)
@@ -79,8 +84,25 @@ def _write(path: Path, scales: sizing.Scales) -> None:
         ) as file:
             file.write(body)
         os.replace(file.name, path)  # atomic: a concurrent reader sees all of it or nothing
-        for old in path.parent.glob(f"{_PREFIX}*.json"):
-            if old != path:
-                old.unlink(missing_ok=True)
+        _remove_least_used(path.parent)
     except OSError:
         pass  # a read-only or full cache folder: the next process fits again
+
+
+def _mark_used(path: Path) -> None:
+    """The modification time says when an install last used its file (what eviction reads)."""
+    with contextlib.suppress(OSError):  # read-only folder: eviction then follows write order
+        os.utime(path)
+
+
+def _remove_least_used(folder: Path) -> None:
+    files = sorted(folder.glob(f"{_PREFIX}*.json"), key=_used_at, reverse=True)
+    for old in files[KEEP + 1 :]:
+        old.unlink(missing_ok=True)
+
+
+def _used_at(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0  # removed meanwhile by another process: first to go
