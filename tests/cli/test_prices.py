@@ -13,6 +13,7 @@ from rich.console import Console
 
 from priceadvisor.cli import prices as layout
 from priceadvisor.config_basics import recorded_db_path
+from priceadvisor.manifest import manifest
 from priceadvisor.store import connections, reads
 from tests.conftest import cli, query
 
@@ -332,6 +333,10 @@ def test_stale_prices_are_marked_from_the_interval_each_run_recorded(
         offline_db, "select max(interval_s) from fetch_runs where provider = 'azure'"
     )
     assert azure_interval == 6 * 3600  # the manifest's default: no config in this test
+    by_provider = "select provider, max(interval_s) from fetch_runs group by 1"
+    recorded = dict(query(offline_db, by_provider))
+    assert recorded == {p: manifest(p).interval for p in recorded}  # each run its own provider's
+    assert len(set(recorded.values())) > 1  # so a run given another's interval would show
     with connections.reader(offline_db) as con:
         assert reads.stale_providers(con, utcnow()) == {}  # fetched just now
         later = utcnow() + dt.timedelta(seconds=2.5 * azure_interval)

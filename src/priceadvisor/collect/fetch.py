@@ -300,9 +300,18 @@ def _record_intervals(
 ) -> None:
     """Each run's fetch interval, so readers without the configuration can tell stale prices
     (store.reads.stale_providers)."""
-    for run_id, result in runs:
-        seconds = settings.provider(result.provider).interval or manifest(result.provider).interval
-        con.execute("UPDATE core.fetch_runs SET interval_s = ? WHERE run_id = ?", [seconds, run_id])
+    run_ids = [run_id for run_id, _ in runs]
+    seconds = [_interval(settings, result.provider) for _, result in runs]
+    con.execute(  # one statement for the cycle: the writer's turn is shared with every reader
+        "UPDATE core.fetch_runs AS f SET interval_s = v.seconds"
+        " FROM (SELECT unnest(?::BIGINT[]) AS run_id, unnest(?::DOUBLE[]) AS seconds) AS v"
+        " WHERE f.run_id = v.run_id",
+        [run_ids, seconds],
+    )
+
+
+def _interval(settings: Settings, provider: str) -> float:
+    return settings.provider(provider).interval or manifest(provider).interval
 
 
 def _keep_clustered(con: duckdb.DuckDBPyConnection) -> None:
