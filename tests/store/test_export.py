@@ -19,7 +19,8 @@ def _files(folder: Path) -> set[str]:
 def test_export_into_a_new_folder_lists_what_it_wrote(migrated_db: Path, tmp_path: Path) -> None:
     target = tmp_path / "export"
     counts = export_database(Store(migrated_db), target)
-    assert set(counts) == {"price_history", "fetch_runs", "offers", "gpus", "regions", "fx_rates"}
+    tables = {"price_history", "fetch_runs", "offers", "gpus", "regions", "fx_rates", "api_prices"}
+    assert set(counts) == tables
     listed = set((target / MANIFEST).read_text().splitlines())
     assert listed == _files(target) - {MANIFEST}
     assert "gpus.parquet" in listed
@@ -83,3 +84,18 @@ def test_the_exporting_connection_can_write_nowhere_else(migrated_db: Path, tmp_
             with pytest.raises(duckdb.Error):
                 con.execute(statement)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["ok.csv", "staging"]
+
+
+def test_token_prices_are_exported_with_their_history(tmp_path: Path) -> None:
+    """The LLM API token prices (the recorded OpenRouter listing) reach the export whole."""
+    from priceadvisor.cli.app import main
+
+    db = tmp_path / "offline.duckdb"
+    with pytest.raises(SystemExit) as done:
+        main(["--db", str(db), "fetch", "--offline", "--provider", "openrouter"])
+    assert done.value.code in (0, None)
+    counts = export_database(Store(db), tmp_path / "export")
+    with connections.reader(db) as con:
+        [(stored,)] = con.execute("SELECT count(*) FROM api_prices").fetchall()
+    exported = duckdb.sql(f"SELECT count(*) FROM '{tmp_path / 'export' / 'api_prices.parquet'}'")
+    assert stored > 0 and counts["api_prices"] == stored == exported.fetchone()[0]  # type: ignore[index]

@@ -4,6 +4,7 @@ Layout under the target folder (hive partitioning by day):
     price_history/day=YYYY-MM-DD/*.parquet   (partitioned by valid_from)
     fetch_runs/day=YYYY-MM-DD/*.parquet      (partitioned by started_at)
     offers.parquet, gpus.parquet, regions.parquet, fx_rates.parquet
+    api_prices.parquet                       (LLM API token prices with their history: small)
     .priceadvisor-export                     (the files this export wrote, one a line)
 The export is written beside the target and swapped in, so readers never see half of one. The
 target must be missing, empty or an earlier export holding only the files that export listed:
@@ -22,7 +23,7 @@ from priceadvisor.store import errors
 from priceadvisor.store.handle import Store
 
 _PARTITIONED = {"price_history": "valid_from", "fetch_runs": "started_at"}
-_SNAPSHOTS = ("offers", "gpus", "regions", "fx_rates")
+_WHOLE = ("offers", "gpus", "regions", "fx_rates", "api_prices")  # one file per table
 MANIFEST = ".priceadvisor-export"
 
 
@@ -59,7 +60,7 @@ def export_parquet(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, in
             folder / view,
             "FORMAT parquet, PARTITION_BY (day)",
         )
-    for view in _SNAPSHOTS:
+    for view in _WHOLE:
         counts[view] = _copy(
             con, f"SELECT * FROM {view}", folder / f"{view}.parquet", "FORMAT parquet"
         )
