@@ -2,9 +2,11 @@
 
 Prices arrive in US dollars per token (exact decimals) and are stored per 1M tokens. A row
 with no input or output price, or a negative one (OpenRouter's "-1" router sentinel), is
-rejected and counted. API model ids map to the bundled model catalog (`llm.catalog_id`, after
-dropping a ":free"-style variant suffix); an id that maps to nothing is stored with model_id
-NULL and counted as unmapped, never guessed.
+rejected and counted, as is a token price above MAX_USD_PER_MTOK (no real listing is near it).
+A listing in which most models are free is not believed (a real one has a few `:free` tiers
+beside the paid models): the run fails and nothing changes. API model ids map to the bundled
+model catalog (`llm.catalog_id`, after dropping a ":free"-style variant suffix); an id that
+maps to nothing is stored with model_id NULL and counted as unmapped, never guessed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from priceadvisor.llm import catalog_id
 from priceadvisor.records import ApiPrice, FetchResult, RunStatus
 
 MILLION = Decimal(1_000_000)
+# The dearest models listed publicly cost a few hundred dollars per 1M tokens (OpenAI's o1-pro:
+# $150 input / $600 output per 1M tokens, openai.com/api/pricing, 2025). Eight times that is
+# still not a price: a listing showing it has changed unit or format.
+MAX_USD_PER_MTOK = Decimal(5_000)
+MAX_FREE_SHARE = 0.5
 _PRICES = ["input_usd_per_mtok", "output_usd_per_mtok", "cached_input_usd_per_mtok", "request_usd"]
 
 
@@ -27,7 +34,20 @@ def model_id_for(api_model_id: str) -> str | None:
 
 
 def is_usable(price: ApiPrice) -> bool:
-    return all(p is not None and p >= 0 for p in (price.input_per_token, price.output_per_token))
+    return all(_plausible(p) for p in (price.input_per_token, price.output_per_token))
+
+
+def _plausible(per_token: Decimal | None) -> bool:
+    if per_token is None or not per_token.is_finite():
+        return False
+    return 0 <= per_token * MILLION <= MAX_USD_PER_MTOK
+
+
+def _mostly_free(prices: list[ApiPrice]) -> str | None:
+    free = sum(1 for p in prices if p.input_per_token == 0 and p.output_per_token == 0)
+    if free <= MAX_FREE_SHARE * len(prices):
+        return None
+    return f"{free} of {len(prices)} API models are priced 0 (format changed?); nothing changed"
 
 
 def per_million(value: Decimal | None) -> float | None:
@@ -64,6 +84,8 @@ def merge_api_prices(
     counts["duplicates"] = len([p for p in result.api_prices if is_usable(p)]) - len(usable)
     if not usable:
         return counts, RunStatus.FAILED, "the listing has no usable API price; nothing changed"
+    if (refused := _mostly_free(list(usable.values()))) is not None:
+        return counts, RunStatus.FAILED, refused
     rows = [_row(result.provider, p, run_id) for p in usable.values()]
     counts["unmapped"] = sum(1 for r in rows if r[2] is None)
     counts["seen"] = len(rows)

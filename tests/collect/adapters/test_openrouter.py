@@ -154,3 +154,33 @@ def test_unreadable_prices_are_rejected_and_counted_never_stored(db_path: Path) 
     con.close()
     assert run == ("ok", 3, 7)  # the router and the two unreadable prices
     assert stored == (0,)
+
+
+def test_a_price_past_any_real_listing_is_rejected_and_counted(db_path: Path) -> None:
+    doc = copy.deepcopy(LISTING)
+    doc["data"][4]["pricing"]["completion"] = "0.01"  # llama-3.1-8b at $10,000 per 1M tokens
+    _ingest(db_path, doc, dt.datetime(2026, 11, 1, 12))
+    con = duckdb.connect(str(db_path), read_only=True)
+    run = con.execute("SELECT status, offers_rejected FROM fetch_runs").fetchone()
+    stored = con.execute(
+        "SELECT count(*) FROM api_prices WHERE api_model_id = 'meta-llama/llama-3.1-8b-instruct'"
+    ).fetchone()
+    con.close()
+    assert run == ("ok", 2) and stored == (0,)  # the router and the implausible price
+
+
+def test_a_listing_of_mostly_free_models_fails_and_changes_nothing(db_path: Path) -> None:
+    first = dt.datetime(2026, 11, 1, 12)
+    _ingest(db_path, LISTING, first)
+    doc = copy.deepcopy(LISTING)
+    for model in doc["data"]:
+        model["pricing"] |= {"prompt": "0", "completion": "0"}
+    _ingest(db_path, doc, first + dt.timedelta(hours=6))
+    con = duckdb.connect(str(db_path), read_only=True)
+    status, error = con.execute(
+        "SELECT status, error FROM fetch_runs ORDER BY run_id DESC LIMIT 1"
+    ).fetchone() or (None, None)
+    closed = con.execute("SELECT count(*) FROM api_prices WHERE valid_to IS NOT NULL").fetchone()
+    con.close()
+    assert status == "failed" and "14 of 14 API models are priced 0" in str(error)
+    assert closed == (0,)
