@@ -30,6 +30,8 @@ def test_an_amd_group_uses_only_the_links_to_its_peers() -> None:
     assert collective_bandwidth(MI300X, 2) == pytest.approx(48e9)
     assert collective_bandwidth(MI300X, 8) == pytest.approx(7 * 48e9)
     assert collective_bandwidth(H100, 2) == collective_bandwidth(H100, 8)
+    mi250x = GPUS["MI250X-128GB"]  # GCDs joined otherwise: the fabric rate, as before
+    assert collective_bandwidth(mi250x, 2) == collective_bandwidth(mi250x, 8) == 400e9
 
 
 def test_a_16_mb_allreduce_at_tp2_on_mi300x_takes_what_was_measured() -> None:

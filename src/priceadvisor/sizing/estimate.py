@@ -127,8 +127,12 @@ AMD_ONE_SHOT_ALLREDUCE_S = 7.5e-6
 # 356 µs, 47 GB/s over the one link (ROCm/aiter#801); at TP4, 230 µs, a bus bandwidth of
 # 109 GB/s of the 3 x 48 (vllm-project/vllm#19744); MI355X states its peak as (N-1) x 76.8
 # GB/s, 1075 GB/s over 7 links and 2 directions (vllm-project/vllm#39080).
+# The parts on such 8-GPU platforms (MI350X/MI355X: 7 links of 153.6 GB/s both ways, 1075 GB/s;
+# the 75 % usable share is MI300X's, assumed for them); MI250X nodes join their GCDs otherwise
+# and keep `link_bandwidth` and ALLREDUCE_LATENCY_S.
 XGMI_PEER_LINKS = 7
 XGMI_USABLE_SHARE = 0.75
+XGMI_MESH_FAMILIES = ("MI300X", "MI325X", "MI350X", "MI355X")
 KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
 # Engines that quantise a GEMM's input activations (W8A8 FP8/INT8, FP4) in a kernel of their
 # own before each of a layer's four GEMMs (fused QKV, output projection, fused gate/up, down):
@@ -387,10 +391,10 @@ def scale_up_domain(gpu: GpuSpec) -> int:
 
 
 def mesh_link_bandwidth(gpu: GpuSpec) -> float | None:
-    """Usable bytes/s of one xGMI link, one direction, on an AMD part's full mesh
-    (XGMI_PEER_LINKS, XGMI_USABLE_SHARE); None for a switched fabric (NVSwitch) or none."""
+    """Usable bytes/s of one xGMI link, one direction, on an AMD 8-GPU full mesh
+    (XGMI_MESH_FAMILIES); None for a switched fabric (NVSwitch), another topology or none."""
     fabric = float(gpu.specs.get("nvlink_bandwidth_gbs") or 0.0)
-    if gpu.vendor != "AMD" or not fabric:
+    if gpu.family not in XGMI_MESH_FAMILIES or not fabric:
         return None
     return fabric / XGMI_PEER_LINKS / 2 * XGMI_USABLE_SHARE * 1e9
 
@@ -646,7 +650,7 @@ def allreduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:
         return ALLREDUCE_LATENCY_S
     if work.engine == "vllm-v0":
         return math.log2(tp) * ALLREDUCE_LATENCY_S
-    return AMD_ONE_SHOT_ALLREDUCE_S
+    return AMD_ONE_SHOT_ALLREDUCE_S if gpu.family in XGMI_MESH_FAMILIES else ALLREDUCE_LATENCY_S
 
 
 def serving_mfu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
