@@ -111,6 +111,28 @@ NODE_NETWORK_GBS = 50.0
 # bandwidth and tensor rate, never this latency (a collective is not HBM traffic).
 LAYER_OVERHEAD_S = 30e-6
 ALLREDUCE_LATENCY_S = 20e-6
+# The one-shot all-reduce that ROCm engines run on AMD's xGMI mesh, measured on the parts: vLLM's
+# custom all-reduce on MI300, 7.07-7.66 µs at TP2 for 4-64 KB (ROCm/aiter#801, "vllm cr"
+# column) and 7.18-7.58 µs at TP4 for 2-32 KB (vllm-project/vllm#19744, "baseline"); 6.3-6.7
+# µs at TP8 for 24-48 KB on MI355X (vllm-project/vllm#39080). The NVIDIA figure above stays the
+# kernel-structure estimate its decode rows were checked with.
+AMD_ONE_SHOT_ALLREDUCE_S = 7.5e-6
+# AMD's 8-GPU platforms join the GPUs in a full mesh, one xGMI link to each of the seven peers
+# (AMD ROCm blog, "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X",
+# March 2025): a collective over t GPUs of the node moves its data over the t-1 links between
+# them, never the whole fabric as an NVSwitch port does. A link is rated 64 GB/s per direction
+# on MI300X (the catalog's 896 GB/s over 7 links, both directions) and "CRC bit correction and
+# protocol overhead ... reduce the usable bandwidth to approximately 48 GB/s per link" (75 %,
+# the same blog). Checked on measurements: vLLM's all-reduce of 16 MB at TP2 on MI300 takes
+# 356 µs, 47 GB/s over the one link (ROCm/aiter#801); at TP4, 230 µs, a bus bandwidth of
+# 109 GB/s of the 3 x 48 (vllm-project/vllm#19744); MI355X states its peak as (N-1) x 76.8
+# GB/s, 1075 GB/s over 7 links and 2 directions (vllm-project/vllm#39080).
+# The parts on such 8-GPU platforms (MI350X/MI355X: 7 links of 153.6 GB/s both ways, 1075 GB/s;
+# the 75 % usable share is MI300X's, assumed for them); MI250X nodes join their GCDs otherwise
+# and keep `link_bandwidth` and ALLREDUCE_LATENCY_S.
+XGMI_PEER_LINKS = 7
+XGMI_USABLE_SHARE = 0.75
+XGMI_MESH_FAMILIES = ("MI300X", "MI325X", "MI350X", "MI355X")
 KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
 # Engines that quantise a GEMM's input activations (W8A8 FP8/INT8, FP4) in a kernel of their
 # own before each of a layer's four GEMMs (fused QKV, output projection, fused gate/up, down):
@@ -368,6 +390,34 @@ def scale_up_domain(gpu: GpuSpec) -> int:
     return 72 if gpu.family.startswith("GB") else 8
 
 
+def mesh_link_bandwidth(gpu: GpuSpec) -> float | None:
+    """Usable bytes/s of one xGMI link, one direction, on an AMD 8-GPU full mesh
+    (XGMI_MESH_FAMILIES); None for a switched fabric (NVSwitch), another topology or none."""
+    fabric = float(gpu.specs.get("nvlink_bandwidth_gbs") or 0.0)
+    if gpu.family not in XGMI_MESH_FAMILIES or not fabric:
+        return None
+    return fabric / XGMI_PEER_LINKS / 2 * XGMI_USABLE_SHARE * 1e9
+
+
+def collective_bandwidth(gpu: GpuSpec, group: int) -> float:
+    """Bytes/s one GPU moves into a collective over `group` GPUs: on AMD's xGMI mesh inside a
+    node the group-1 links to its peers, else `link_bandwidth` (NVSwitch gives every GPU its
+    whole fabric whatever the group)."""
+    link = mesh_link_bandwidth(gpu)
+    if link is None or group > scale_up_domain(gpu):
+        return link_bandwidth(gpu, group)
+    return max(1, group - 1) * link
+
+
+def point_to_point_bandwidth(gpu: GpuSpec, group: int) -> float:
+    """Bytes/s of one GPU's send to one peer: one xGMI link on AMD's mesh inside a node, else
+    `link_bandwidth`."""
+    link = mesh_link_bandwidth(gpu)
+    if link is None or group > scale_up_domain(gpu):
+        return link_bandwidth(gpu, group)
+    return link
+
+
 def link_bandwidth(gpu: GpuSpec, group: int) -> float:
     """Bytes/s one GPU sends to a group of `group` GPUs: one direction of NVLink/Infinity
     Fabric inside a node (or an NVL72 rack), the node's network beyond it."""
@@ -588,16 +638,19 @@ def decode_mbu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
 
 
 def allreduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:
-    """One small-message all-reduce over `tp` GPUs: one-shot, ALLREDUCE_LATENCY_S whatever
-    the group (above), except vLLM's V0 engine on AMD parts: upstream vLLM ran its one-shot
+    """One small-message all-reduce over `tp` GPUs: one-shot, whatever the group (above):
+    ALLREDUCE_LATENCY_S on NVIDIA, the measured AMD_ONE_SHOT_ALLREDUCE_S on AMD's mesh;
+    except vLLM's V0 engine on AMD parts: upstream vLLM ran its one-shot
     custom all-reduce on NVIDIA only until 2025 (AMD's ROCm/vllm fork enabled it for xGMI in
     ROCm/vllm#27, May 2024; upstream still lacked it in vllm-project/vllm#14755, March 2025),
     so those releases all-reduce through RCCL, sized as recursive doubling of log2(tp) steps
     (the latency term of Thakur, Rabenseifner & Gropp 2005) — the poor TP scaling the
     LLM-Inference-Bench MI300X rows measure."""
-    if gpu.vendor == "AMD" and work.engine == "vllm-v0":
+    if gpu.vendor != "AMD":
+        return ALLREDUCE_LATENCY_S
+    if work.engine == "vllm-v0":
         return math.log2(tp) * ALLREDUCE_LATENCY_S
-    return ALLREDUCE_LATENCY_S
+    return AMD_ONE_SHOT_ALLREDUCE_S if gpu.family in XGMI_MESH_FAMILIES else ALLREDUCE_LATENCY_S
 
 
 def serving_mfu(gpu: GpuSpec, scales: Scales = PRIORS) -> float:
@@ -1202,7 +1255,7 @@ def pipeline_send_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) ->
     pp = work.pipeline_parallel
     if pp <= 1:
         return 0.0
-    return tokens * work.arch.hidden * 2 / link_bandwidth(gpu, tp * pp)
+    return tokens * work.arch.hidden * 2 / point_to_point_bandwidth(gpu, tp * pp)
 
 
 def kv_reads(work: Workload, gpu: GpuSpec, tp: int = 1) -> float:
@@ -1250,11 +1303,12 @@ def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) ->
 
 def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> float:
     """Ring all-reduce of the activations of `tokens` tokens, twice per layer, under tensor
-    parallelism: 2(t-1)/t of the 16-bit activations over one direction of the GPU's link."""
+    parallelism: 2(t-1)/t of the 16-bit activations over one direction of the GPU's links
+    into the group (`collective_bandwidth`: on AMD's mesh the t-1 links to its peers)."""
     if tp <= 1:
         return 0.0
     size = tokens * work.arch.hidden * 2
-    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / link_bandwidth(gpu, tp)
+    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / collective_bandwidth(gpu, tp)
 
 
 def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
