@@ -177,6 +177,16 @@ def test_moe_overlap_decides_how_much_of_the_transfer_is_exposed() -> None:
     assert speeds[0] < speeds[1] < speeds[2]
 
 
+def test_without_expert_parallelism_no_token_leaves_its_gpu() -> None:
+    # EP 1: every GPU runs all the experts of its layers, so there is no dispatch or combine
+    work = Workload("pretrain", llm.lookup("gpt-oss-120b"), expert_parallel=1)
+    h100 = gpu_catalog().gpus["H100-SXM-80GB"]
+    assert moe_alltoall_seconds(work, h100, 64) == 0.0
+    assert moe_alltoall_seconds(dataclasses.replace(work, expert_parallel=8), h100, 64) > 0
+    alone = estimate(dataclasses.replace(work, moe_overlap="none"), h100.id, 64).tokens_per_s
+    assert alone == pytest.approx(estimate(work, h100.id, 64).tokens_per_s)  # nothing to hide
+
+
 def test_calibration_rows_carry_the_moe_overlap_their_source_states() -> None:
     stated = {c.case_id: c.workload.moe_overlap for c in calibration.cases()}
     assert stated["XT09"] == "full"  # DeepSeek-V3 report: DualPipe, near-full overlap
