@@ -235,3 +235,17 @@ def test_lora_takes_the_dense_factor_until_it_has_cases_of_its_own() -> None:
     own = [_unknown_stack(t14, f"T14-{i}") for i in range(3)]
     refit = calibration.fit(dense + own)
     assert calibration.predict(own[0], refit) == pytest.approx(t14.measured)
+
+
+def test_automodel_moe_table_is_restated_in_full() -> None:
+    # every DGX-H100 BF16 pre-training row the catalog can size (Kimi K2 has no catalog entry)
+    rows = {
+        c.case_id: c
+        for c in calibration.cases()
+        if c.source_key == "nemo-automodel" and c.regime == "train-moe"
+    }
+    assert set(rows) == {"XT02", "XT03", "XT34", "XT35", "XT36"}
+    xt34 = rows["XT34"].workload  # PP4 VP8, LBS 8 at MBS 1 per flush, EP64 on 1,024 GPUs
+    assert (xt34.pipeline_parallel, xt34.virtual_stages, xt34.micro_batches) == (4, 8, 8)
+    assert xt34.expert_parallel == 64
+    assert rows["XT36"].check_only  # EP '-' across 64 GPUs: the expert layout is unknown
