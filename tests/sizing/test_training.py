@@ -177,6 +177,16 @@ def test_moe_overlap_decides_how_much_of_the_transfer_is_exposed() -> None:
     assert speeds[0] < speeds[1] < speeds[2]
 
 
+def test_without_expert_parallelism_no_token_leaves_its_gpu() -> None:
+    # EP 1: every GPU runs all the experts of its layers, so there is no dispatch or combine
+    work = Workload("pretrain", llm.lookup("gpt-oss-120b"), expert_parallel=1)
+    h100 = gpu_catalog().gpus["H100-SXM-80GB"]
+    assert moe_alltoall_seconds(work, h100, 64) == 0.0
+    assert moe_alltoall_seconds(dataclasses.replace(work, expert_parallel=8), h100, 64) > 0
+    alone = estimate(dataclasses.replace(work, moe_overlap="none"), h100.id, 64).tokens_per_s
+    assert alone == pytest.approx(estimate(work, h100.id, 64).tokens_per_s)  # nothing to hide
+
+
 def test_calibration_rows_carry_the_moe_overlap_their_source_states() -> None:
     stated = {c.case_id: c.workload.moe_overlap for c in calibration.cases()}
     assert stated["XT09"] == "full"  # DeepSeek-V3 report: DualPipe, near-full overlap
@@ -225,3 +235,17 @@ def test_lora_takes_the_dense_factor_until_it_has_cases_of_its_own() -> None:
     own = [_unknown_stack(t14, f"T14-{i}") for i in range(3)]
     refit = calibration.fit(dense + own)
     assert calibration.predict(own[0], refit) == pytest.approx(t14.measured)
+
+
+def test_automodel_moe_table_is_restated_in_full() -> None:
+    # every DGX-H100 BF16 pre-training row the catalog can size (Kimi K2 has no catalog entry)
+    rows = {
+        c.case_id: c
+        for c in calibration.cases()
+        if c.source_key == "nemo-automodel" and c.regime == "train-moe"
+    }
+    assert set(rows) == {"XT02", "XT03", "XT34", "XT35", "XT36"}
+    xt34 = rows["XT34"].workload  # PP4 VP8, LBS 8 at MBS 1 per flush, EP64 on 1,024 GPUs
+    assert (xt34.pipeline_parallel, xt34.virtual_stages, xt34.micro_batches) == (4, 8, 8)
+    assert xt34.expert_parallel == 64
+    assert rows["XT36"].check_only  # EP '-' across 64 GPUs: the expert layout is unknown

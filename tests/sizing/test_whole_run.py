@@ -103,3 +103,19 @@ def test_lora_has_enough_fitted_rows_for_a_factor_of_its_own() -> None:
     fitted = [c for c in calibration.cases() if c.regime == "train-lora" and not c.check_only]
     assert {c.case_id for c in fitted} >= {"T14", "T20", "T21"}
     assert "train-lora" in calibration.fit(list(calibration.cases())).factors
+
+
+def test_deepseek_v3_row_counts_its_pre_training_stage_only() -> None:
+    # arXiv 2412.19437, Table 1: pre-training 2,664K of the 2,788K GPU-hours (context extension
+    # 119K and post-training 5K are not part of the 14.8T pre-training tokens)
+    row = next(c for c in calibration.cases() if c.case_id == "XT09")
+    assert row.measured == 2_664_000
+    assert row.workload.train_tokens == pytest.approx(14.8e12)
+
+
+def test_a_row_whose_batch_contradicts_itself_is_never_fitted() -> None:
+    # AutoModel's LoRA 70B row: LBS 4 x GA 4 at data parallel 1 is 16 sequences, its GBS 32
+    row = next(c for c in calibration.cases() if c.case_id == "XT28")
+    assert row.check_only
+    lora = calibration.fit([c for c in calibration.cases() if c.source_key != "nemo-24.12"])
+    assert "train-lora" not in lora.factors  # XT28 alone (and torchtune's check-only rows) fit none

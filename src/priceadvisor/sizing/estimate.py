@@ -589,11 +589,12 @@ def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     one NVLink domain every top-k copy travels over NVLink; beyond it a token crosses the
     network once per remote node holding one of its experts and is forwarded over NVLink there
     (DeepEP's node-level deduplication), at most `topk_group` nodes with node-limited routing
-    (DeepSeek-V3)."""
+    (DeepSeek-V3). Without expert parallelism (degree 1) every GPU holds all the experts of its
+    layers (sharded data parallelism gathers them like any weight): no token leaves its GPU."""
     arch = work.arch
-    if not arch.is_moe or gpus <= 1:
-        return 0.0
     group = min(gpus, expert_parallel(work, gpu))
+    if not arch.is_moe or group <= 1:
+        return 0.0
     domain = scale_up_domain(gpu)
     copies = float(arch.experts_per_token)
     if group > domain:
