@@ -103,7 +103,10 @@ def test_unknown_terms_are_reported_never_priced_as_zero(db_path: Path) -> None:
     storage = 400 * 0.10 * billed / 730  # pro rata for the hours billed
     assert runpod["effective_cost_usd"] == pytest.approx(3.00 * billed + storage)
     assert runpod["effective_cost_usd"] > runpod["list_cost_usd"] + 0.9 * storage
-    assert "storage 400 GB × $0.1/GB-month (minimum disk unknown)" in runpod["terms_applied"]
+    assert (
+        f"storage 400 GB × $0.1/GB-month for {billed:.4g} h: +${storage:.2f} (minimum disk unknown)"
+        in runpod["terms_applied"]
+    )
     assert (
         "egress 500 GB/month × $0 (free allowance unknown: none assumed)"
         in (runpod["terms_applied"])

@@ -47,12 +47,14 @@ class Channel(Protocol):
 
 def list_vs_effective(r: dict[str, Any]) -> str:
     """` effective (list $x: terms)` where a row's effective cost differs from its list cost
-    by a cent or more, else nothing (the digest's and alerts' wording)."""
+    by a cent or more, else nothing (the digest's and alerts' wording); with the term that
+    moved its rank where it has a `rank_reason` (`; rank moved: list #2 → #1: storage …`)."""
     listed = r.get("list_cost")
     if listed is None or abs(r["cost"] - listed) < 0.005:
         return ""
     terms = "; ".join(r.get("terms") or [])
-    return f" effective (list ${listed:,.2f}{': ' + terms if terms else ''})"
+    moved = f"; rank moved: {r['rank_reason']}" if r.get("rank_reason") else ""
+    return f" effective (list ${listed:,.2f}{': ' + terms if terms else ''}{moved})"
 
 
 def provenance(
