@@ -217,14 +217,18 @@ WITH base AS (
         ELSE list_cost * run_overhead + (coalesce(storage_month, 0) / 730
             + coalesce(egress_month, 0) / (730 * replicas)) * 1e6 / (3600 * tokens_per_s)
         END AS effective_cost,
-        -- what each term adds, in the cost's unit (per run, or per 1M output tokens)
-        CASE WHEN training THEN price_hour_usd * (billed_h - run_h) ELSE 0 END AS billing_usd,
+        -- what each term adds, in the cost's unit (per run, or per 1M output tokens); NULL
+        -- where the term applies but the provider's value is unknown (nothing added)
+        CASE WHEN NOT training THEN 0 WHEN granularity_h IS NOT NULL
+            THEN price_hour_usd * (billed_h - run_h) END AS billing_usd,
         CASE WHEN training THEN price_hour_usd * (run_h - hours)
             ELSE list_cost * (run_overhead - 1) END AS spot_usd,
-        coalesce(storage_month, 0) * CASE WHEN training THEN billed_h / 730
-            ELSE 1e6 / (730 * 3600 * tokens_per_s) END AS storage_usd,
-        coalesce(egress_month, 0) * CASE WHEN training THEN billed_h / 730
-            ELSE 1e6 / (730 * replicas * 3600 * tokens_per_s) END AS egress_usd
+        CASE WHEN storage_gb IS NULL OR disk_usd_gb_month IS NOT NULL
+            THEN coalesce(storage_month, 0) * CASE WHEN training THEN billed_h / 730
+                ELSE 1e6 / (730 * 3600 * tokens_per_s) END END AS storage_usd,
+        CASE WHEN egress_gb_per_month IS NULL OR egress_usd_gb IS NOT NULL
+            THEN coalesce(egress_month, 0) * CASE WHEN training THEN billed_h / 730
+                ELSE 1e6 / (730 * replicas * 3600 * tokens_per_s) END END AS egress_usd
     FROM billed
 )
 SELECT widx, oid, est, list_cost, effective_cost, run_overhead,
@@ -242,17 +246,27 @@ FROM costed
 TERM_NAMES = ("billing unit", "spot restarts", "storage", "egress")
 _TERM_COLUMNS = ("billing_usd", "spot_usd", "storage_usd", "egress_usd")
 _GAPS = ", ".join(
-    f"(m.{c} - p.{c}) * sign(m.rank - m.list_rank) AS gap_{i}" for i, c in enumerate(_TERM_COLUMNS)
+    f"(coalesce(m.{c}, 0) - coalesce(p.{c}, 0)) * sign(m.rank - m.list_rank) AS gap_{i}"
+    for i, c in enumerate(_TERM_COLUMNS)
 )
+
+
+def _added(value: str) -> str:
+    """A term's added cost as the reason words it; an unknown one is said, never '+$0'."""
+    return (
+        f"CASE WHEN {value} IS NULL THEN 'unknown (not counted)' ELSE printf('+$%.4g', {value}) END"
+    )
+
+
 _PICK = " ".join(
     f"WHEN gap_{i} = greatest({', '.join(f'gap_{j}' for j in range(len(_TERM_COLUMNS)))}) "
     f"THEN {{'term': '{name}', 'here': m_{c}, 'there': p_{c}}}"
     for i, (name, c) in enumerate(zip(TERM_NAMES, _TERM_COLUMNS, strict=True))
 )
 REASON_SQL = f"""
-SELECT widx, oid, printf('list #%d → #%d: %s +$%.4g here vs +$%.4g on %s (list #%d)',
-    list_rank, rank, pick.term, pick.here, pick.there, partner, partner_list_rank)
-    AS rank_reason
+SELECT widx, oid, printf('list #%d → #%d: %s %s here vs %s on %s (list #%d)',
+    list_rank, rank, pick.term, {_added("pick.here")}, {_added("pick.there")}, partner,
+    partner_list_rank) AS rank_reason
 FROM (
     SELECT *, CASE {_PICK} END AS pick
     FROM (

@@ -231,7 +231,7 @@ SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_m
             THEN 'commitment payment not a positive number'
         WHEN disk_original < 0 OR egress_original < 0 OR isnan(disk_original)
             OR isnan(egress_original) OR isinf(disk_original) OR isinf(egress_original)
-            THEN 'disk or egress price not a positive number'
+            THEN 'disk or egress price negative or not a number'
         WHEN price_basis IS NULL OR price_basis NOT IN ('node', 'gpu') THEN 'unknown price basis'
         WHEN coalesce(region, '') = '' THEN 'region missing'
         WHEN coalesce(instance_type, '') = '' THEN 'instance type missing'
