@@ -29,6 +29,7 @@ def quote(
     key: str = "a",
     gpus: int = 1,
     disk: float | None = None,
+    egress: float | None = None,
 ) -> RawQuote:
     return RawQuote(
         region=region,
@@ -40,6 +41,7 @@ def quote(
         available=True,
         source_url="https://example.test/prices",
         disk_usd_gb_month=disk,
+        egress_usd_gb=egress,
     )
 
 
@@ -248,3 +250,17 @@ def test_a_rank_an_unknown_term_moved_says_it_is_unknown_never_plus_0(db_path: P
         f"list #2 → #1: storage unknown (not counted) here vs +${storage:.4g} on "
         "vast US 1× H100-SXM-80GB on_demand (list #1)"
     )
+
+
+def test_a_served_workload_pays_its_hosts_own_egress_price(db_path: Path) -> None:
+    """1 TB a month streamed out at the host's $0.004/GB: $4 a month, spread over the tokens
+    the workload's replicas serve in that month."""
+    ingest_quotes(db_path, "vast", [quote("US", 2.0, egress=0.004)])
+    profile = SERVE.model_copy(update={"egress_gb_per_month": 1000.0})
+    [row] = ranked(db_path, profile)
+    per_mtok = 1e6 / (3600 * row["tokens_per_s"])  # hours one offer takes for 1M tokens
+    egress = 1000 * 0.004 / (730 * row["replicas"]) * per_mtok
+    assert row["effective_cost_usd"] == pytest.approx(row["list_cost_usd"] + egress)
+    assert row["terms_applied"] == [
+        "egress 1000 GB/month × $0.004 (this host's price) (free allowance unknown: none assumed)"
+    ]
