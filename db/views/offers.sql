@@ -28,6 +28,8 @@ SELECT
     p.available,
     p.stock,
     p.interruption_rate,
+    p.disk_usd_gb_month,
+    p.egress_usd_gb,
     p.offer_count,
     p.price_hour_median_usd,
     p.price_date,

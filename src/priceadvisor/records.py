@@ -99,6 +99,11 @@ class RawQuote:
     term_months: int | None = None
     upfront: float | None = None
     monthly: float | None = None
+    # Billing terms the source prices per offer (a marketplace host's own disk and egress
+    # prices), in `currency`: disk per GB-month, internet egress per GB. None: not stated per
+    # offer (the provider's manifest terms apply).
+    disk_usd_gb_month: float | None = None
+    egress_usd_gb: float | None = None
     # None: the provider published this price. Else the rule it was derived by from a published
     # one ("OCI preemptible = 50 % of on-demand"); stored as price_origin 'derived'.
     price_rule: str | None = None

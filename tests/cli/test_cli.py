@@ -425,7 +425,7 @@ def test_demo_next_steps_run_as_shown_after_the_readmes_first_command(
     code, out, _ = cli(capsys, "--db", str(target), "demo")
     launcher = _readme_setup_launcher()
     steps = [line.strip() for line in out.splitlines() if line.startswith("  ./")]
-    assert code == 0 and len(steps) == 3
+    assert code == 0 and len(steps) == 4  # prices, sql, doctor, advise (the demo's workloads)
     for step in steps:  # the README's launcher, then arguments that work
         assert step.startswith(f"{launcher} --db {target} ")
         args = shlex.split(step.removeprefix(launcher))

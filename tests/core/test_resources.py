@@ -50,6 +50,7 @@ def test_wheel_carries_every_data_folder(wheel: Path) -> None:
         "priceadvisor/_data/providers/recordings/azure/recordings.toml",
         "priceadvisor/_data/sizing-data/models.toml",
         "priceadvisor/_data/sizing-data/calibration.toml",
+        "priceadvisor/_data/sizing-data/demo-workloads.toml",  # the demo's advise step
         "priceadvisor/resources.py",
     ):
         assert expected in names, expected

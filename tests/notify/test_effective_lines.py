@@ -55,3 +55,27 @@ def test_alert_and_digest_say_list_and_effective(tmp_path: Path) -> None:
     assert said in message.text
     assert said in message.html
     assert any(said in json.dumps(p, ensure_ascii=False) for p in message.slack)
+
+
+def test_the_digest_names_the_term_that_moved_a_rank(tmp_path: Path) -> None:
+    """Two hosts, one cheaper by list but with a whole hour billed for a short run: the
+    digest's line for the row that rose says which term moved it."""
+    config, db = tmp_path / "c.toml", tmp_path / "d.duckdb"
+    config.write_text(CONFIG.split("[[alerts.rules]]", maxsplit=1)[0] + "[digest]\ntop = 2\n")
+    settings = load_settings(config)
+
+    def h100(price: float) -> RawQuote:
+        return RawQuote(region="ams", instance_type="H100 x1", pricing="on_demand", price=price,
+                        gpu_name_raw="H100 SXM", gpu_count=1.0, available=True)  # fmt: skip
+
+    ingest_quotes(db, "vultr", [h100(2.00)])  # per hour, at least 60 min
+    ingest_quotes(db, "runpod", [h100(2.50)])  # per second
+    with connections.writer(db) as con:
+        store_advice(con, settings.workloads)
+        [(reason,)] = con.execute("SELECT rank_reason FROM advice WHERE rank = 1").fetchall()
+        built = digest.build(con, settings, utcnow())
+    assert reason.startswith("list #2 → #1: billing unit +$")
+    assert reason.endswith("on vultr ams 1× H100-SXM-80GB on_demand (list #1)")
+    message = digest.render(built)
+    for text in (message.text, message.html):
+        assert f"rank moved: {reason}".replace(">", "&gt;" if text is message.html else ">") in text

@@ -45,6 +45,8 @@ class Offer(NamedTuple):
     interruption_rate: float | None
     price_origin: str
     flag: str | None
+    disk_usd_gb_month: float | None  # the offer's own (a marketplace host's), else None
+    egress_usd_gb: float | None
 
 
 # What a ranked row is compared on: the workload, its rank, the offer's key and the cost.
@@ -117,10 +119,20 @@ def _training_cost(profile: WorkloadProfile, offer: Offer, hours: float) -> floa
         overhead = restart_overhead(
             profile.checkpoint_minutes / 60, profile.restart_minutes / 60, rate_h
         )
-    terms = billing_row(offer.provider)
+    terms = _terms(offer)
     billed = billed_hours(hours * overhead, terms["granularity_h"], terms["minimum_h"])
     extras = _storage_month(profile, terms) + _egress_month(profile, terms)
     return offer.price_hour_usd * billed + extras * billed / HOURS_PER_MONTH
+
+
+def _terms(offer: Offer) -> dict[str, Any]:
+    """The provider's terms, with the offer's own disk and egress prices where it has them."""
+    terms = billing_row(offer.provider)
+    if offer.disk_usd_gb_month is not None:
+        terms["disk_usd_gb_month"] = offer.disk_usd_gb_month
+    if offer.egress_usd_gb is not None:
+        terms["egress_usd_gb"] = offer.egress_usd_gb
+    return terms
 
 
 def _storage_month(profile: WorkloadProfile, terms: dict[str, Any]) -> float:
@@ -138,7 +150,7 @@ def _egress_month(profile: WorkloadProfile, terms: dict[str, Any]) -> float:
 
 
 def _extras_per_hour(profile: WorkloadProfile, offer: Offer, replicas: int) -> float:
-    terms = billing_row(offer.provider)
+    terms = _terms(offer)
     month = HOURS_PER_MONTH
     return _storage_month(profile, terms) / month + _egress_month(profile, terms) / (
         month * replicas

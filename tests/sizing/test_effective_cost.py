@@ -22,16 +22,26 @@ SHORT_LORA = WorkloadProfile(
 )
 
 
-def quote(region: str, price: float, pricing: str = "on_demand", key: str = "a") -> RawQuote:
+def quote(
+    region: str,
+    price: float,
+    pricing: str = "on_demand",
+    key: str = "a",
+    gpus: int = 1,
+    disk: float | None = None,
+    egress: float | None = None,
+) -> RawQuote:
     return RawQuote(
         region=region,
-        instance_type=f"H100 x1 {key}",
+        instance_type=f"H100 x{gpus} {key}",
         pricing=pricing,
         price=price,
         gpu_name_raw="H100 SXM",
-        gpu_count=1.0,
+        gpu_count=float(gpus),
         available=True,
         source_url="https://example.test/prices",
+        disk_usd_gb_month=disk,
+        egress_usd_gb=egress,
     )
 
 
@@ -103,7 +113,10 @@ def test_unknown_terms_are_reported_never_priced_as_zero(db_path: Path) -> None:
     storage = 400 * 0.10 * billed / 730  # pro rata for the hours billed
     assert runpod["effective_cost_usd"] == pytest.approx(3.00 * billed + storage)
     assert runpod["effective_cost_usd"] > runpod["list_cost_usd"] + 0.9 * storage
-    assert "storage 400 GB × $0.1/GB-month (minimum disk unknown)" in runpod["terms_applied"]
+    assert (
+        f"storage 400 GB × $0.1/GB-month for {billed:.4g} h: +${storage:.2f} (minimum disk unknown)"
+        in runpod["terms_applied"]
+    )
     assert (
         "egress 500 GB/month × $0 (free allowance unknown: none assumed)"
         in (runpod["terms_applied"])
@@ -172,3 +185,82 @@ def test_the_candidate_pool_grows_until_the_effective_top_is_certain(db_path: Pa
         names, rows = rank(con, [SHORT_LORA], keep=1)
     [best] = [dict(zip(names, row, strict=True)) for row in rows]
     assert (best["provider"], best["rank"], best["list_rank"]) == ("runpod", 1, 4)
+
+
+# A fine-tune long enough for its disk to matter: ~19 h on one H100, half that on two.
+LONG_LORA = SHORT_LORA.model_copy(update={"train_tokens": 4e8, "storage_gb": 2000.0})
+
+
+def test_a_hosts_own_disk_price_is_counted_where_the_manifest_has_none(db_path: Path) -> None:
+    """Vast's manifest states no disk price (each host sets its own): an offer carrying its
+    host's price is charged at it, one without says unknown and is charged nothing."""
+    ingest_quotes(db_path, "vast", [quote("US", 2.0, disk=0.2), quote("DE", 2.0, key="b")])
+    rows = {r["region"]: r for r in ranked(db_path, LONG_LORA)}
+    priced, unpriced = rows["US"], rows["DE"]
+    billed = per_second(priced["hours"])
+    storage = 2000 * 0.2 * billed / 730
+    assert priced["effective_cost_usd"] == pytest.approx(2.0 * billed + storage)
+    assert (
+        f"storage 2000 GB × $0.2/GB-month (this host's price) for {billed:.4g} h: "
+        f"+${storage:.2f} (minimum disk unknown)" in priced["terms_applied"]
+    )
+    assert unpriced["effective_cost_usd"] == pytest.approx(2.0 * per_second(unpriced["hours"]))
+    assert "storage 2000 GB: disk price unknown, not counted" in unpriced["terms_applied"]
+
+
+def test_the_row_a_term_moved_names_that_term_and_the_row_it_passed(db_path: Path) -> None:
+    """Disk is held for the whole run: one GPU takes about twice as long as two, so its disk
+    costs about twice as much; a little cheaper by list, it ends dearer."""
+    ingest_quotes(
+        db_path,
+        "vast",
+        [quote("US", 2.00, gpus=1, disk=0.2), quote("JP", 4.10, gpus=2, key="b", disk=0.2)],
+    )
+    one, two = sorted(ranked(db_path, LONG_LORA), key=lambda r: r["gpu_count"])
+    assert one["list_cost_usd"] < two["list_cost_usd"]  # the premise: one GPU is cheaper by list
+    assert (one["list_rank"], one["rank"], two["list_rank"], two["rank"]) == (1, 2, 2, 1)
+    storage = {r["gpu_count"]: 2000 * 0.2 * per_second(r["hours"]) / 730 for r in (one, two)}
+    assert two["rank_reason"] == (
+        f"list #2 → #1: storage +${storage[2]:.4g} here vs +${storage[1]:.4g} on "
+        "vast US 1× H100-SXM-80GB on_demand (list #1)"
+    )
+    assert one["rank_reason"] == (
+        f"list #1 → #2: storage +${storage[1]:.4g} here vs +${storage[2]:.4g} on "
+        "vast JP 2× H100-SXM-80GB on_demand (list #2)"
+    )
+
+
+def test_rows_whose_ranks_agree_have_no_reason(db_path: Path) -> None:
+    ingest_quotes(
+        db_path, "vast", [quote("US", 2.0, disk=0.2), quote("DE", 2.5, key="b", disk=0.2)]
+    )
+    rows = ranked(db_path, LONG_LORA)
+    assert [r["rank"] for r in rows] == [r["list_rank"] for r in rows] == [1, 2]
+    assert [r["rank_reason"] for r in rows] == [None, None]
+
+
+def test_a_rank_an_unknown_term_moved_says_it_is_unknown_never_plus_0(db_path: Path) -> None:
+    """An unknown disk price adds nothing (never priced as 0, but not counted either): the
+    offer with a known price can fall behind one without, and the reason says so."""
+    ingest_quotes(db_path, "vast", [quote("US", 2.0, disk=0.2), quote("DE", 2.05, key="b")])
+    known, unknown = sorted(ranked(db_path, LONG_LORA), key=lambda r: r["list_rank"])
+    assert (known["rank"], unknown["rank"]) == (2, 1)
+    storage = 2000 * 0.2 * per_second(known["hours"]) / 730
+    assert unknown["rank_reason"] == (
+        f"list #2 → #1: storage unknown (not counted) here vs +${storage:.4g} on "
+        "vast US 1× H100-SXM-80GB on_demand (list #1)"
+    )
+
+
+def test_a_served_workload_pays_its_hosts_own_egress_price(db_path: Path) -> None:
+    """1 TB a month streamed out at the host's $0.004/GB: $4 a month, spread over the tokens
+    the workload's replicas serve in that month."""
+    ingest_quotes(db_path, "vast", [quote("US", 2.0, egress=0.004)])
+    profile = SERVE.model_copy(update={"egress_gb_per_month": 1000.0})
+    [row] = ranked(db_path, profile)
+    per_mtok = 1e6 / (3600 * row["tokens_per_s"])  # hours one offer takes for 1M tokens
+    egress = 1000 * 0.004 / (730 * row["replicas"]) * per_mtok
+    assert row["effective_cost_usd"] == pytest.approx(row["list_cost_usd"] + egress)
+    assert row["terms_applied"] == [
+        "egress 1000 GB/month × $0.004 (this host's price) (free allowance unknown: none assumed)"
+    ]

@@ -196,6 +196,8 @@ def test_failed_run_changes_nothing_even_with_quotes(db_path: Path) -> None:
             "per-GPU price without a GPU count",
         ),
         (quote(interruption_rate=3.0), "interruption rate outside 0..1"),
+        (quote(disk_usd_gb_month=-0.2), "disk or egress price negative or not a number"),
+        (quote(egress_usd_gb=float("nan")), "disk or egress price negative or not a number"),
     ],
 )
 def test_absurd_quotes_are_rejected_and_counted(db_path: Path, bad: RawQuote, reason: str) -> None:

@@ -45,6 +45,8 @@ FULL = dataclasses.replace(
     price_median=3.2,
     price_date="2026-10-31",
     price_rule="on-demand list price",
+    disk_usd_gb_month=0.2,
+    egress_usd_gb=0.004,
 )
 
 
@@ -76,6 +78,8 @@ def test_an_unchanged_quote_with_every_attribute_set_is_not_rewritten(db_path: P
         ("price_date", "2026-11-01", "price_date", dt.date(2026, 11, 1)),
         ("price_rule", None, "price_origin", "published"),
         ("vcpus", 32.0, "vcpus", 32.0),
+        ("disk_usd_gb_month", 0.3, "disk_usd_gb_month", 0.3),
+        ("egress_usd_gb", 0.01, "egress_usd_gb", 0.01),
         ("gpu_name_raw", "A100-SXM4-80GB", "gpu_name_raw", "A100-SXM4-80GB"),
     ],
 )

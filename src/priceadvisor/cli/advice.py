@@ -121,6 +121,7 @@ FIELDS: dict[str, Field] = {
     "age": Field("age h", "number", lambda r: _number(r["age_hours"])),
     "interruption": Field("interruption", "key", _text("interruption_source")),
     "terms": Field("terms applied", "wrap", _terms),
+    "why": Field("rank moved by", "wrap", _text("rank_reason")),
 }
 DEFAULT = ("rank", "where", "gpu", "pricing", "cost", "monthly", "hours", "range", "binding")
 WIDE = tuple(name for name in FIELDS if name != "where")  # provider and region apart
@@ -225,6 +226,20 @@ def commitment_lines(
         for workload, rows in _groups(table)
         if rows[0]["rank"] == 1
     }
+
+
+def rank_change_lines(table: Table) -> dict[str, str]:
+    """Per workload shown: a line per row whose rank differs from its rank by list cost, naming
+    the term that moved it (the ranking is by effective cost)."""
+    lines = {
+        workload: "\n".join(
+            f"#{r['rank']} {r['provider']} · {r['region']}: {r['rank_reason']}"
+            for r in rows
+            if r.get("rank_reason")
+        )
+        for workload, rows in _groups(table)
+    }
+    return {workload: text for workload, text in lines.items() if text}
 
 
 def commitment_line(found: Mapping[str, Any] | None, model: str) -> str:

@@ -41,7 +41,7 @@ from priceadvisor.config_basics import (
 )
 from priceadvisor.durations import parse_duration
 from priceadvisor.records import RunStatus, utcnow
-from priceadvisor.resources import ResourceError
+from priceadvisor.resources import ResourceError, data_dir
 from priceadvisor.store import errors, reads
 from priceadvisor.store.handle import Store
 
@@ -669,6 +669,7 @@ def demo(
         templates.render(
             "cli/demo_next_steps.txt.j2",
             db_path=path,
+            workloads=data_dir("sizing") / DEMO_WORKLOADS,
             offers=offers,
             cheapest=cheapest,
             providers=[s.provider for s in summaries if _offers_source(s.provider)],
@@ -678,6 +679,10 @@ def demo(
         end="",
     )
 
+
+# Three workloads an ML platform team runs, for the demo's `advise` step (their comments say
+# why each figure).
+DEMO_WORKLOADS = "demo-workloads.toml"
 
 # The README's first command: a checkout runs the CLI through uvw, without it on PATH.
 CHECKOUT_LAUNCHER = "./uvw run --locked --no-dev priceadvisor"

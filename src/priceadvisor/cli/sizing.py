@@ -219,7 +219,8 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
 ADVICE_COLUMNS = (
     "workload, rank, provider, region, country, instance_type, gpu_model, gpu_count, pricing, "
     "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, list_cost_usd, effective_cost_usd, "
-    "list_rank, terms_applied, tokens_per_s, hours, binding, low, high, interruption_source, "
+    "list_rank, terms_applied, rank_reason, tokens_per_s, hours, binding, low, high, "
+    "interruption_source, "
     "freshness, round(epoch(computed_at - fetched_at) / 3600, 1) AS age_hours"
 )
 ADVICE_NAMES = [c.split(" AS ")[-1].strip() for c in re.split(r",\s*(?![^()]*\))", ADVICE_COLUMNS)]
@@ -281,7 +282,11 @@ def advise(
         if fmt is not Format.TABLE:
             table = _with_api_comparison(con, table, settings.workloads, top)
     if fmt is Format.TABLE:
-        lines = _joined(api_lines, advice_layout.commitment_lines(table, commitments))
+        lines = _joined(
+            advice_layout.rank_change_lines(table),
+            api_lines,
+            advice_layout.commitment_lines(table, commitments),
+        )
         out.print(advice_layout.to_rich(table, shown, [], lines), soft_wrap=False)
     else:
         if fmt is Format.JSON:  # an object per row: the workload's, never part of its ranking

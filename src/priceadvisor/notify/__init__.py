@@ -47,12 +47,16 @@ class Channel(Protocol):
 
 def list_vs_effective(r: dict[str, Any]) -> str:
     """` effective (list $x: terms)` where a row's effective cost differs from its list cost
-    by a cent or more, else nothing (the digest's and alerts' wording)."""
+    by a cent or more (the digest's and alerts' wording); with the term that moved its rank
+    where it has a `rank_reason` (`rank moved: list #2 → #1: storage …`), which a row can have
+    with no term of its own (the rows it passed had them)."""
     listed = r.get("list_cost")
-    if listed is None or abs(r["cost"] - listed) < 0.005:
-        return ""
+    moved = f"rank moved: {r['rank_reason']}" if r.get("rank_reason") else ""
+    if listed is None or abs(r["cost"] - listed) < 0.005:  # moved by others' terms only
+        return f" ({moved})" if moved else ""
     terms = "; ".join(r.get("terms") or [])
-    return f" effective (list ${listed:,.2f}{': ' + terms if terms else ''})"
+    said = "; ".join(part for part in (terms, moved) if part)
+    return f" effective (list ${listed:,.2f}{': ' + said if said else ''})"
 
 
 def provenance(

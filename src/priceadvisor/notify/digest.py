@@ -116,7 +116,7 @@ GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
 BEST_SQL = f"""
 SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
     a.gpu_count, a.pricing, a.price_hour_usd, coalesce(a.cost_usd, a.usd_per_mtok) AS cost,
-    a.list_cost_usd AS list_cost, coalesce(a.terms_applied, []) AS terms,
+    a.list_cost_usd AS list_cost, coalesce(a.terms_applied, []) AS terms, a.rank_reason,
     a.binding, a.tokens_per_s, a.hours, a.tpot_ms, h.price_hour_usd AS price_week_ago,
     a.source_url, a.fetched_at, a.price_origin, a.freshness,
     {reads.no_sla("a")} AS marketplace

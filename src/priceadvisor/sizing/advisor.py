@@ -110,7 +110,8 @@ SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_
     {reads.no_sla("x")} AS no_sla,
     instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
     coalesce(available, false) AS rentable,
-    available, interruption_rate, interruption_source, source_url, last_seen AS fetched_at,
+    available, interruption_rate, interruption_source, disk_usd_gb_month AS host_disk_usd_gb_month,
+    egress_usd_gb AS host_egress_usd_gb, source_url, last_seen AS fetched_at,
     price_origin, freshness, flag_reason
 FROM (
     SELECT *,
@@ -195,19 +196,26 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
 
 # The effective top k per workload from its candidates (`_effective`, sizing.effective), each
 # with its estimate's row, ordered by effective cost, hourly price and the offer's key, k kept;
-# `list_rank` is the same order by list cost. Every join is by a number to one row.
-RANK_SQL = """
-SELECT e.workload, e.task,
-    row_number() OVER (
-        PARTITION BY c.widx
-        ORDER BY c.effective_cost, o.price_hour_usd, o.provider, o.region, o.zone,
-            o.instance_type, o.pricing
-    ) AS rank,
-    row_number() OVER (
-        PARTITION BY c.widx
-        ORDER BY c.list_cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
-            o.pricing
-    ) AS list_rank,
+# `list_rank` is the same order by list cost, and `rank_reason` names the term that moved a
+# row from one to the other (effective.REASON_SQL). Every join is by a number to one row.
+RANK_SQL = f"""
+WITH _ranked AS (
+    SELECT c.*, row_number() OVER (
+            PARTITION BY c.widx
+            ORDER BY c.effective_cost, o.price_hour_usd, o.provider, o.region, o.zone,
+                o.instance_type, o.pricing
+        ) AS rank,
+        row_number() OVER (
+            PARTITION BY c.widx
+            ORDER BY c.list_cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
+                o.pricing
+        ) AS list_rank,
+        printf('%s %s %g× %s %s', o.provider, o.region, o.gpu_count, o.gpu_model, o.pricing)
+            AS label
+    FROM _effective AS c
+    JOIN _advice_offers AS o ON o.rowid = c.oid
+), _reasons AS ({effective.REASON_SQL})
+SELECT e.workload, e.task, c.rank, c.list_rank,
     o.provider, o.region, o.zone, o.country, o.instance_type,
     o.gpu_model, o.gpu_count, o.pricing, o.price_hour_usd,
     CASE WHEN e.hours IS NOT NULL THEN c.effective_cost END AS cost_usd,
@@ -216,16 +224,18 @@ SELECT e.workload, e.task,
         THEN c.effective_cost * 3600 * e.tokens_per_s / 1e6 * e.replicas * 730 END AS monthly_usd,
     CASE WHEN e.hours IS NULL THEN e.replicas END AS replicas,
     c.list_cost AS list_cost_usd, c.effective_cost AS effective_cost_usd, c.terms_applied,
+    r.rank_reason,
     e.tokens_per_s, e.hours, e.ttft_ms, e.tpot_ms, e.binding,
     c.effective_cost / (1 + e.uncertainty) AS low, c.effective_cost * (1 + e.uncertainty) AS high,
     c.run_overhead AS spot_overhead, $now AS computed_at, o.interruption_rate,
     o.interruption_source, o.source_url, o.fetched_at, o.price_origin, o.freshness, o.available,
     o.flag_reason
-FROM _effective AS c
+FROM _ranked AS c
 JOIN _advice_offers AS o ON o.rowid = c.oid
 JOIN _estimates AS e ON e.est = c.est
-QUALIFY rank <= $keep
-ORDER BY e.workload, rank
+LEFT JOIN _reasons AS r ON r.widx = c.widx AND r.oid = c.oid
+WHERE c.rank <= $keep
+ORDER BY e.workload, c.rank
 """
 
 

@@ -152,14 +152,18 @@ _SPOT_TERM = """CASE WHEN pricing <> 'spot' THEN NULL
 _STORAGE_TERM = """CASE WHEN storage_gb IS NULL THEN NULL
     WHEN disk_usd_gb_month IS NULL
     THEN printf('storage %g GB: disk price unknown, not counted', storage_gb)
-    ELSE printf('storage %g GB × $%g/GB-month', disk_gb, disk_usd_gb_month)
+    ELSE printf('storage %g GB × $%.4g/GB-month%s', disk_gb, disk_usd_gb_month,
+            CASE WHEN host_disk THEN ' (this host''s price)' ELSE '' END)
+        || CASE WHEN training THEN printf(' for %.4g h: +$%.2f', billed_h,
+            storage_month * billed_h / 730) ELSE '' END
         || CASE WHEN minimum_disk_gb IS NULL THEN ' (minimum disk unknown)'
                 WHEN minimum_disk_gb > storage_gb THEN ' (the minimum disk)' ELSE '' END
     END"""
 _EGRESS_TERM = """CASE WHEN egress_gb_per_month IS NULL THEN NULL
     WHEN egress_usd_gb IS NULL
     THEN printf('egress %g GB/month: price unknown, not counted', egress_gb_per_month)
-    ELSE printf('egress %g GB/month × $%g', egress_gb_per_month, egress_usd_gb)
+    ELSE printf('egress %g GB/month × $%.4g%s', egress_gb_per_month, egress_usd_gb,
+            CASE WHEN host_egress THEN ' (this host''s price)' ELSE '' END)
         || CASE WHEN egress_free_gb IS NULL THEN ' (free allowance unknown: none assumed)'
                 WHEN egress_free_gb > 0 THEN printf(' beyond %g GB free', egress_free_gb)
                 ELSE '' END
@@ -176,7 +180,10 @@ WITH base AS (
         e.hours IS NOT NULL AS training, {_RATE_SQL} AS rate_h,
         w.checkpoint_minutes / 60 AS delta_h, w.restart_minutes / 60 AS restart_h,
         w.storage_gb, w.egress_gb_per_month, b.granularity, b.granularity_h, b.minimum_h,
-        b.disk_usd_gb_month, b.minimum_disk_gb, b.egress_usd_gb, b.egress_free_gb
+        coalesce(o.host_disk_usd_gb_month, b.disk_usd_gb_month) AS disk_usd_gb_month,
+        o.host_disk_usd_gb_month IS NOT NULL AS host_disk, b.minimum_disk_gb,
+        coalesce(o.host_egress_usd_gb, b.egress_usd_gb) AS egress_usd_gb,
+        o.host_egress_usd_gb IS NOT NULL AS host_egress, b.egress_free_gb
     FROM _cheapest AS c
     JOIN _advice_offers AS o ON o.rowid = c.oid
     JOIN _estimates AS e ON e.est = c.est
@@ -209,13 +216,71 @@ WITH base AS (
             + (coalesce(storage_month, 0) + coalesce(egress_month, 0)) * billed_h / 730
         ELSE list_cost * run_overhead + (coalesce(storage_month, 0) / 730
             + coalesce(egress_month, 0) / (730 * replicas)) * 1e6 / (3600 * tokens_per_s)
-        END AS effective_cost
+        END AS effective_cost,
+        -- what each term adds, in the cost's unit (per run, or per 1M output tokens); NULL
+        -- where the term applies but the provider's value is unknown (nothing added)
+        CASE WHEN NOT training THEN 0 WHEN granularity_h IS NOT NULL
+            THEN price_hour_usd * (billed_h - run_h) END AS billing_usd,
+        CASE WHEN training THEN price_hour_usd * (run_h - hours)
+            ELSE list_cost * (run_overhead - 1) END AS spot_usd,
+        CASE WHEN storage_gb IS NULL OR disk_usd_gb_month IS NOT NULL
+            THEN coalesce(storage_month, 0) * CASE WHEN training THEN billed_h / 730
+                ELSE 1e6 / (730 * 3600 * tokens_per_s) END END AS storage_usd,
+        CASE WHEN egress_gb_per_month IS NULL OR egress_usd_gb IS NOT NULL
+            THEN coalesce(egress_month, 0) * CASE WHEN training THEN billed_h / 730
+                ELSE 1e6 / (730 * replicas * 3600 * tokens_per_s) END END AS egress_usd
     FROM billed
 )
 SELECT widx, oid, est, list_cost, effective_cost, run_overhead,
     list_filter(list_value({_BILLED_TERM}, {_SPOT_TERM}, {_STORAGE_TERM}, {_EGRESS_TERM}),
-        t -> t IS NOT NULL) AS terms_applied
+        t -> t IS NOT NULL) AS terms_applied,
+    billing_usd, spot_usd, storage_usd, egress_usd
 FROM costed
+"""
+
+# The term that moved a row away from its rank by list cost. A row that rose passed rows
+# cheaper by list (or one that fell was passed by rows dearer by list): its partner is the
+# nearest of them in list order, and the reason is the term whose added cost differs most
+# between the two in the direction of the move — e.g. storage held 200 h on 2 GPUs against
+# 100 h on 4. `_ranked`: the candidates with rank, list_rank and the offer's label.
+TERM_NAMES = ("billing unit", "spot restarts", "storage", "egress")
+_TERM_COLUMNS = ("billing_usd", "spot_usd", "storage_usd", "egress_usd")
+_GAPS = ", ".join(
+    f"(coalesce(m.{c}, 0) - coalesce(p.{c}, 0)) * sign(m.rank - m.list_rank) AS gap_{i}"
+    for i, c in enumerate(_TERM_COLUMNS)
+)
+
+
+def _added(value: str) -> str:
+    """A term's added cost as the reason words it; an unknown one is said, never '+$0'."""
+    return (
+        f"CASE WHEN {value} IS NULL THEN 'unknown (not counted)' ELSE printf('+$%.4g', {value}) END"
+    )
+
+
+_PICK = " ".join(
+    f"WHEN gap_{i} = greatest({', '.join(f'gap_{j}' for j in range(len(_TERM_COLUMNS)))}) "
+    f"THEN {{'term': '{name}', 'here': m_{c}, 'there': p_{c}}}"
+    for i, (name, c) in enumerate(zip(TERM_NAMES, _TERM_COLUMNS, strict=True))
+)
+REASON_SQL = f"""
+SELECT widx, oid, printf('list #%d → #%d: %s %s here vs %s on %s (list #%d)',
+    list_rank, rank, pick.term, {_added("pick.here")}, {_added("pick.there")}, partner,
+    partner_list_rank) AS rank_reason
+FROM (
+    SELECT *, CASE {_PICK} END AS pick
+    FROM (
+        SELECT m.widx, m.oid, m.rank, m.list_rank, p.label AS partner,
+            p.list_rank AS partner_list_rank, {_GAPS},
+            {", ".join(f"m.{c} AS m_{c}, p.{c} AS p_{c}" for c in _TERM_COLUMNS)}
+        FROM _ranked AS m
+        JOIN _ranked AS p ON p.widx = m.widx AND sign(p.list_rank - m.list_rank)
+            = sign(m.rank - m.list_rank) AND sign(p.rank - m.rank) = sign(m.list_rank - m.rank)
+        WHERE m.rank <> m.list_rank AND m.rank <= $keep
+        QUALIFY row_number() OVER (PARTITION BY m.widx, m.oid
+            ORDER BY abs(p.list_rank - m.list_rank), p.list_rank) = 1
+    )
+)
 """
 
 # Workloads whose effective top k may lie outside their candidates: they hold the whole pool

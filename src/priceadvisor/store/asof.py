@@ -24,7 +24,8 @@ SELECT
     p.ram_gb, p.pricing, NULLIF(p.term_months, 0) AS term_months, p.upfront_usd,
     p.monthly_usd, p.price_hour_usd, p.price_gpu_hour_usd, p.currency,
     p.price_hour_original, p.price_origin, p.price_rule, p.available, p.stock, p.interruption_rate,
-    p.offer_count, p.price_hour_median_usd, p.price_date, p.first_seen,
+    p.disk_usd_gb_month, p.egress_usd_gb, p.offer_count, p.price_hour_median_usd, p.price_date,
+    p.first_seen,
     least(p.last_seen, TIMESTAMP '{as_of}') AS last_seen, p.source_url, p.flag, p.flag_reason
 FROM core.price_intervals AS p
 LEFT JOIN core.regions AS r ON r.provider = p.provider AND r.region = p.region

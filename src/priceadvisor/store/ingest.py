@@ -76,6 +76,8 @@ _QUOTE_SCHEMA: columns.Schema = {
     "term_months": "int",
     "upfront": "float",
     "monthly": "float",
+    "disk_usd_gb_month": "float",
+    "egress_usd_gb": "float",
     "price_rule": "string",
     "not_offered_reason": "string",
 }
@@ -180,6 +182,7 @@ WITH joined AS (
         r.offer_count, r.price_median,
         TRY_CAST(r.price_date AS DATE) AS price_date,
         CAST(coalesce(r.term_months, 0) AS INTEGER) AS term_months, r.upfront, r.monthly,
+        r.disk_usd_gb_month AS disk_original, r.egress_usd_gb AS egress_original,
         r.price_rule, r.not_offered_reason, CASE WHEN r.price_rule IS NULL THEN 'published' ELSE 'derived' END
             AS price_origin,
         fx.usd_per_unit
@@ -205,14 +208,16 @@ usd AS (
         node_original * usd_per_unit / nullif(gpu_count, 0) AS price_gpu_hour_usd,
         node_median_original * usd_per_unit AS price_hour_median_usd,
         node_upfront * usd_per_unit AS upfront_usd,
-        node_monthly * usd_per_unit AS monthly_usd
+        node_monthly * usd_per_unit AS monthly_usd,
+        disk_original * usd_per_unit AS disk_usd_gb_month,
+        egress_original * usd_per_unit AS egress_usd_gb
     FROM priced
 )
 SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_model,
     gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, available, stock, interruption_rate,
     source_url, offer_count, price_date, price_rule, price_origin, node_original,
     price_hour_usd, price_gpu_hour_usd, price_hour_median_usd, not_offered_reason,
-    term_months, upfront_usd, monthly_usd,
+    term_months, upfront_usd, monthly_usd, disk_usd_gb_month, egress_usd_gb,
     NULL::VARCHAR AS flag, NULL::VARCHAR AS flag_reason,  -- set by store.guard
     CASE
         WHEN price IS NULL OR isnan(price) OR isinf(price) THEN 'price missing or not a number'
@@ -224,6 +229,9 @@ SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_m
         WHEN pricing <> 'reserved' AND term_months <> 0 THEN 'term on a price that is no commitment'
         WHEN upfront < 0 OR monthly < 0 OR isnan(upfront) OR isnan(monthly)
             THEN 'commitment payment not a positive number'
+        WHEN disk_original < 0 OR egress_original < 0 OR isnan(disk_original)
+            OR isnan(egress_original) OR isinf(disk_original) OR isinf(egress_original)
+            THEN 'disk or egress price negative or not a number'
         WHEN price_basis IS NULL OR price_basis NOT IN ('node', 'gpu') THEN 'unknown price basis'
         WHEN coalesce(region, '') = '' THEN 'region missing'
         WHEN coalesce(instance_type, '') = '' THEN 'instance type missing'
@@ -279,6 +287,8 @@ _ATTRIBUTES = (
     "price_date",
     "upfront_usd",
     "monthly_usd",
+    "disk_usd_gb_month",
+    "egress_usd_gb",
     "price_origin",
     "price_rule",
     "flag",
@@ -411,7 +421,8 @@ SELECT $provider AS provider, region, zone, instance_type, pricing, gpu_model,
     interruption_rate,
     source_url, coalesce(previous_first_seen, $now) AS first_seen, $now AS valid_from,
     $now AS last_seen, $run AS opened_run, $run AS last_run, offer_count, price_hour_median_usd,
-    price_date, price_origin, price_rule, flag, flag_reason, term_months, upfront_usd, monthly_usd
+    price_date, price_origin, price_rule, flag, flag_reason, term_months, upfront_usd, monthly_usd,
+    disk_usd_gb_month, egress_usd_gb
 FROM _changes WHERE change IN ('new', 'changed')
 """
 _OPEN_SORTED_SQL = f"{_OPEN_SQL}ORDER BY {clustering.CLUSTER_ORDER}\n"

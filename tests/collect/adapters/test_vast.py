@@ -172,3 +172,20 @@ async def test_requests_are_spaced_as_the_manifest_asks(monkeypatch: pytest.Monk
 
 
 pytestmark = pytest.mark.anyio
+
+
+def test_each_market_keeps_the_disk_and_egress_prices_of_its_cheapest_ask() -> None:
+    """Hosts price disk and bandwidth themselves (the real capture: $0.0067 to $0.53 per
+    GB-month); a market's quote carries those of the ask its price is."""
+    [cheap, dear] = load("bundles-rtx-4090.json")[:2]
+    dear = dear | {"geolocation": cheap["geolocation"], "num_gpus": cheap["num_gpus"],
+                   "verification": cheap["verification"], "dph_total": cheap["dph_total"] + 1,
+                   "storage_cost": 0.53, "inet_up_cost": 0.008}  # fmt: skip
+    cheap = cheap | {"storage_cost": 0.0067, "inet_up_cost": 0.000133}
+    quotes = {q.pricing: q for q in aggregate([dear, cheap], "u")}
+    on_demand = quotes["on_demand"]
+    assert on_demand.offer_count == 2 and on_demand.price == pytest.approx(cheap["dph_total"])
+    assert (on_demand.disk_usd_gb_month, on_demand.egress_usd_gb) == (0.0067, 0.000133)
+    missing = {k: v for k, v in cheap.items() if k not in ("storage_cost", "inet_up_cost")}
+    [alone] = [q for q in aggregate([missing], "u") if q.pricing == "on_demand"]
+    assert (alone.disk_usd_gb_month, alone.egress_usd_gb) == (None, None)  # not stated: unknown

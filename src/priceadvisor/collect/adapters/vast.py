@@ -12,8 +12,12 @@ requests are spaced (manifest source.request_spacing) and 429s retried with Retr
 
 Prices are per offer (node): on-demand is `dph_total` (GPU + the default storage); interruptible
 is `min_bid` plus the same storage cost (`dph_total - dph_base`), as the bid floor covers the GPU
-only. `geolocation` ends with the ISO country code ("Washington, US", ", US"); `gpu_ram` is MB
-per GPU.
+only. Each host sets its own disk and bandwidth prices: `storage_cost` ($/GB-month) and
+`inet_up_cost` ($/GB sent out) are kept with the quote as the offer's own disk and egress
+prices (those of the ask its price comes from), which the effective cost of a run counts
+(sizing.effective). `dph_total` already holds the disk the search allocates by default (8 GB in
+the real captures: `storage_total_cost` = `storage_cost` × 8 / 720 h). `geolocation` ends with
+the ISO country code ("Washington, US", ", US"); `gpu_ram` is MB per GPU.
 
 Stored as an aggregate, not every ask: one quote per (GPU name, GPU count, host verification,
 country, pricing) at the lowest price, with the number of asks (`offer_count`) and their median.
@@ -45,6 +49,7 @@ MAX_PAGES = 50
 UNKNOWN_COUNTRY = "unknown"
 
 Market = tuple[str, str, int, str]  # (country, gpu_name, num_gpus, verification)
+HostTerms = tuple[float | None, float | None]  # (disk $/GB-month, egress $/GB)
 UNKNOWN_VERIFICATION = "unknown"
 
 
@@ -115,6 +120,7 @@ def aggregate(offers: Any, url: str) -> list[RawQuote]:
     """One quote per market; an ask without a usable price is passed on alone (price None) so
     the core rejects and counts it instead of it vanishing inside a minimum."""
     markets: dict[tuple[Market, str], list[float]] = defaultdict(list)
+    terms: dict[tuple[Market, str], tuple[float, HostTerms]] = {}
     memory: dict[Market, float | None] = {}
     unusable: list[RawQuote] = []
     for offer in offers:
@@ -131,8 +137,19 @@ def aggregate(offers: Any, url: str) -> list[RawQuote]:
             continue
         for pricing, price in prices.items():
             markets[market, pricing].append(price)
-    quotes = [_quote(m, p, prices, memory[m], url) for (m, p), prices in markets.items()]
+            if (market, pricing) not in terms or price < terms[market, pricing][0]:
+                terms[market, pricing] = (price, _host_terms(offer))
+    quotes = [
+        _quote(m, p, prices, memory[m], url, terms[m, p][1]) for (m, p), prices in markets.items()
+    ]
     return quotes + unusable
+
+
+def _host_terms(offer: dict[str, Any]) -> HostTerms:
+    """The host's disk $/GB-month and egress $/GB, None where absent (a negative one reaches
+    the core, which rejects the quote and counts it)."""
+    disk, egress = (_float(offer.get(k)) for k in ("storage_cost", "inet_up_cost"))
+    return disk, egress
 
 
 def _prices(offer: dict[str, Any]) -> dict[str, float] | None:
@@ -146,7 +163,12 @@ def _prices(offer: dict[str, Any]) -> dict[str, float] | None:
 
 
 def _quote(
-    market: Market, pricing: str, prices: list[float], memory: float | None, url: str
+    market: Market,
+    pricing: str,
+    prices: list[float],
+    memory: float | None,
+    url: str,
+    host: HostTerms = (None, None),
 ) -> RawQuote:
     where, name, gpus, verification = market
     return RawQuote(
@@ -162,6 +184,8 @@ def _quote(
         source_url=url,
         offer_count=len(prices),
         price_median=statistics.median(prices) if prices else None,
+        disk_usd_gb_month=host[0],
+        egress_usd_gb=host[1],
     )
 
 
