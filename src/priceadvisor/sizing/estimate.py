@@ -42,6 +42,7 @@ from typing import Any
 from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
 from priceadvisor.records import TRAINING_TASKS, Precision, Task
+from priceadvisor.sizing.memo import per_pass, sizing_pass
 from priceadvisor.workload import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     MAX_TENSOR_PARALLEL,
@@ -668,6 +669,7 @@ def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
     return 0.20 if task in TRAINING_TASKS else 0.30
 
 
+@per_pass
 def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
     prior = prior_uncertainty(gpu, work.arch, work.task)
     return round(max(prior, work.scales.range_for(regime, software_key(work))), 3)
@@ -799,17 +801,26 @@ def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     the latency targets, the one the model predicts the most output tokens/s for (ties: more
     replicas, then fewer stages), with why in `layout_chosen`; when none fits, the smallest
     tensor-parallel degree that holds the workload (`default_tensor_parallel`), to say why."""
-    sized = [
-        _serve(dataclasses.replace(work, pipeline_parallel=pp), gpu, gpus, tp)
-        for tp, pp in serving_layouts(work, gpus)
-    ]
-    fitting = [r for r in sized if r.fits]
-    if not fitting:
-        return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
+    with sizing_pass():
+        sized = [
+            _serve(with_stages(work, pp), gpu, gpus, tp) for tp, pp in serving_layouts(work, gpus)
+        ]
+        fitting = [r for r in sized if r.fits]
+        if not fitting:
+            return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
     fitting.sort(key=lambda r: (-r.tokens_per_s, r.tensor_parallel * r.pipeline_parallel))
     best = fitting[0]
     best.layout_chosen = _layout_reason(best, fitting[1:])
     return best
+
+
+@per_pass
+def with_stages(work: Workload, stages: int) -> Workload:
+    """`work` served in `stages` pipeline stages: one object per (workload, stages) in a sizing
+    pass, so that every layout and GPU count of the pass shares the memoised helpers."""
+    if stages == work.pipeline_parallel:
+        return work
+    return dataclasses.replace(work, pipeline_parallel=stages)
 
 
 def _layout_name(result: Estimate) -> str:
@@ -1058,6 +1069,7 @@ def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
     return scales.factor("train-e2e") / (1 + lost)
 
 
+@per_pass
 def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, float], float]:
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV.
     A pipeline stage holds 1/PP of the layers, so the weights split over TP x PP GPUs; the
@@ -1132,6 +1144,7 @@ def max_requests(work: Workload, capacity: int) -> int:
     return int(capacity // kv_tokens_per_request(work))
 
 
+@per_pass
 def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
     _, free = serving_memory(work, gpu, tp)
     return max(0, int(free * GIB / kv_per_token(work, tp)))
@@ -1163,6 +1176,7 @@ def sixteen_bit_extra(work: Workload) -> float:
     return arch.vocab * arch.hidden * (1 if arch.tied else 2) * max(0.0, 2.0 - byte)
 
 
+@per_pass
 def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
     """(memory term, compute term) of one decode step for `batch` concurrent requests, prefill
     excluded, per GPU of a replica. Memory: weights read + KV read at the mean context,
@@ -1257,6 +1271,7 @@ def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> 
     return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / link_bandwidth(gpu, tp)
 
 
+@per_pass
 def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
     """Prefill compute plus one pass over the weights (the first token is a decode step too).
     Under pipeline parallelism both cross the stages in turn: TP-way prefill, all the weights
@@ -1360,6 +1375,7 @@ def _note_engine_cap(result: Estimate, work: Workload, gpu: GpuSpec, batch: int)
         )
 
 
+@per_pass
 def _choose_batch(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[int, str]:
     """Largest batch ≤ `batch` whose TPOT meets the target (binary search)."""
     if work.tpot_ms_max is None or _tpot_ms(work, gpu, tp, batch) <= work.tpot_ms_max:
@@ -1394,6 +1410,7 @@ def _finish_serving(
     result.tokens_per_s = result.replicas * batch / saturated_step_seconds(work, gpu, tp, batch)
 
 
+@per_pass
 def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
     """Time per decode step of a saturated replica with every request's prefill spread over
     its output tokens. Memory and compute terms add up (their sum fits the measurements better
