@@ -34,6 +34,7 @@ Contents, in the order a workload's path goes through them:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -379,13 +380,18 @@ def link_bandwidth(gpu: GpuSpec, group: int) -> float:
 
 
 def _vendor_class(gpu: GpuSpec) -> str:
-    if gpu.vendor == "AMD":
+    return _vendor_class_of(gpu.vendor, gpu.family, gpu.specs.get("architecture"))
+
+
+@functools.cache  # a few GPU models, asked on every estimate
+def _vendor_class_of(vendor: str, family: str, architecture: object) -> str:
+    if vendor == "AMD":
         return "amd"
-    if gpu.vendor != "NVIDIA":
+    if vendor != "NVIDIA":
         return "other"
-    if gpu.family.startswith("RTX") and gpu.family[3:4].isdigit():
+    if family.startswith("RTX") and family[3:4].isdigit():
         return "consumer"
-    return str(gpu.specs.get("architecture") or "").split(" ")[0].lower()  # hopper, ampere…
+    return str(architecture or "").split(" ")[0].lower()  # hopper, ampere…
 
 
 # --- efficiency priors (docs/accuracy.md), scaled per regime by calibration -----------------------
@@ -669,7 +675,7 @@ def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
     return 0.20 if task in TRAINING_TASKS else 0.30
 
 
-@per_pass
+@per_pass(objects=2)
 def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
     prior = prior_uncertainty(gpu, work.arch, work.task)
     return round(max(prior, work.scales.range_for(regime, software_key(work))), 3)
@@ -802,8 +808,12 @@ def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     replicas, then fewer stages), with why in `layout_chosen`; when none fits, the smallest
     tensor-parallel degree that holds the workload (`default_tensor_parallel`), to say why."""
     with sizing_pass():
+        layouts = [(tp, with_stages(work, pp)) for tp, pp in serving_layouts(work, gpus)]
+        # A layout whose memory holds no request never fits: the rest of it is not sized.
         sized = [
-            _serve(with_stages(work, pp), gpu, gpus, tp) for tp, pp in serving_layouts(work, gpus)
+            _serve(staged, gpu, gpus, tp)
+            for tp, staged in layouts
+            if holds_a_request(staged, gpu, tp)
         ]
         fitting = [r for r in sized if r.fits]
         if not fitting:
@@ -814,7 +824,7 @@ def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     return best
 
 
-@per_pass
+@per_pass(objects=1)
 def with_stages(work: Workload, stages: int) -> Workload:
     """`work` served in `stages` pipeline stages: one object per (workload, stages) in a sizing
     pass, so that every layout and GPU count of the pass shares the memoised helpers."""
@@ -1069,7 +1079,7 @@ def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
     return scales.factor("train-e2e") / (1 + lost)
 
 
-@per_pass
+@per_pass(objects=2)
 def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, float], float]:
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV.
     A pipeline stage holds 1/PP of the layers, so the weights split over TP x PP GPUs; the
@@ -1144,7 +1154,7 @@ def max_requests(work: Workload, capacity: int) -> int:
     return int(capacity // kv_tokens_per_request(work))
 
 
-@per_pass
+@per_pass(objects=2)
 def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
     _, free = serving_memory(work, gpu, tp)
     return max(0, int(free * GIB / kv_per_token(work, tp)))
@@ -1176,7 +1186,7 @@ def sixteen_bit_extra(work: Workload) -> float:
     return arch.vocab * arch.hidden * (1 if arch.tied else 2) * max(0.0, 2.0 - byte)
 
 
-@per_pass
+@per_pass(objects=2)
 def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
     """(memory term, compute term) of one decode step for `batch` concurrent requests, prefill
     excluded, per GPU of a replica. Memory: weights read + KV read at the mean context,
@@ -1271,7 +1281,7 @@ def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> 
     return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / link_bandwidth(gpu, tp)
 
 
-@per_pass
+@per_pass(objects=2)
 def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
     """Prefill compute plus one pass over the weights (the first token is a decode step too).
     Under pipeline parallelism both cross the stages in turn: TP-way prefill, all the weights
@@ -1299,7 +1309,7 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     result = Estimate(
         gpu.id,
         gpus,
-        free > 0 and max_concurrency >= 1,
+        holds_a_request(work, gpu, tp),
         "bandwidth",
         memory | {"kv_cache": max(free, 0.0)},
         available,
@@ -1336,6 +1346,13 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     _note_engine_cap(result, work, gpu, batch)
     _finish_serving(result, work, gpu, tp, batch, binding)
     return result
+
+
+@per_pass(objects=2)
+def holds_a_request(work: Workload, gpu: GpuSpec, tp: int) -> bool:
+    """Whether a replica's memory holds the weights and one whole request's KV cache."""
+    _, free = serving_memory(work, gpu, tp)
+    return free > 0 and max_requests(work, kv_tokens(work, gpu, tp)) >= 1
 
 
 def engine_cap(work: Workload, gpu: GpuSpec) -> int | None:
@@ -1375,7 +1392,7 @@ def _note_engine_cap(result: Estimate, work: Workload, gpu: GpuSpec, batch: int)
         )
 
 
-@per_pass
+@per_pass(objects=2)
 def _choose_batch(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[int, str]:
     """Largest batch ≤ `batch` whose TPOT meets the target (binary search)."""
     if work.tpot_ms_max is None or _tpot_ms(work, gpu, tp, batch) <= work.tpot_ms_max:
@@ -1410,7 +1427,7 @@ def _finish_serving(
     result.tokens_per_s = result.replicas * batch / saturated_step_seconds(work, gpu, tp, batch)
 
 
-@per_pass
+@per_pass(objects=2)
 def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
     """Time per decode step of a saturated replica with every request's prefill spread over
     its output tokens. Memory and compute terms add up (their sum fits the measurements better

@@ -26,9 +26,6 @@ from typing import Any, ParamSpec, TypeVar
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# Arguments keyed by value; anything else (workloads, GPU specs) by identity.
-_VALUE_TYPES = (int, str)
-
 
 class _Pass:
     __slots__ = ("alive", "found")
@@ -54,21 +51,25 @@ def sizing_pass() -> Iterator[None]:
         _current.reset(token)
 
 
-def per_pass(function: Callable[P, R]) -> Callable[P, R]:
-    """`function`, computed once per distinct call inside a sizing pass (outside one: as is).
-    Positional calls only are memoised."""
+def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Compute the decorated function once per distinct call inside a sizing pass (outside one:
+    as is), its first `objects` arguments keyed by identity, the others by value (they must be
+    hashable). Positional calls only are memoised."""
 
-    @functools.wraps(function)
-    def memoised(*args: P.args, **kwargs: P.kwargs) -> R:
-        current = _current.get()
-        if current is None or kwargs:
-            return function(*args, **kwargs)
-        key = (function, *[a if type(a) in _VALUE_TYPES else id(a) for a in args])
-        try:
-            return current.found[key]  # type: ignore[no-any-return]
-        except KeyError:
-            result = current.found[key] = function(*args, **kwargs)
-            current.alive.append(args)
-            return result
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(function)
+        def memoised(*args: P.args, **kwargs: P.kwargs) -> R:
+            current = _current.get()
+            if current is None or kwargs:
+                return function(*args, **kwargs)
+            key = (function, *map(id, args[:objects]), *args[objects:])
+            try:
+                return current.found[key]  # type: ignore[no-any-return]
+            except KeyError:
+                result = current.found[key] = function(*args, **kwargs)
+                current.alive.append(args)
+                return result
 
-    return memoised
+        return memoised
+
+    return decorate
