@@ -272,7 +272,7 @@ class Estimate:
 
     @property
     def replicas(self) -> int:
-        return max(1, int(self.gpu_count) // (self.tensor_parallel * self.pipeline_parallel))
+        return replicas_of(self.gpu_count, self.tensor_parallel, self.pipeline_parallel)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -304,6 +304,11 @@ class Estimate:
             "uncertainty": self.uncertainty,
             "notes": self.notes,
         }
+
+
+def replicas_of(gpus: float, tp: int, pp: int) -> int:
+    """Serving replicas of TP x PP GPUs that `gpus` GPUs hold (at least one)."""
+    return max(1, int(gpus) // (tp * pp))
 
 
 def _round(value: float | None) -> float | None:
@@ -808,20 +813,30 @@ def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     replicas, then fewer stages), with why in `layout_chosen`; when none fits, the smallest
     tensor-parallel degree that holds the workload (`default_tensor_parallel`), to say why."""
     with sizing_pass():
-        layouts = [(tp, with_stages(work, pp)) for tp, pp in serving_layouts(work, gpus)]
-        # A layout whose memory holds no request never fits: the rest of it is not sized.
-        sized = [
-            _serve(staged, gpu, gpus, tp)
-            for tp, staged in layouts
-            if holds_a_request(staged, gpu, tp)
-        ]
-        fitting = [r for r in sized if r.fits]
-        if not fitting:
+        ranked = fitting_layouts(work, gpu, gpus)
+        if not ranked:
             return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
-    fitting.sort(key=lambda r: (-r.tokens_per_s, r.tensor_parallel * r.pipeline_parallel))
-    best = fitting[0]
-    best.layout_chosen = _layout_reason(best, fitting[1:])
+        best, *runner = [_serve(staged, gpu, gpus, tp) for tp, staged in ranked[:2]]
+    best.layout_chosen = _layout_reason(best, runner[0] if runner else None, len(ranked))
     return best
+
+
+def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[tuple[int, Workload]]:
+    """The valid layouts that fit and meet the latency targets as (TP, the workload in its
+    pipeline stages), fastest first (ties: more replicas, then fewer stages, then the order
+    of `serving_layouts`). Each is ranked by the figures `_serve` gives it — the same helpers,
+    without building an estimate: only the chosen layout and the runner-up are built."""
+    ranked = []
+    for tp, pp in serving_layouts(work, gpus):
+        staged = with_stages(work, pp)
+        if not holds_a_request(staged, gpu, tp):
+            continue  # the memory holds no request: the rest is not sized
+        batch, _ = replica_batch(staged, gpu, tp)
+        if meets_latency(staged, gpu, tp, batch):
+            speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
+            ranked.append((-speed, tp * pp, len(ranked), tp, staged))
+    ranked.sort(key=lambda entry: entry[:3])
+    return [(tp, staged) for *_, tp, staged in ranked]
 
 
 @per_pass(objects=1)
@@ -838,13 +853,12 @@ def _layout_name(result: Estimate) -> str:
     return f"TP{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
 
 
-def _layout_reason(best: Estimate, others: list[Estimate]) -> str:
+def _layout_reason(best: Estimate, runner: Estimate | None, fitting: int) -> str:
     reason = (
         f"{_layout_name(best)} x {best.replicas} replica(s): {best.tokens_per_s:,.0f} tok/s "
-        f"(TPOT {best.tpot_ms or 0:.0f} ms), the fastest of {len(others) + 1} layouts that fit"
+        f"(TPOT {best.tpot_ms or 0:.0f} ms), the fastest of {fitting} layouts that fit"
     )
-    if others:
-        runner = others[0]
+    if runner:
         reason += (
             f"; next {_layout_name(runner)}: {runner.tokens_per_s:,.0f} tok/s "
             f"(TPOT {runner.tpot_ms or 0:.0f} ms); --tp/--pp set it"
@@ -1334,8 +1348,8 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     if not result.fits:
         result.binding = "memory"
         return result
-    requested = work.concurrency or engine_batch(work, gpu, max_concurrency)
-    batch, binding = _choose_batch(work, gpu, tp, min(requested, max_concurrency))
+    requested = requested_batch(work, gpu, max_concurrency)
+    batch, binding = replica_batch(work, gpu, tp)
     if binding != "latency target" and max_concurrency < requested:
         binding = "kv capacity"
         result.notes.append(
@@ -1353,6 +1367,20 @@ def holds_a_request(work: Workload, gpu: GpuSpec, tp: int) -> bool:
     """Whether a replica's memory holds the weights and one whole request's KV cache."""
     _, free = serving_memory(work, gpu, tp)
     return free > 0 and max_requests(work, kv_tokens(work, gpu, tp)) >= 1
+
+
+def requested_batch(work: Workload, gpu: GpuSpec, admitted: int) -> int:
+    """The batch asked of a replica: the workload's concurrency, else the engine's
+    (`engine_batch`)."""
+    return work.concurrency or engine_batch(work, gpu, admitted)
+
+
+@per_pass(objects=2)
+def replica_batch(work: Workload, gpu: GpuSpec, tp: int) -> tuple[int, str]:
+    """The batch a replica runs — the requested one within what its KV cache admits and the
+    TPOT target allows (`_choose_batch`) — and what binds it there."""
+    admitted = max_requests(work, kv_tokens(work, gpu, tp))
+    return _choose_batch(work, gpu, tp, min(requested_batch(work, gpu, admitted), admitted))
 
 
 def engine_cap(work: Workload, gpu: GpuSpec) -> int | None:
@@ -1419,12 +1447,24 @@ def _finish_serving(
     prefill in it, so TTFT + n·TPOT is one request's latency); throughput over all replicas
     with every request's prefill paid (continuous batching interleaves it)."""
     result.ttft_ms = ttft_seconds(work, gpu, tp) * 1000
-    if batch < 1 or (work.ttft_ms_max is not None and result.ttft_ms > work.ttft_ms_max):
+    if not meets_latency(work, gpu, tp, batch):
         result.fits, result.binding = False, "latency target"
         return
     result.batch, result.binding = batch, binding
     result.tpot_ms = _tpot_ms(work, gpu, tp, batch)
-    result.tokens_per_s = result.replicas * batch / saturated_step_seconds(work, gpu, tp, batch)
+    result.tokens_per_s = serving_tokens_per_s(work, gpu, tp, batch, result.replicas)
+
+
+def meets_latency(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> bool:
+    """Whether a replica running `batch` meets the TPOT target (a batch of at least one) and
+    the TTFT target."""
+    ttft_ms = ttft_seconds(work, gpu, tp) * 1000
+    return not (batch < 1 or (work.ttft_ms_max is not None and ttft_ms > work.ttft_ms_max))
+
+
+def serving_tokens_per_s(work: Workload, gpu: GpuSpec, tp: int, batch: int, replicas: int) -> float:
+    """Output tokens/s of `replicas` saturated replicas running `batch` each."""
+    return replicas * batch / saturated_step_seconds(work, gpu, tp, batch)
 
 
 @per_pass(objects=2)
