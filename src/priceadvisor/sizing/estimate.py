@@ -826,7 +826,7 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[tuple[int, 
     pipeline stages), fastest first (ties: more replicas, then fewer stages, then the order
     of `serving_layouts`). Each is ranked by the figures `_serve` gives it — the same helpers,
     without building an estimate: only the chosen layout and the runner-up are built."""
-    ranked = []
+    ranked: list[tuple[float, int, int, int, Workload]] = []
     for tp, pp in serving_layouts(work, gpus):
         staged = with_stages(work, pp)
         if not holds_a_request(staged, gpu, tp):
