@@ -941,13 +941,19 @@ def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload,
     if work.recompute:
         return work, "given"
     if work.stack == "megatron-2021":
-        return dataclasses.replace(work, recompute="full"), "the megatron-2021 layout's"
+        return with_recompute(work, "full"), "the megatron-2021 layout's"
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
     for policy in RECOMPUTE_ORDER:
-        settled = dataclasses.replace(work, recompute=policy)
+        settled = with_recompute(work, policy)
         if sum(training_memory(settled, gpus).values()) <= available:
             return settled, "assumed: the least recomputation whose activations fit"
-    return dataclasses.replace(work, recompute="full"), "assumed: the least memory (none fits)"
+    return with_recompute(work, "full"), "assumed: the least memory (none fits)"
+
+
+@per_pass(objects=1)
+def with_recompute(work: Workload, policy: str) -> Workload:
+    """`work` under the recompute `policy`: one object per (workload, policy) in a sizing pass."""
+    return dataclasses.replace(work, recompute=policy)
 
 
 def attention_training_flops(arch: Architecture, seq_len: int) -> float:

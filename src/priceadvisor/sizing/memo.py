@@ -27,6 +27,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+_MISSING = object()
+
+
 class _Pass:
     __slots__ = ("alive", "found")
 
@@ -63,12 +66,11 @@ def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
             if current is None or kwargs:
                 return function(*args, **kwargs)
             key = (function, *map(id, args[:objects]), *args[objects:])
-            try:
-                return current.found[key]  # type: ignore[no-any-return]
-            except KeyError:
-                result = current.found[key] = function(*args, **kwargs)
+            found = current.found.get(key, _MISSING)
+            if found is _MISSING:
+                found = current.found[key] = function(*args, **kwargs)
                 current.alive.append(args)
-                return result
+            return found  # type: ignore[no-any-return]
 
         return memoised
 
