@@ -829,14 +829,22 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[tuple[int, 
     ranked: list[tuple[float, int, int, int, Workload]] = []
     for tp, pp in serving_layouts(work, gpus):
         staged = with_stages(work, pp)
-        if not holds_a_request(staged, gpu, tp):
-            continue  # the memory holds no request: the rest is not sized
-        batch, _ = replica_batch(staged, gpu, tp)
-        if meets_latency(staged, gpu, tp, batch):
+        batch = fitting_batch(staged, gpu, tp)
+        if batch is not None:
             speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
             ranked.append((-speed, tp * pp, len(ranked), tp, staged))
     ranked.sort(key=lambda entry: entry[:3])
     return [(tp, staged) for *_, tp, staged in ranked]
+
+
+@per_pass(objects=2)
+def fitting_batch(work: Workload, gpu: GpuSpec, tp: int) -> int | None:
+    """The batch a replica of TP x `work.pipeline_parallel` runs when it fits and meets the
+    latency targets, else None; a replica whose memory holds no request is not sized further."""
+    if not holds_a_request(work, gpu, tp):
+        return None
+    batch, _ = replica_batch(work, gpu, tp)
+    return batch if meets_latency(work, gpu, tp, batch) else None
 
 
 @per_pass(objects=1)
@@ -1464,8 +1472,9 @@ def _finish_serving(
 def meets_latency(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> bool:
     """Whether a replica running `batch` meets the TPOT target (a batch of at least one) and
     the TTFT target."""
-    ttft_ms = ttft_seconds(work, gpu, tp) * 1000
-    return not (batch < 1 or (work.ttft_ms_max is not None and ttft_ms > work.ttft_ms_max))
+    if batch < 1:
+        return False
+    return work.ttft_ms_max is None or not ttft_seconds(work, gpu, tp) * 1000 > work.ttft_ms_max
 
 
 def serving_tokens_per_s(work: Workload, gpu: GpuSpec, tp: int, batch: int, replicas: int) -> float:
