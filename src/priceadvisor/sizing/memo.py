@@ -65,7 +65,10 @@ def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
             current = _current.get()
             if current is None or kwargs:
                 return function(*args, **kwargs)
-            key = (function, *map(id, args[:objects]), *args[objects:])
+            if objects == 2:  # (workload, GPU, ...): the common case, keyed without a loop
+                key = (function, id(args[0]), id(args[1])) + args[2:]
+            else:
+                key = (function, *map(id, args[:objects]), *args[objects:])
             found = current.found.get(key, _MISSING)
             if found is _MISSING:
                 found = current.found[key] = function(*args, **kwargs)
