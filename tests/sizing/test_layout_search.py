@@ -46,8 +46,11 @@ def exhaustive(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     if not fitting:
         return sizing._serve(work, gpu, gpus, sizing.default_tensor_parallel(work, gpu, gpus))
     fitting.sort(key=lambda r: (-r.tokens_per_s, r.tensor_parallel * r.pipeline_parallel))
-    best = fitting[0]
-    runner = fitting[1] if len(fitting) > 1 else None
+    best, others = fitting[0], fitting[1:]
+    runner = None
+    if others:
+        name = sizing._layout_name(others[0].tensor_parallel, others[0].pipeline_parallel)
+        runner = (name, others[0].tokens_per_s, others[0].tpot_ms or 0.0)
     best.layout_chosen = sizing._layout_reason(best, runner, len(fitting))
     return best
 

@@ -38,7 +38,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
@@ -816,25 +816,43 @@ def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         ranked = fitting_layouts(work, gpu, gpus)
         if not ranked:
             return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
-        best, *runner = [_serve(staged, gpu, gpus, tp) for tp, staged in ranked[:2]]
-    best.layout_chosen = _layout_reason(best, runner[0] if runner else None, len(ranked))
+        best = _serve(ranked[0].work, gpu, gpus, ranked[0].tp)
+        runner = _runner_up(ranked[1], gpu) if len(ranked) > 1 else None
+    best.layout_chosen = _layout_reason(best, runner, len(ranked))
     return best
 
 
-def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[tuple[int, Workload]]:
-    """The valid layouts that fit and meet the latency targets as (TP, the workload in its
-    pipeline stages), fastest first (ties: more replicas, then fewer stages, then the order
-    of `serving_layouts`). Each is ranked by the figures `_serve` gives it — the same helpers,
-    without building an estimate: only the chosen layout and the runner-up are built."""
-    ranked: list[tuple[float, int, int, int, Workload]] = []
+class RankedLayout(NamedTuple):
+    """A layout that fits, as the search ranks it: TP, the workload in its pipeline stages,
+    the batch a replica runs and the output tokens/s of the GPUs' replicas."""
+
+    tp: int
+    work: Workload
+    batch: int
+    tokens_per_s: float
+
+
+def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayout]:
+    """The valid layouts that fit and meet the latency targets, fastest first (ties: more
+    replicas, then fewer stages, then the order of `serving_layouts`). Each is ranked by the
+    figures `_serve` gives it — the same helpers, without building an estimate: only the
+    chosen layout is built."""
+    ranked: list[tuple[float, int, int, RankedLayout]] = []
     for tp, pp in serving_layouts(work, gpus):
         staged = with_stages(work, pp)
         batch = fitting_batch(staged, gpu, tp)
         if batch is not None:
             speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
-            ranked.append((-speed, tp * pp, len(ranked), tp, staged))
+            ranked.append((-speed, tp * pp, len(ranked), RankedLayout(tp, staged, batch, speed)))
     ranked.sort(key=lambda entry: entry[:3])
-    return [(tp, staged) for *_, tp, staged in ranked]
+    return [layout for *_, layout in ranked]
+
+
+def _runner_up(layout: RankedLayout, gpu: GpuSpec) -> tuple[str, float, float]:
+    """What the reason says of the runner-up: its name, tokens/s and TPOT (as `_serve` gives
+    them)."""
+    tpot = _tpot_ms(layout.work, gpu, layout.tp, layout.batch)
+    return _layout_name(layout.tp, layout.work.pipeline_parallel), layout.tokens_per_s, tpot
 
 
 @per_pass(objects=2)
@@ -856,20 +874,22 @@ def with_stages(work: Workload, stages: int) -> Workload:
     return dataclasses.replace(work, pipeline_parallel=stages)
 
 
-def _layout_name(result: Estimate) -> str:
-    tp, pp = result.tensor_parallel, result.pipeline_parallel
+def _layout_name(tp: int, pp: int) -> str:
     return f"TP{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
 
 
-def _layout_reason(best: Estimate, runner: Estimate | None, fitting: int) -> str:
+def _layout_reason(best: Estimate, runner: tuple[str, float, float] | None, fitting: int) -> str:
+    """Why the layout: its figures, how many fit, and the runner-up's (name, tokens/s, TPOT)."""
     reason = (
-        f"{_layout_name(best)} x {best.replicas} replica(s): {best.tokens_per_s:,.0f} tok/s "
-        f"(TPOT {best.tpot_ms or 0:.0f} ms), the fastest of {fitting} layouts that fit"
+        f"{_layout_name(best.tensor_parallel, best.pipeline_parallel)} x {best.replicas} "
+        f"replica(s): {best.tokens_per_s:,.0f} tok/s (TPOT {best.tpot_ms or 0:.0f} ms), the "
+        f"fastest of {fitting} layouts that fit"
     )
     if runner:
+        name, tokens_per_s, tpot_ms = runner
         reason += (
-            f"; next {_layout_name(runner)}: {runner.tokens_per_s:,.0f} tok/s "
-            f"(TPOT {runner.tpot_ms or 0:.0f} ms); --tp/--pp set it"
+            f"; next {name}: {tokens_per_s:,.0f} tok/s (TPOT {tpot_ms or 0:.0f} ms); "
+            "--tp/--pp set it"
         )
     return reason
 

@@ -66,7 +66,7 @@ def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
             if current is None or kwargs:
                 return function(*args, **kwargs)
             if objects == 2:  # (workload, GPU, ...): the common case, keyed without a loop
-                key = (function, id(args[0]), id(args[1])) + args[2:]
+                key = (function, id(args[0]), id(args[1]), *args[2:])
             else:
                 key = (function, *map(id, args[:objects]), *args[objects:])
             found = current.found.get(key, _MISSING)
