@@ -1454,7 +1454,6 @@ def _note_engine_cap(result: Estimate, work: Workload, gpu: GpuSpec, batch: int)
         )
 
 
-@per_pass(objects=2)
 def _choose_batch(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[int, str]:
     """Largest batch ≤ `batch` whose TPOT meets the target (binary search)."""
     if work.tpot_ms_max is None or _tpot_ms(work, gpu, tp, batch) <= work.tpot_ms_max:
