@@ -29,6 +29,12 @@ Contents, in the order a workload's path goes through them:
    `training_mfu`, `dense_training_mfu`, `decode_mbu`, `serving_mfu`, `prefill_mfu`,
    `achievable_matmul_share`, `engine_factor`, `allreduce_latency`, each scaled per regime by
    `regime_factor`, with `prior_uncertainty` for the stated range.
+
+Serving with no layout given (`fastest_layout`) ranks every valid TP x PP layout by the helpers
+`_serve` uses (`fitting_layouts`: `fitting_batch`, `serving_tokens_per_s`) and builds only the
+chosen one. Helpers marked `per_pass` are computed once per distinct call inside a sizing pass
+(`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per workload, so
+that a workload's layouts and GPU counts share their figures.
 """
 
 from __future__ import annotations
