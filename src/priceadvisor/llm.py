@@ -43,6 +43,15 @@ class Architecture:
     mla_kv_dim: int = 0
     routed_groups: int = 0  # node-limited routing: a token reaches at most this many groups
     aliases: tuple[str, ...] = field(default=())
+    # Derived once at construction: sizing reads the totals in every formula.
+    _total_params: float = field(init=False, repr=False, compare=False)
+    _active_params: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        total = self.params_b * 1e9 if self.params_b else self.dense_params()
+        object.__setattr__(self, "_total_params", total)
+        active = self.active_params_b * 1e9 if self.active_params_b else total
+        object.__setattr__(self, "_active_params", active)
 
     @property
     def dim_head(self) -> int:
@@ -62,11 +71,11 @@ class Architecture:
 
     @property
     def total_params(self) -> float:
-        return self.params_b * 1e9 if self.params_b else self.dense_params()
+        return self._total_params
 
     @property
     def active_params(self) -> float:
-        return self.active_params_b * 1e9 if self.active_params_b else self.total_params
+        return self._active_params
 
     def kv_bytes_per_token(self, bytes_per_value: float) -> float:
         """2·L·n_kv·d_h·bytes; MLA models cache one latent per layer instead."""
@@ -81,7 +90,7 @@ class Architecture:
         return self.kv_bytes_per_token(bytes_per_value) / min(tensor_parallel, self.kv_heads)
 
 
-_FIELDS = {f for f in Architecture.__dataclass_fields__ if f != "name"}
+_FIELDS = {name for name, f in Architecture.__dataclass_fields__.items() if f.init} - {"name"}
 
 
 @cache

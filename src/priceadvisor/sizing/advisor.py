@@ -47,6 +47,7 @@ from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.records import TRAINING_TASKS, utcnow
 from priceadvisor.sizing import effective, topk
 from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
+from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import columns, freshness, interruption, reads, transactions
 from priceadvisor.store.ids import next_id
@@ -353,7 +354,8 @@ def _plan(
     plan = _Plan([], eligible, np.full(size, np.nan), np.full(size, -1), [], [])
     for widx, profile in enumerate(profiles):
         usable = topk.allowed_shapes(offers, eligible[widx], len(shapes)).tolist()
-        _size_workload(plan, widx, profile, [(s, shapes[s]) for s in usable])
+        with sizing_pass():  # the workload's GPU counts share their layouts' figures
+            _size_workload(plan, widx, profile, [(s, shapes[s]) for s in usable])
     return plan
 
 

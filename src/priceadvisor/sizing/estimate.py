@@ -29,19 +29,27 @@ Contents, in the order a workload's path goes through them:
    `training_mfu`, `dense_training_mfu`, `decode_mbu`, `serving_mfu`, `prefill_mfu`,
    `achievable_matmul_share`, `engine_factor`, `allreduce_latency`, each scaled per regime by
    `regime_factor`, with `prior_uncertainty` for the stated range.
+
+Serving with no layout given (`fastest_layout`) ranks every valid TP x PP layout by the helpers
+`_serve` uses (`fitting_layouts`: `fitting_batch`, `serving_tokens_per_s`) and builds only the
+chosen one. Helpers marked `per_pass` are computed once per distinct call inside a sizing pass
+(`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per workload, so
+that a workload's layouts and GPU counts share their figures.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
 from priceadvisor.llm import GIB, Architecture
 from priceadvisor.records import TRAINING_TASKS, Precision, Task
+from priceadvisor.sizing.memo import per_pass, sizing_pass
 from priceadvisor.workload import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     MAX_TENSOR_PARALLEL,
@@ -292,7 +300,7 @@ class Estimate:
 
     @property
     def replicas(self) -> int:
-        return max(1, int(self.gpu_count) // (self.tensor_parallel * self.pipeline_parallel))
+        return replicas_of(self.gpu_count, self.tensor_parallel, self.pipeline_parallel)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -324,6 +332,11 @@ class Estimate:
             "uncertainty": self.uncertainty,
             "notes": self.notes,
         }
+
+
+def replicas_of(gpus: float, tp: int, pp: int) -> int:
+    """Serving replicas of TP x PP GPUs that `gpus` GPUs hold (at least one)."""
+    return max(1, int(gpus) // (tp * pp))
 
 
 def _round(value: float | None) -> float | None:
@@ -428,13 +441,18 @@ def link_bandwidth(gpu: GpuSpec, group: int) -> float:
 
 
 def _vendor_class(gpu: GpuSpec) -> str:
-    if gpu.vendor == "AMD":
+    return _vendor_class_of(gpu.vendor, gpu.family, gpu.specs.get("architecture"))
+
+
+@functools.cache  # a few GPU models, asked on every estimate
+def _vendor_class_of(vendor: str, family: str, architecture: object) -> str:
+    if vendor == "AMD":
         return "amd"
-    if gpu.vendor != "NVIDIA":
+    if vendor != "NVIDIA":
         return "other"
-    if gpu.family.startswith("RTX") and gpu.family[3:4].isdigit():
+    if family.startswith("RTX") and family[3:4].isdigit():
         return "consumer"
-    return str(gpu.specs.get("architecture") or "").split(" ")[0].lower()  # hopper, ampere…
+    return str(architecture or "").split(" ")[0].lower()  # hopper, ampere…
 
 
 # --- efficiency priors (docs/accuracy.md), scaled per regime by calibration -----------------------
@@ -722,6 +740,7 @@ def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
     return 0.20 if task in TRAINING_TASKS else 0.30
 
 
+@per_pass(objects=2)
 def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
     prior = prior_uncertainty(gpu, work.arch, work.task)
     return round(max(prior, work.scales.range_for(regime, software_key(work))), 3)
@@ -853,34 +872,84 @@ def fastest_layout(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
     the latency targets, the one the model predicts the most output tokens/s for (ties: more
     replicas, then fewer stages), with why in `layout_chosen`; when none fits, the smallest
     tensor-parallel degree that holds the workload (`default_tensor_parallel`), to say why."""
-    sized = [
-        _serve(dataclasses.replace(work, pipeline_parallel=pp), gpu, gpus, tp)
-        for tp, pp in serving_layouts(work, gpus)
-    ]
-    fitting = [r for r in sized if r.fits]
-    if not fitting:
-        return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
-    fitting.sort(key=lambda r: (-r.tokens_per_s, r.tensor_parallel * r.pipeline_parallel))
-    best = fitting[0]
-    best.layout_chosen = _layout_reason(best, fitting[1:])
+    with sizing_pass():
+        ranked = fitting_layouts(work, gpu, gpus)
+        if not ranked:
+            return _serve(work, gpu, gpus, default_tensor_parallel(work, gpu, gpus))
+        best = _serve(ranked[0].work, gpu, gpus, ranked[0].tp)
+        runner = _runner_up(ranked[1], gpu) if len(ranked) > 1 else None
+    best.layout_chosen = _layout_reason(best, runner, len(ranked))
     return best
 
 
-def _layout_name(result: Estimate) -> str:
-    tp, pp = result.tensor_parallel, result.pipeline_parallel
+class RankedLayout(NamedTuple):
+    """A layout that fits, as the search ranks it: TP, the workload in its pipeline stages,
+    the batch a replica runs and the output tokens/s of the GPUs' replicas."""
+
+    tp: int
+    work: Workload
+    batch: int
+    tokens_per_s: float
+
+
+def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayout]:
+    """The valid layouts that fit and meet the latency targets, fastest first (ties: more
+    replicas, then fewer stages, then the order of `serving_layouts`). Each is ranked by the
+    figures `_serve` gives it — the same helpers, without building an estimate: only the
+    chosen layout is built."""
+    ranked: list[tuple[float, int, int, RankedLayout]] = []
+    for tp, pp in serving_layouts(work, gpus):
+        staged = with_stages(work, pp)
+        batch = fitting_batch(staged, gpu, tp)
+        if batch is not None:
+            speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
+            ranked.append((-speed, tp * pp, len(ranked), RankedLayout(tp, staged, batch, speed)))
+    ranked.sort(key=lambda entry: entry[:3])
+    return [layout for *_, layout in ranked]
+
+
+def _runner_up(layout: RankedLayout, gpu: GpuSpec) -> tuple[str, float, float]:
+    """What the reason says of the runner-up: its name, tokens/s and TPOT (as `_serve` gives
+    them)."""
+    tpot = _tpot_ms(layout.work, gpu, layout.tp, layout.batch)
+    return _layout_name(layout.tp, layout.work.pipeline_parallel), layout.tokens_per_s, tpot
+
+
+@per_pass(objects=2)
+def fitting_batch(work: Workload, gpu: GpuSpec, tp: int) -> int | None:
+    """The batch a replica of TP x `work.pipeline_parallel` runs when it fits and meets the
+    latency targets, else None; a replica whose memory holds no request is not sized further."""
+    if not holds_a_request(work, gpu, tp):
+        return None
+    batch, _ = replica_batch(work, gpu, tp)
+    return batch if meets_latency(work, gpu, tp, batch) else None
+
+
+@per_pass(objects=1)
+def with_stages(work: Workload, stages: int) -> Workload:
+    """`work` served in `stages` pipeline stages: one object per (workload, stages) in a sizing
+    pass, so that every layout and GPU count of the pass shares the memoised helpers."""
+    if stages == work.pipeline_parallel:
+        return work
+    return dataclasses.replace(work, pipeline_parallel=stages)
+
+
+def _layout_name(tp: int, pp: int) -> str:
     return f"TP{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
 
 
-def _layout_reason(best: Estimate, others: list[Estimate]) -> str:
+def _layout_reason(best: Estimate, runner: tuple[str, float, float] | None, fitting: int) -> str:
+    """Why the layout: its figures, how many fit, and the runner-up's (name, tokens/s, TPOT)."""
     reason = (
-        f"{_layout_name(best)} x {best.replicas} replica(s): {best.tokens_per_s:,.0f} tok/s "
-        f"(TPOT {best.tpot_ms or 0:.0f} ms), the fastest of {len(others) + 1} layouts that fit"
+        f"{_layout_name(best.tensor_parallel, best.pipeline_parallel)} x {best.replicas} "
+        f"replica(s): {best.tokens_per_s:,.0f} tok/s (TPOT {best.tpot_ms or 0:.0f} ms), the "
+        f"fastest of {fitting} layouts that fit"
     )
-    if others:
-        runner = others[0]
+    if runner:
+        name, tokens_per_s, tpot_ms = runner
         reason += (
-            f"; next {_layout_name(runner)}: {runner.tokens_per_s:,.0f} tok/s "
-            f"(TPOT {runner.tpot_ms or 0:.0f} ms); --tp/--pp set it"
+            f"; next {name}: {tokens_per_s:,.0f} tok/s (TPOT {tpot_ms or 0:.0f} ms); "
+            "--tp/--pp set it"
         )
     return reason
 
@@ -960,13 +1029,19 @@ def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload,
     if work.recompute:
         return work, "given"
     if work.stack == "megatron-2021":
-        return dataclasses.replace(work, recompute="full"), "the megatron-2021 layout's"
+        return with_recompute(work, "full"), "the megatron-2021 layout's"
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
     for policy in RECOMPUTE_ORDER:
-        settled = dataclasses.replace(work, recompute=policy)
+        settled = with_recompute(work, policy)
         if sum(training_memory(settled, gpus).values()) <= available:
             return settled, "assumed: the least recomputation whose activations fit"
-    return dataclasses.replace(work, recompute="full"), "assumed: the least memory (none fits)"
+    return with_recompute(work, "full"), "assumed: the least memory (none fits)"
+
+
+@per_pass(objects=1)
+def with_recompute(work: Workload, policy: str) -> Workload:
+    """`work` under the recompute `policy`: one object per (workload, policy) in a sizing pass."""
+    return dataclasses.replace(work, recompute=policy)
 
 
 def attention_training_flops(arch: Architecture, seq_len: int) -> float:
@@ -1112,6 +1187,7 @@ def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
     return scales.factor("train-e2e") / (1 + lost)
 
 
+@per_pass(objects=2)
 def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, float], float]:
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV.
     A pipeline stage holds 1/PP of the layers, so the weights split over TP x PP GPUs; the
@@ -1186,6 +1262,7 @@ def max_requests(work: Workload, capacity: int) -> int:
     return int(capacity // kv_tokens_per_request(work))
 
 
+@per_pass(objects=2)
 def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
     _, free = serving_memory(work, gpu, tp)
     return max(0, int(free * GIB / kv_per_token(work, tp)))
@@ -1217,6 +1294,7 @@ def sixteen_bit_extra(work: Workload) -> float:
     return arch.vocab * arch.hidden * (1 if arch.tied else 2) * max(0.0, 2.0 - byte)
 
 
+@per_pass(objects=2)
 def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
     """(memory term, compute term) of one decode step for `batch` concurrent requests, prefill
     excluded, per GPU of a replica. Memory: weights read + KV read at the mean context,
@@ -1312,6 +1390,7 @@ def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> 
     return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / collective_bandwidth(gpu, tp)
 
 
+@per_pass(objects=2)
 def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
     """Prefill compute plus one pass over the weights (the first token is a decode step too).
     Under pipeline parallelism both cross the stages in turn: TP-way prefill, all the weights
@@ -1339,7 +1418,7 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     result = Estimate(
         gpu.id,
         gpus,
-        free > 0 and max_concurrency >= 1,
+        holds_a_request(work, gpu, tp),
         "bandwidth",
         memory | {"kv_cache": max(free, 0.0)},
         available,
@@ -1364,8 +1443,8 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     if not result.fits:
         result.binding = "memory"
         return result
-    requested = work.concurrency or engine_batch(work, gpu, max_concurrency)
-    batch, binding = _choose_batch(work, gpu, tp, min(requested, max_concurrency))
+    requested = requested_batch(work, gpu, max_concurrency)
+    batch, binding = replica_batch(work, gpu, tp)
     if binding != "latency target" and max_concurrency < requested:
         binding = "kv capacity"
         result.notes.append(
@@ -1376,6 +1455,27 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     _note_engine_cap(result, work, gpu, batch)
     _finish_serving(result, work, gpu, tp, batch, binding)
     return result
+
+
+@per_pass(objects=2)
+def holds_a_request(work: Workload, gpu: GpuSpec, tp: int) -> bool:
+    """Whether a replica's memory holds the weights and one whole request's KV cache."""
+    _, free = serving_memory(work, gpu, tp)
+    return free > 0 and max_requests(work, kv_tokens(work, gpu, tp)) >= 1
+
+
+def requested_batch(work: Workload, gpu: GpuSpec, admitted: int) -> int:
+    """The batch asked of a replica: the workload's concurrency, else the engine's
+    (`engine_batch`)."""
+    return work.concurrency or engine_batch(work, gpu, admitted)
+
+
+@per_pass(objects=2)
+def replica_batch(work: Workload, gpu: GpuSpec, tp: int) -> tuple[int, str]:
+    """The batch a replica runs — the requested one within what its KV cache admits and the
+    TPOT target allows (`_choose_batch`) — and what binds it there."""
+    admitted = max_requests(work, kv_tokens(work, gpu, tp))
+    return _choose_batch(work, gpu, tp, min(requested_batch(work, gpu, admitted), admitted))
 
 
 def engine_cap(work: Workload, gpu: GpuSpec) -> int | None:
@@ -1441,14 +1541,28 @@ def _finish_serving(
     prefill in it, so TTFT + n·TPOT is one request's latency); throughput over all replicas
     with every request's prefill paid (continuous batching interleaves it)."""
     result.ttft_ms = ttft_seconds(work, gpu, tp) * 1000
-    if batch < 1 or (work.ttft_ms_max is not None and result.ttft_ms > work.ttft_ms_max):
+    if not meets_latency(work, gpu, tp, batch):
         result.fits, result.binding = False, "latency target"
         return
     result.batch, result.binding = batch, binding
     result.tpot_ms = _tpot_ms(work, gpu, tp, batch)
-    result.tokens_per_s = result.replicas * batch / saturated_step_seconds(work, gpu, tp, batch)
+    result.tokens_per_s = serving_tokens_per_s(work, gpu, tp, batch, result.replicas)
 
 
+def meets_latency(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> bool:
+    """Whether a replica running `batch` meets the TPOT target (a batch of at least one) and
+    the TTFT target."""
+    if batch < 1:
+        return False
+    return work.ttft_ms_max is None or not ttft_seconds(work, gpu, tp) * 1000 > work.ttft_ms_max
+
+
+def serving_tokens_per_s(work: Workload, gpu: GpuSpec, tp: int, batch: int, replicas: int) -> float:
+    """Output tokens/s of `replicas` saturated replicas running `batch` each."""
+    return replicas * batch / saturated_step_seconds(work, gpu, tp, batch)
+
+
+@per_pass(objects=2)
 def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
     """Time per decode step of a saturated replica with every request's prefill spread over
     its output tokens. Memory and compute terms add up (their sum fits the measurements better

@@ -1,0 +1,80 @@
+"""A memo of sizing's pure helpers that lives for one sizing pass (`sizing_pass`).
+
+Serving with no layout given sizes every valid TP x PP layout of a replica, and the advisor
+sizes the same workload on 1, 2, 4 and 8 GPUs of a model: the same decode steps, memory
+splits and latencies come up again and again (a replica of TP2 x PP2 is the same on 4 GPUs
+as on 8). Inside a pass, a helper marked `per_pass` computes each distinct call once.
+
+The key is the identity of the workload and GPU objects (neither is hashable: a GPU's specs
+and the fitted scales are dicts) and the value of the plain arguments. The memo keeps every
+object it keyed by identity alive, so no other object can take its id while the pass lasts;
+the objects are frozen, so the same object always gives the same result. Nothing outlives
+the pass: a memo across passes would keep answers computed under other module tables (tests
+patch them) or other scales, and a process never pays for memory it no longer needs.
+Callers must not mutate a memoised result (the helpers return floats, tuples and a dict that
+`_serve` copies).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+_MISSING = object()
+
+
+class _Pass:
+    __slots__ = ("alive", "found")
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[Any, ...], Any] = {}
+        self.alive: list[tuple[Any, ...]] = []
+
+
+_current: ContextVar[_Pass | None] = ContextVar("priceadvisor_sizing_pass", default=None)
+
+
+@contextmanager
+def sizing_pass() -> Iterator[None]:
+    """Memoise `per_pass` helpers until the block ends; inside an open pass, join it."""
+    if _current.get() is not None:
+        yield
+        return
+    token = _current.set(_Pass())
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Compute the decorated function once per distinct call inside a sizing pass (outside one:
+    as is), its first `objects` arguments keyed by identity, the others by value (they must be
+    hashable). Positional calls only are memoised."""
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(function)
+        def memoised(*args: P.args, **kwargs: P.kwargs) -> R:
+            current = _current.get()
+            if current is None or kwargs:
+                return function(*args, **kwargs)
+            if objects == 2:  # (workload, GPU, ...): the common case, keyed without a loop
+                key = (function, id(args[0]), id(args[1]), *args[2:])
+            else:
+                key = (function, *map(id, args[:objects]), *args[objects:])
+            found = current.found.get(key, _MISSING)
+            if found is _MISSING:
+                found = current.found[key] = function(*args, **kwargs)
+                current.alive.append(args)
+            return found  # type: ignore[no-any-return]
+
+        return memoised
+
+    return decorate

@@ -1,0 +1,140 @@
+"""The serving layout search (`fastest_layout`) ranks layouts without building their estimates
+and shares its helpers' figures inside a sizing pass; it must choose exactly what sizing every
+valid layout in full would choose, with the same figures to the last bit."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import Counter
+
+import pytest
+
+from priceadvisor import llm
+from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
+from priceadvisor.sizing import estimate as sizing
+from priceadvisor.sizing.estimate import Estimate, Scales, Workload
+from priceadvisor.sizing.memo import per_pass, sizing_pass
+
+MODELS = ("llama-3.2-1b", "llama-3.1-8b", "gemma-2-27b", "mixtral-8x7b", "llama-3.1-70b")
+GPUS = ("L4-24GB", "A100-SXM-40GB", "H100-SXM-80GB", "H100-PCIE-80GB", "MI300X-192GB")
+COUNTS = (1, 2, 4, 8, 16)
+# Fitted-looking scales (engine and regime factors, ranges) so that the factor paths run too.
+SCALES = Scales(
+    factors={"decode": 0.9, "serve-throughput": 1.1, "engine-amd": 0.8, "engine:vllm": 1.05},
+    uncertainty={"decode": 0.25, "serve-throughput:unknown": 0.4},
+)
+# (task, precision, changes): targets, engines and batches that bind the choice differently.
+VARIANTS: tuple[tuple[str, str, dict[str, object]], ...] = (
+    ("serve", "bf16", {}),
+    ("serve", "fp8", {"tpot_ms_max": 40.0, "engine": "vllm-v0"}),
+    ("serve", "bf16", {"ttft_ms_max": 150.0, "concurrency": 2}),
+    ("batch", "fp8", {"concurrency": None, "engine": "vllm"}),
+    ("batch", "bf16", {"concurrency": None, "engine": "trt-llm", "scales": SCALES}),
+    ("serve", "int4", {"concurrency": 64, "input_tokens": 8000, "pipeline_parallel": 2}),
+)
+
+
+def exhaustive(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
+    """The search as first written: every valid layout sized in full (each on its own copy of
+    the workload, no sizing pass), then the fastest that fits."""
+    sized = [
+        sizing._serve(dataclasses.replace(work, pipeline_parallel=pp), gpu, gpus, tp)
+        for tp, pp in sizing.serving_layouts(work, gpus)
+    ]
+    fitting = [r for r in sized if r.fits]
+    if not fitting:
+        return sizing._serve(work, gpu, gpus, sizing.default_tensor_parallel(work, gpu, gpus))
+    fitting.sort(key=lambda r: (-r.tokens_per_s, r.tensor_parallel * r.pipeline_parallel))
+    best, others = fitting[0], fitting[1:]
+    runner = None
+    if others:
+        name = sizing._layout_name(others[0].tensor_parallel, others[0].pipeline_parallel)
+        runner = (name, others[0].tokens_per_s, others[0].tpot_ms or 0.0)
+    best.layout_chosen = sizing._layout_reason(best, runner, len(fitting))
+    return best
+
+
+def _grid() -> list[tuple[Workload, GpuSpec, int]]:
+    catalog = gpu_catalog().gpus
+    cases = []
+    for model, (task, precision, changes) in itertools.product(MODELS, VARIANTS):
+        work = dataclasses.replace(Workload(task, llm.lookup(model), precision), **changes)
+        for gpu_id in GPUS:
+            gpu = catalog[gpu_id]
+            cases += [(work, gpu, n) for n in COUNTS if n % work.pipeline_parallel == 0]
+    return cases
+
+
+def test_the_search_chooses_what_sizing_every_layout_chooses() -> None:
+    cases = _grid()
+    expected = [exhaustive(*case) for case in cases]
+    alone = [sizing.fastest_layout(*case) for case in cases]  # each call its own pass
+    with sizing_pass():  # one pass over the whole grid, as advise shares one per workload
+        shared = [sizing.fastest_layout(*case) for case in cases]
+    for case, want, got_alone, got_shared in zip(cases, expected, alone, shared, strict=True):
+        assert repr(got_alone) == repr(want), case  # every field, floats to the last bit
+        assert repr(got_shared) == repr(want), case
+    # The grid reaches every way the choice can go, so the comparison above means something.
+    kinds = Counter(_kind(found) for found in expected)
+    assert {"chosen of several", "chosen alone", "none fits"} == set(kinds), kinds
+    reasons = " ".join(r.layout_chosen or "" for r in expected)
+    assert "x PP2" in reasons and "TP8" in reasons
+
+
+def _kind(found: Estimate) -> str:
+    if not found.fits:
+        return "none fits"
+    return "chosen alone" if "fastest of 1 " in (found.layout_chosen or "") else "chosen of several"
+
+
+def test_a_layout_excluded_by_a_latency_target_is_not_counted() -> None:
+    work = Workload("serve", llm.lookup("llama-3.1-70b"), "fp8", tpot_ms_max=40.0)
+    gpu = gpu_catalog().gpus["H100-SXM-80GB"]
+    chosen, want = sizing.fastest_layout(work, gpu, 8), exhaustive(work, gpu, 8)
+    assert repr(chosen) == repr(want)
+    fitting = len(sizing.fitting_layouts(work, gpu, 8))
+    assert 1 < fitting < len(sizing.serving_layouts(work, 8))
+    assert f"the fastest of {fitting} layouts that fit" in (chosen.layout_chosen or "")
+
+
+class _Thing:
+    """An unhashable stand-in for a workload: equal things are still different objects."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Thing) and other.value == self.value
+
+
+def test_the_memo_lives_for_one_pass_and_keys_objects_by_identity() -> None:
+    calls: list[tuple[int, int]] = []
+
+    @per_pass(objects=1)
+    def doubled(thing: _Thing, n: int) -> int:
+        calls.append((thing.value, n))
+        return thing.value * 2 + n
+
+    first, twin = _Thing(3), _Thing(3)
+    assert doubled(first, 1) == doubled(first, 1) == 7 and len(calls) == 2  # no pass: as is
+    with sizing_pass():
+        assert doubled(first, 1) == doubled(first, 1) == 7
+        assert doubled(twin, 1) == 7 and doubled(first, 2) == 8
+        with sizing_pass():  # joins the open pass
+            assert doubled(first, 1) == 7
+    assert len(calls) == 5  # first/1, twin/1, first/2 once each in the pass
+    doubled(first, 1)
+    assert len(calls) == 6  # the pass's memo went with it
+
+
+def test_an_unhashable_plain_argument_is_refused_inside_a_pass() -> None:
+    @per_pass(objects=1)
+    def size(thing: _Thing, other: _Thing) -> int:
+        return thing.value + other.value
+
+    assert size(_Thing(1), _Thing(2)) == 3
+    with sizing_pass(), pytest.raises(TypeError):
+        size(_Thing(1), _Thing(2))
