@@ -126,7 +126,8 @@ OFFERS_COLUMNS = [
     "gpu_model", "gpu_name_raw", "gpu_count", "gpu_memory_gb", "vcpus", "ram_gb", "pricing",
     "term_months", "upfront_usd", "monthly_usd", "price_hour_usd", "price_gpu_hour_usd",
     "currency", "price_hour_original", "price_origin",
-    "price_rule", "available", "stock", "interruption_rate", "offer_count", "price_hour_median_usd",
+    "price_rule", "available", "stock", "interruption_rate", "disk_usd_gb_month", "egress_usd_gb",
+    "offer_count", "price_hour_median_usd",
     "price_date", "first_seen", "last_seen", "source_url", "flag", "flag_reason",
 ]  # fmt: skip
 HISTORY_COLUMNS = [
