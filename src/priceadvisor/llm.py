@@ -42,6 +42,7 @@ class Architecture:
     active_params_b: float | None = None
     mla_kv_dim: int = 0
     routed_groups: int = 0  # node-limited routing: a token reaches at most this many groups
+    dense_layers: int = 0  # MoE: the first layers, whose MLP is dense (no experts, no routing)
     aliases: tuple[str, ...] = field(default=())
 
     @property
@@ -51,6 +52,11 @@ class Architecture:
     @property
     def is_moe(self) -> bool:
         return self.experts > 1
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP routes tokens to experts: all but the leading dense ones."""
+        return max(0, self.layers - self.dense_layers) if self.is_moe else 0
 
     def dense_params(self) -> float:
         """N ≈ L·(attention + MLP) + V·d·(1 if tied else 2); norms and biases are noise."""
@@ -228,6 +234,7 @@ def _hf_architecture(config: dict[str, Any], kind: str, name: str) -> Architectu
         experts_per_token=int(_first(config, "experts_per_token", 0)),
         expert_ffn=int(config.get("moe_intermediate_size") or 0),
         routed_groups=int(config.get("topk_group") or 0),
+        dense_layers=int(config.get("first_k_dense_replace") or 0),
         mla_kv_dim=int(config.get("kv_lora_rank") or 0) + int(config.get("qk_rope_head_dim") or 0)
         if config.get("kv_lora_rank")
         else 0,

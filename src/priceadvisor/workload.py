@@ -71,7 +71,7 @@ DEFAULT_CONCURRENCY = {"serve": 16}
 # to hide the data-parallel weight traffic behind (sizing.estimate.data_parallel_seconds).
 DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20
 TRAINING_ONLY = ("recompute", "moe_overlap", "expert_parallel", "goodput")
-SERVING_ONLY = ("tensor_parallel",)
+SERVING_ONLY: tuple[str, ...] = ()
 
 
 class WorkloadError(ValueError):
@@ -191,9 +191,12 @@ class WorkloadSpec(BaseModel):
     tensor_parallel: int | None = Field(
         None,
         gt=0,
-        description="serving: GPUs per pipeline stage of a replica (default: with the pipeline "
-        "stages, the valid layout predicted fastest among those that fit, stated in the "
-        "estimate)",
+        description="GPUs one layer is split over. Serving: GPUs per pipeline stage of a replica "
+        "(default: with the pipeline stages, the valid layout predicted fastest among those "
+        "that fit, stated in the estimate). Training: the tensor-parallel degree the run uses "
+        "(TP x PP must divide the GPUs; data parallelism takes the rest): its all-reduces of "
+        "activations cross NVLink inside a node, the network beyond; default 1 (8 for "
+        "megatron-2021)",
     )
     pipeline_parallel: int = Field(
         1,
