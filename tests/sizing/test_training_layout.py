@@ -12,6 +12,7 @@ import pytest
 from priceadvisor import llm
 from priceadvisor.config import ConfigError, load_settings
 from priceadvisor.gpu_specs import gpu_catalog
+from priceadvisor.sizing import calibration
 from priceadvisor.sizing.estimate import (
     SizingError,
     Workload,
@@ -98,6 +99,7 @@ def test_config_and_cli_take_a_training_tensor_parallel_degree(
     code_plain, plain, _ = cli(capsys, *args)
     assert code == code_plain == 0
     assert json.loads(out)["tokens_per_s"] > json.loads(plain)["tokens_per_s"]
+    assert "training layout TP8: data parallel over 256" in json.loads(out)["notes"]
     code, _, err = cli(capsys, *args, "--tp", "3")
     assert code != 0 and "cannot be split" in err and len(err.strip().splitlines()) == 1
 
@@ -137,3 +139,12 @@ def test_the_expert_all_to_all_skips_deepseek_v3s_dense_layers(tmp_path: Path) -
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     assert llm.from_hf_config(path).dense_layers == 3
+
+
+def test_training_rows_state_the_tensor_parallel_degree_their_sources_give() -> None:
+    rows = {c.case_id: c for c in calibration.cases()}
+    stated = {"T02": 4, "T14": 2, "T15": 4, "T16": 4, "XT01": 2, "XT05": 2, "XT29": 2, "XT20": 8}
+    assert {k: rows[k].tensor_parallel for k in stated} == stated
+    # Llama 2's card and paper give neither GPU count nor layout, on which the hours now
+    # depend (A100 nodes' 200 Gb/s per GPU): reported, never fitted on.
+    assert rows["XT19"].check_only and rows["XT33"].check_only

@@ -100,7 +100,7 @@ def estimate_command(
         typer.Option(
             "--tp",
             "--tensor-parallel",
-            help=_help("tensor_parallel") + " --gpus/(--tp x --pp) replicas.",
+            help=_help("tensor_parallel") + " Serving runs --gpus/(--tp x --pp) replicas.",
         ),
     ] = None,
     precision: Annotated[str, typer.Option(help=_help("precision"))] = _default("precision"),

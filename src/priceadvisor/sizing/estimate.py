@@ -586,8 +586,17 @@ def exposed_tensor_parallel_seconds(
 def check_training_layout(work: Workload, gpus: int) -> None:
     """Refuse a stated training tensor-parallel degree that the GPUs (with the pipeline
     stages) or the model's heads cannot take."""
-    if work.tensor_parallel:
-        check_tensor_parallel(work, gpus, work.tensor_parallel)
+    tp, pp = work.tensor_parallel, work.pipeline_parallel
+    if not tp:
+        return
+    if gpus % (tp * pp):
+        raise SizingError(
+            f"{gpus} GPUs cannot be split into groups of TP{tp} x PP{pp} (TP·PP must divide)"
+        )
+    try:
+        check_tensor_parallel_limit(tp, work.arch.heads)
+    except WorkloadError as exc:
+        raise SizingError(str(exc)) from None
 
 
 def data_parallel_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
@@ -1119,6 +1128,8 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None)
             f"recompute {result.recompute} ({recompute_source}; --recompute none|selective|full "
             "sets it)"
         )
+    if work.tensor_parallel:
+        result.notes.append(_training_layout_note(work, gpus))
     scale = regime_factor(work, regime)
     if gpus > 1 and not has_fast_interconnect(gpu):
         scale *= 0.8
@@ -1145,6 +1156,14 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None)
         if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
             result.uncertainty = max(result.uncertainty, _uncertainty(work, gpu, "train-e2e"))
     return result
+
+
+def _training_layout_note(work: Workload, gpus: int) -> str:
+    """The stated training layout in words (the estimate's tensor_parallel/replicas fields
+    describe serving replicas)."""
+    pipeline = f" x PP{work.pipeline_parallel}" if work.pipeline_parallel > 1 else ""
+    replicas = data_parallel_replicas(work, gpus)
+    return f"training layout TP{work.tensor_parallel}{pipeline}: data parallel over {replicas}"
 
 
 def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
