@@ -127,6 +127,18 @@ def _candidates(name: str) -> list[str]:
     return list(dict.fromkeys((key, bare, stripped)))
 
 
+def _check_dense_layers(arch: Architecture) -> None:
+    """Leading dense layers: a MoE's, fewer than its layers, and with the published totals
+    (the dense layers' MLP width is not among the explicit numbers, so the count cannot be
+    derived)."""
+    if not arch.dense_layers:
+        return
+    if not arch.is_moe or arch.dense_layers >= arch.layers:
+        raise ModelError(f"{arch.name}: dense_layers applies to a MoE with more layers than that")
+    if not (arch.params_b and arch.active_params_b):
+        raise ModelError(f"{arch.name}: with dense_layers, give params_b and active_params_b")
+
+
 def from_numbers(name: str, **numbers: Any) -> Architecture:
     """Explicit architecture: `params_b` alone (a Llama-like layout is assumed for the KV cache),
     or the layer numbers; a MoE adds experts and experts_per_token, with active_params_b when
@@ -141,6 +153,7 @@ def from_numbers(name: str, **numbers: Any) -> Architecture:
         raise ModelError(f"{name}: give params_b or layers, hidden, heads, ffn and vocab")
     if arch.is_moe and not 0 < arch.experts_per_token <= arch.experts:
         raise ModelError(f"{name}: a MoE needs experts_per_token between 1 and experts")
+    _check_dense_layers(arch)
     if arch.is_moe and not arch.params_b:
         return _moe_counts(arch, {})
     if arch.is_moe and not arch.active_params_b:

@@ -122,6 +122,12 @@ class ArchitectureNumbers(BaseModel):
     )
     experts: int | None = Field(None, ge=0, description="MoE: experts per layer")
     experts_per_token: int | None = Field(None, ge=0, description="MoE: experts routed per token")
+    dense_layers: int | None = Field(
+        None,
+        ge=0,
+        description="MoE: leading layers whose MLP is dense (no experts, no all-to-all; "
+        "DeepSeek-V3: 3)",
+    )
 
 
 class WorkloadSpec(BaseModel):

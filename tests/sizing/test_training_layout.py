@@ -148,3 +148,20 @@ def test_training_rows_state_the_tensor_parallel_degree_their_sources_give() -> 
     # Llama 2's card and paper give neither GPU count nor layout, on which the hours now
     # depend (A100 nodes' 200 Gb/s per GPU): reported, never fitted on.
     assert rows["XT19"].check_only and rows["XT33"].check_only
+
+
+def test_explicit_moe_numbers_take_the_dense_layers(capsys: pytest.CaptureFixture[str]) -> None:
+    numbers = {"layers": 61, "hidden": 7168, "heads": 128, "ffn": 2048, "vocab": 129280}
+    numbers |= {"experts": 256, "experts_per_token": 8, "params_b": 671, "active_params_b": 37}
+    arch = llm.from_numbers("v3-like", dense_layers=3, **numbers)
+    assert arch.moe_layers == 58
+    with pytest.raises(llm.ModelError, match="give params_b and active_params_b"):
+        llm.from_numbers("v3-like", dense_layers=3, **(numbers | {"params_b": None}))
+    with pytest.raises(llm.ModelError, match="more layers than that"):
+        llm.from_numbers("v3-like", dense_layers=61, **numbers)
+    args = ["estimate", "--task", "pretrain", "--gpu", "H100-SXM-80GB", "--gpus", "16"]
+    args += [f"--{k.replace('_', '-')}={v}" for k, v in numbers.items()]
+    code, _, err = cli(capsys, *args, "--dense-layers", "61", "-f", "json")
+    assert code != 0 and "dense_layers" in err and len(err.strip().splitlines()) == 1
+    code, out, _ = cli(capsys, *args, "--dense-layers", "3", "-f", "json")
+    assert code == 0 and json.loads(out)["tokens_per_s"] > 0

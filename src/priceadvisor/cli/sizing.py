@@ -94,6 +94,7 @@ def estimate_command(
     experts_per_token: Annotated[
         int | None, typer.Option(help=_numbers("experts_per_token"))
     ] = None,
+    dense_layers: Annotated[int | None, typer.Option(help=_numbers("dense_layers"))] = None,
     gpus: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help="Number of GPUs.")] = 1,
     tensor_parallel: Annotated[
         int | None,
