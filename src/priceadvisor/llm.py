@@ -42,6 +42,7 @@ class Architecture:
     active_params_b: float | None = None
     mla_kv_dim: int = 0
     routed_groups: int = 0  # node-limited routing: a token reaches at most this many groups
+    dense_layers: int = 0  # MoE: the first layers, whose MLP is dense (no experts, no routing)
     aliases: tuple[str, ...] = field(default=())
     # Derived once at construction: sizing reads the totals in every formula.
     _total_params: float = field(init=False, repr=False, compare=False)
@@ -60,6 +61,11 @@ class Architecture:
     @property
     def is_moe(self) -> bool:
         return self.experts > 1
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP routes tokens to experts: all but the leading dense ones."""
+        return max(0, self.layers - self.dense_layers) if self.is_moe else 0
 
     def dense_params(self) -> float:
         """N ≈ L·(attention + MLP) + V·d·(1 if tied else 2); norms and biases are noise."""
@@ -130,6 +136,18 @@ def _candidates(name: str) -> list[str]:
     return list(dict.fromkeys((key, bare, stripped)))
 
 
+def _check_dense_layers(arch: Architecture) -> None:
+    """Leading dense layers: a MoE's, fewer than its layers, and with the published totals
+    (the dense layers' MLP width is not among the explicit numbers, so the count cannot be
+    derived)."""
+    if not arch.dense_layers:
+        return
+    if not arch.is_moe or arch.dense_layers >= arch.layers:
+        raise ModelError(f"{arch.name}: dense_layers applies to a MoE with more layers than that")
+    if not (arch.params_b and arch.active_params_b):
+        raise ModelError(f"{arch.name}: with dense_layers, give params_b and active_params_b")
+
+
 def from_numbers(name: str, **numbers: Any) -> Architecture:
     """Explicit architecture: `params_b` alone (a Llama-like layout is assumed for the KV cache),
     or the layer numbers; a MoE adds experts and experts_per_token, with active_params_b when
@@ -144,6 +162,7 @@ def from_numbers(name: str, **numbers: Any) -> Architecture:
         raise ModelError(f"{name}: give params_b or layers, hidden, heads, ffn and vocab")
     if arch.is_moe and not 0 < arch.experts_per_token <= arch.experts:
         raise ModelError(f"{name}: a MoE needs experts_per_token between 1 and experts")
+    _check_dense_layers(arch)
     if arch.is_moe and not arch.params_b:
         return _moe_counts(arch, {})
     if arch.is_moe and not arch.active_params_b:
@@ -237,6 +256,7 @@ def _hf_architecture(config: dict[str, Any], kind: str, name: str) -> Architectu
         experts_per_token=int(_first(config, "experts_per_token", 0)),
         expert_ffn=int(config.get("moe_intermediate_size") or 0),
         routed_groups=int(config.get("topk_group") or 0),
+        dense_layers=int(config.get("first_k_dense_replace") or 0),
         mla_kv_dim=int(config.get("kv_lora_rank") or 0) + int(config.get("qk_rope_head_dim") or 0)
         if config.get("kv_lora_rank")
         else 0,

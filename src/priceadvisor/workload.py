@@ -71,7 +71,7 @@ DEFAULT_CONCURRENCY = {"serve": 16}
 # to hide the data-parallel weight traffic behind (sizing.estimate.data_parallel_seconds).
 DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20
 TRAINING_ONLY = ("recompute", "moe_overlap", "expert_parallel", "goodput")
-SERVING_ONLY = ("tensor_parallel",)
+SERVING_ONLY: tuple[str, ...] = ()
 
 
 class WorkloadError(ValueError):
@@ -122,6 +122,12 @@ class ArchitectureNumbers(BaseModel):
     )
     experts: int | None = Field(None, ge=0, description="MoE: experts per layer")
     experts_per_token: int | None = Field(None, ge=0, description="MoE: experts routed per token")
+    dense_layers: int | None = Field(
+        None,
+        ge=0,
+        description="MoE: leading layers whose MLP is dense (no experts, no all-to-all; "
+        "DeepSeek-V3: 3)",
+    )
 
 
 class WorkloadSpec(BaseModel):
@@ -191,9 +197,12 @@ class WorkloadSpec(BaseModel):
     tensor_parallel: int | None = Field(
         None,
         gt=0,
-        description="serving: GPUs per pipeline stage of a replica (default: with the pipeline "
-        "stages, the valid layout predicted fastest among those that fit, stated in the "
-        "estimate)",
+        description="GPUs one layer is split over. Serving: GPUs per pipeline stage of a replica "
+        "(default: with the pipeline stages, the valid layout predicted fastest among those "
+        "that fit, stated in the estimate). Training: the tensor-parallel degree the run uses "
+        "(TP x PP must divide the GPUs; data parallelism takes the rest): its all-reduces of "
+        "activations cross NVLink inside a node, the network beyond; default 1 (8 for "
+        "megatron-2021)",
     )
     pipeline_parallel: int = Field(
         1,

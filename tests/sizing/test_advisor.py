@@ -479,14 +479,13 @@ def test_a_nonsense_layout_is_a_config_error(
     assert len(err.strip().splitlines()) == 1
 
 
-def test_a_layout_on_a_training_workload_is_refused(tmp_path: Path) -> None:
+def test_a_training_workload_takes_a_tensor_parallel_degree(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(
         '[[workloads]]\nname = "x"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
         "train_tokens = 1e8\ntensor_parallel = 2\n"
     )
-    with pytest.raises(ConfigError, match="tensor_parallel applies to serve and batch tasks"):
-        load_settings(path)
+    assert load_settings(path).workloads[0].tensor_parallel == 2
 
 
 def test_advise_states_each_rows_provenance_and_interruption_source(

@@ -94,13 +94,14 @@ def estimate_command(
     experts_per_token: Annotated[
         int | None, typer.Option(help=_numbers("experts_per_token"))
     ] = None,
+    dense_layers: Annotated[int | None, typer.Option(help=_numbers("dense_layers"))] = None,
     gpus: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help="Number of GPUs.")] = 1,
     tensor_parallel: Annotated[
         int | None,
         typer.Option(
             "--tp",
             "--tensor-parallel",
-            help=_help("tensor_parallel") + " --gpus/(--tp x --pp) replicas.",
+            help=_help("tensor_parallel") + " Serving runs --gpus/(--tp x --pp) replicas.",
         ),
     ] = None,
     precision: Annotated[str, typer.Option(help=_help("precision"))] = _default("precision"),

@@ -14,7 +14,7 @@ Contents, in the order a workload's path goes through them:
    - training: `_train` -> `training_memory` (fit), `training_regime` and `regime_factor`,
      `prior_compute_seconds` (`executed_training_flops`, `training_mfu` or
      `moe_compute_seconds`), communication (`exposed_alltoall_seconds`,
-     `tensor_parallel_training_seconds`, `data_parallel_seconds`), `pipeline_bubble`, then
+     `exposed_tensor_parallel_seconds`, `data_parallel_seconds`), `pipeline_bubble`, then
      hours with `run_goodput` (or the workload's stated `goodput`);
    - serving: `default_tensor_parallel` and `check_tensor_parallel`, then `_serve` ->
      `serving_memory` and `kv_tokens` (fit, KV capacity), `_choose_batch` (the batch the
@@ -102,6 +102,11 @@ SHARDED_DP_PASSES = 3
 # Inter-node network per GPU of an HGX/DGX node: 8 × 400 Gb/s ConnectX-7 for 8 GPUs = 50 GB/s
 # (NVIDIA DGX H100/B200 datasheets); parts in an NVL72 rack talk over NVLink instead.
 NODE_NETWORK_GBS = 50.0
+# Parts whose nodes have less network per GPU: a DGX A100 has one 200 Gb/s HDR InfiniBand port
+# per GPU ("8x Single-Port Mellanox ConnectX-6 VPI 200Gb/s HDR InfiniBand", NVIDIA DGX A100
+# datasheet), 25 GB/s; Meta's A100 clusters for Llama 2 likewise "interconnect 200 Gbps
+# end-points" (Touvron et al. 2023, arXiv 2307.09288, §2.2.1).
+NODE_NETWORK_GBS_BY_FAMILY = {"A100": 25.0}
 # Decode latency terms (per step), estimated from the kernel structure rather than fitted: a
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
@@ -272,6 +277,7 @@ class Workload:
     micro_batches: int | None = None  # training: micro-batches per pipeline per step
     global_batch_tokens: float = DEFAULT_GLOBAL_BATCH_TOKENS  # training: tokens per step
     goodput: float | None = None  # whole run: share of wall time training (None: modelled)
+    tensor_parallel: int | None = None  # training: GPUs a layer is split over (None: the stack's)
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -437,7 +443,12 @@ def link_bandwidth(gpu: GpuSpec, group: int) -> float:
     fabric = float(gpu.specs.get("nvlink_bandwidth_gbs") or 0.0) / 2
     if group <= scale_up_domain(gpu) and fabric:
         return fabric * 1e9
-    return NODE_NETWORK_GBS * 1e9
+    return node_network_bandwidth(gpu)
+
+
+def node_network_bandwidth(gpu: GpuSpec) -> float:
+    """Bytes/s of the network beyond the node, per GPU (NODE_NETWORK_GBS_BY_FAMILY)."""
+    return NODE_NETWORK_GBS_BY_FAMILY.get(gpu.family, NODE_NETWORK_GBS) * 1e9
 
 
 def _vendor_class(gpu: GpuSpec) -> str:
@@ -548,23 +559,62 @@ def exposed_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: f
 MEGATRON_2021_TENSOR_PARALLEL = 8
 
 
+def training_tensor_parallel(work: Workload, gpus: int) -> int:
+    """GPUs each layer of a training run is split over: as stated, else the megatron-2021
+    layout's TP8 (within the GPUs), else none."""
+    if work.tensor_parallel:
+        return work.tensor_parallel
+    if work.stack == "megatron-2021":
+        return min(gpus, MEGATRON_2021_TENSOR_PARALLEL)
+    return 1
+
+
 def tensor_parallel_training_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
-    """GPU-seconds per trained token of the megatron-2021 layout's tensor-parallel all-reduces.
-    That layout splits every layer over the GPUs of one node (Narayanan et al. 2021, SC21:
-    "tensor model parallelism should generally be used up to degree g when using g-GPU
-    servers"; every Table 1 run is TP8) and runs the all-reduces on the critical path: two in
-    the forward and two in the backward pass per layer, each of the layer's b·s·h activations
-    (§3.3.2: 8·b·s·h·(t-1)/t per layer and micro-batch per device), and two more in the
-    recomputed forward under full recomputation. A ring all-reduce moves 2(t-1)/t of the 16-bit
-    activations over one direction of the GPU's link, and all t GPUs of the group wait for it.
-    Later stacks overlap this traffic with the GEMMs (Transformer Engine's tensor-parallel
-    communication overlap), so they are sized without it."""
-    t = min(gpus, MEGATRON_2021_TENSOR_PARALLEL)
-    if work.stack != "megatron-2021" or t <= 1:
+    """GPU-seconds per trained token of a training run's tensor-parallel all-reduces (zero
+    without tensor parallelism). Megatron's layer split (Narayanan et al. 2021, SC21, §3.3.2:
+    8·b·s·h·(t-1)/t per layer and micro-batch per device) all-reduces the layer's b·s·h
+    16-bit activations twice in the forward and twice in the backward pass — sequence
+    parallelism's all-gather and reduce-scatter move the same bytes — and twice more in the
+    recomputed forward under full recomputation. A ring all-reduce moves 2(t-1)/t of them over
+    one direction of the GPU's link (NVLink/Infinity Fabric inside a node, the node's network
+    beyond it), and all t GPUs of the group wait for it."""
+    t = training_tensor_parallel(work, gpus)
+    if t <= 1:
         return 0.0
     allreduces = 6 if recompute_mode(work) == "full" else 4
-    per_allreduce = 2 * (t - 1) / t * work.arch.hidden * 2 / link_bandwidth(gpu, t)
+    per_allreduce = 2 * (t - 1) / t * work.arch.hidden * 2 / collective_bandwidth(gpu, t)
     return t * work.arch.layers * allreduces * per_allreduce
+
+
+def exposed_tensor_parallel_seconds(
+    work: Workload, gpu: GpuSpec, gpus: int, compute: float
+) -> float:
+    """The part of `tensor_parallel_training_seconds` on the critical path. The 2021
+    Megatron-LM runs its all-reduces between the GEMMs, exposed in full (every SC21 Table 1
+    run is TP8 inside a node). Later stacks overlap them with the layer's GEMMs (Transformer
+    Engine's tensor-parallel communication overlap in Megatron-Core, torchtitan's AsyncTP), so
+    only what exceeds `compute` seconds of work is exposed — a lower bound that matters once
+    a tensor-parallel group leaves the node."""
+    transfer = tensor_parallel_training_seconds(work, gpu, gpus)
+    if work.stack == "megatron-2021":
+        return transfer
+    return max(0.0, transfer - compute)
+
+
+def check_training_layout(work: Workload, gpus: int) -> None:
+    """Refuse a stated training tensor-parallel degree that the GPUs (with the pipeline
+    stages) or the model's heads cannot take."""
+    tp, pp = work.tensor_parallel, work.pipeline_parallel
+    if not tp:
+        return
+    if gpus % (tp * pp):
+        raise SizingError(
+            f"{gpus} GPUs cannot be split into groups of TP{tp} x PP{pp} (TP·PP must divide)"
+        )
+    try:
+        check_tensor_parallel_limit(tp, work.arch.heads)
+    except WorkloadError as exc:
+        raise SizingError(str(exc)) from None
 
 
 def data_parallel_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
@@ -590,20 +640,19 @@ def data_parallel_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: floa
 
 def data_parallel_replicas(work: Workload, gpus: int) -> int:
     """Model copies the data-parallel dimension runs: the GPUs over the stated model-parallel
-    layout (pipeline stages; TP8 for megatron-2021), and never more than the step's whole
-    sequences — a data-parallel rank takes whole sequences, so a global batch of fewer
+    layout (tensor parallel x pipeline stages; TP8 for megatron-2021), and never more than the
+    step's whole sequences — a data-parallel rank takes whole sequences, so a global batch of fewer
     sequences than GPUs leaves the rest of the GPUs to model parallelism (tensor or context
     parallel inside the node; Llama 3 405B: 2,048 sequences of 8k on 16,384 GPUs, TP8)."""
-    model_parallel = work.pipeline_parallel * (
-        MEGATRON_2021_TENSOR_PARALLEL if work.stack == "megatron-2021" else 1
-    )
+    model_parallel = work.pipeline_parallel * training_tensor_parallel(work, gpus)
     sequences = max(1, int(work.global_batch_tokens // work.seq_len))
     return max(1, min(gpus // model_parallel, sequences))
 
 
 def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     """Expert-parallel all-to-all transfer time per trained token on one GPU: dispatch and
-    combine of the token's hidden vector per MoE layer, once forward and twice backward. Inside
+    combine of the token's hidden vector per MoE layer (a model's leading dense layers route
+    nothing: `Architecture.dense_layers`), once forward and twice backward. Inside
     one NVLink domain every top-k copy travels over NVLink; beyond it a token crosses the
     network once per remote node holding one of its experts and is forwarded over NVLink there
     (DeepEP's node-level deduplication), at most `topk_group` nodes with node-limited routing
@@ -617,7 +666,7 @@ def moe_alltoall_seconds(work: Workload, gpu: GpuSpec, gpus: int) -> float:
     copies = float(arch.experts_per_token)
     if group > domain:
         copies = remote_nodes_per_token(arch, math.ceil(group / domain))
-    bytes_per_token = arch.layers * copies * arch.hidden * 2 * 2 * 3
+    bytes_per_token = arch.moe_layers * copies * arch.hidden * 2 * 2 * 3
     return bytes_per_token / link_bandwidth(gpu, group)
 
 
@@ -767,7 +816,7 @@ def estimate(
     if 0 < gpu_count < 1:
         result = _on_a_share(work, gpu, gpu_count)
     elif work.task in TRAINING_TASKS:
-        result = _train(work, gpu, int(gpu_count))
+        result = _train(work, gpu, int(gpu_count), tensor_parallel)
     elif tensor_parallel:
         check_tensor_parallel(work, int(gpu_count), tensor_parallel)
         result = _serve(work, gpu, int(gpu_count), tensor_parallel)
@@ -810,7 +859,8 @@ def _on_a_share(work: Workload, gpu: GpuSpec, share: float) -> Estimate:
     """A fractional-GPU offer (a MIG slice such as 1/7 of an A100, a time-shared vGPU) sized
     as one GPU with memory, bandwidth and tensor rates in proportion."""
     part = fractional_gpu(gpu, share)
-    result = _train(work, part, 1) if work.task in TRAINING_TASKS else _serve(work, part, 1, 1)
+    training = work.task in TRAINING_TASKS
+    result = _train(work, part, 1, None) if training else _serve(work, part, 1, 1)
     result.gpu_count = share
     result.notes.append(f"{share:.3g} of a {gpu.id}: memory and rates scaled in proportion")
     return result
@@ -1130,7 +1180,9 @@ def check_pipeline(work: Workload, gpus: float) -> None:
         )
 
 
-def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
+def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None) -> Estimate:
+    work = dataclasses.replace(work, tensor_parallel=tensor_parallel or work.tensor_parallel)
+    check_training_layout(work, gpus)
     work, recompute_source = choose_recompute(work, gpu, gpus)
     memory = training_memory(work, gpus)
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
@@ -1151,13 +1203,15 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
             f"recompute {result.recompute} ({recompute_source}; --recompute none|selective|full "
             "sets it)"
         )
+    if work.tensor_parallel:
+        result.notes.append(_training_layout_note(work, gpus))
     scale = regime_factor(work, regime)
     if gpus > 1 and not has_fast_interconnect(gpu):
         scale *= 0.8
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
     compute = prior_compute_seconds(work, gpu) / scale
     communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
-    communication += tensor_parallel_training_seconds(work, gpu, gpus)
+    communication += exposed_tensor_parallel_seconds(work, gpu, gpus, compute)
     communication += data_parallel_seconds(work, gpu, gpus, compute)
     if communication > 0.2 * compute:
         result.binding = "communication"
@@ -1177,6 +1231,14 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int) -> Estimate:
         if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
             result.uncertainty = max(result.uncertainty, _uncertainty(work, gpu, "train-e2e"))
     return result
+
+
+def _training_layout_note(work: Workload, gpus: int) -> str:
+    """The stated training layout in words (the estimate's tensor_parallel/replicas fields
+    describe serving replicas)."""
+    pipeline = f" x PP{work.pipeline_parallel}" if work.pipeline_parallel > 1 else ""
+    replicas = data_parallel_replicas(work, gpus)
+    return f"training layout TP{work.tensor_parallel}{pipeline}: data parallel over {replicas}"
 
 
 def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
