@@ -1302,20 +1302,41 @@ def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) ->
     return compute + requests * tp_allreduce_seconds(work, gpu, tp, s) + sends
 
 
+# Share of NVLink's line rate that NCCL's ring all-reduce moves: "450GB/s is the line rate. With
+# the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s" on H100
+# (NCCL's maintainer, NVIDIA/nccl-tests#212, 2024; 368.8 GB/s measured with NVLink SHARP off in
+# NVIDIA/nccl-tests#309). The same packet protocol runs on every NVLink generation; AMD's mesh
+# carries its own usable share (XGMI_USABLE_SHARE). NVLink SHARP (NCCL 2.18+ on H100 nodes)
+# can exceed it for very large messages; the engines' prefill all-reduces are tens of MB.
+NVLINK_PROTOCOL_SHARE = 370 / 450
+
+
 def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> float:
     """Ring all-reduce of the activations of `tokens` tokens, twice per layer, under tensor
     parallelism: 2(t-1)/t of the 16-bit activations over one direction of the GPU's links
-    into the group (`collective_bandwidth`: on AMD's mesh the t-1 links to its peers)."""
+    into the group (`collective_bandwidth`: on AMD's mesh the t-1 links to its peers), at the
+    share of NVLink's line rate that NCCL reaches (NVLINK_PROTOCOL_SHARE)."""
     if tp <= 1:
         return 0.0
     size = tokens * work.arch.hidden * 2
-    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / collective_bandwidth(gpu, tp)
+    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / allreduce_bandwidth(gpu, tp)
+
+
+def allreduce_bandwidth(gpu: GpuSpec, tp: int) -> float:
+    """Bytes/s a tensor-parallel all-reduce moves per GPU: `collective_bandwidth`, at NCCL's
+    share of the line rate where the group talks over NVLink."""
+    nvlink = gpu.vendor == "NVIDIA" and tp <= scale_up_domain(gpu) and has_fast_interconnect(gpu)
+    return collective_bandwidth(gpu, tp) * (NVLINK_PROTOCOL_SHARE if nvlink else 1.0)
 
 
 def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
-    """Prefill compute plus one pass over the weights (the first token is a decode step too).
+    """The prefill pass: its compute plus its memory side — one pass over the weights, the
+    layers' kernel launches and the small all-reduces' latency, the memory term of one decode
+    step (`decode_seconds` of one request), added like decode's two terms. The first token is
+    sampled from the prefill's last logits: TensorRT-LLM measures TTFT as a run with one output
+    token (its performance docs, "Reproducing First Token Latency"), no decode step after it.
     Under pipeline parallelism both cross the stages in turn: TP-way prefill, all the weights
-    read at TP (`decode_seconds` of one request), so the stages never shorten the TTFT."""
+    read at TP, so the stages never shorten the TTFT."""
     return prefill_seconds(work, gpu, tp, requests) + decode_seconds(work, gpu, tp, requests)[0]
 
 
