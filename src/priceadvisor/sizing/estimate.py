@@ -98,7 +98,10 @@ NODE_NETWORK_GBS = 50.0
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
 # all-reduce (one per attention and one per MLP block under tensor parallelism) is a few
-# such steps of synchronisation across the group, ~20 µs. The same on every vendor and group
+# such steps of synchronisation across the group, ~20 µs — above the one-shot kernel alone on
+# H100 (vLLM's 9-12 µs up to 32 KB, sgl-project/sglang#2904): the ranks also wait for the
+# slowest to arrive (vllm-project/vllm#52777), which the TensorRT-LLM TP2/TP4 decode rows
+# show (docs/accuracy.md, Round 15). The same on every vendor and group
 # size inside a node: every GPU reaches every other in one hop — NVSwitch on NVIDIA parts; on
 # AMD's an xGMI full mesh ("Each AMD Instinct MI300X system GPU is connected to its seven peer
 # GPUs via xGMI links, forming a fully connected mesh", AMD ROCm blog "Understanding RCCL
