@@ -240,6 +240,9 @@ class Workload:
     `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`);
     `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's);
     `moe_overlap` how MoE training hides its expert all-to-all (MOE_OVERLAP);
+    `one_wave` (batch) that every request of the batch starts at once with the same input and
+    output length — a synthetic throughput benchmark whose prompts all fit the engine's cap —
+    so they grow in lockstep (`wave_recompute_tokens`);
     `pipeline_parallel`, `virtual_stages` and `micro_batches` the training pipeline: stages,
     model chunks per GPU (interleaved 1F1B) and micro-batches per pipeline per optimizer step
     (`pipeline_bubble`); serving takes `pipeline_parallel` alone: the stages of one replica
@@ -267,6 +270,9 @@ class Workload:
     micro_batches: int | None = None  # training: micro-batches per pipeline per step
     global_batch_tokens: float = DEFAULT_GLOBAL_BATCH_TOKENS  # training: tokens per step
     goodput: float | None = None  # whole run: share of wall time training (None: modelled)
+    one_wave: bool = (
+        False  # batch: all requests start together, same lengths (`wave_recompute_tokens`)
+    )
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -1481,13 +1487,46 @@ def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) ->
     TP x PP GPUs (each stage runs L/PP layers of every prompt token) and each stage sends the
     prompt tokens' activations on."""
     arch, pp = work.arch, work.pipeline_parallel
-    prefill_flops = batch * 2 * arch.active_params * work.input_tokens / max(1, work.output_tokens)
+    prompt_tokens = batch * work.input_tokens + wave_recompute_tokens(work, gpu, tp, batch)
+    prefill_flops = 2 * arch.active_params * prompt_tokens / max(1, work.output_tokens)
     mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
     prefill = prefill_flops / (tp * pp * peak_flops(gpu, work.precision) * mfu)
-    prefill_tokens = batch * work.input_tokens // max(1, work.output_tokens)
+    prefill_tokens = int(prompt_tokens) // max(1, work.output_tokens)
     communication = tp_allreduce_seconds(work, gpu, tp, prefill_tokens) / pp
     communication += pipeline_send_seconds(work, gpu, tp, prefill_tokens)
     return _step(work, gpu, tp, batch) + prefill + communication
+
+
+# Engines that free a preempted request's KV blocks and later recompute them: vLLM ("Preempted
+# requests are recomputed when sufficient KV cache space becomes available again ...
+# PreemptionMode.RECOMPUTE", vLLM 0.9.1 docs, "Optimization and Tuning" > "Preemption"; Kwon et
+# al. 2023, §4.5, recomputation). V1's scheduler (vllm/v1/core/sched/scheduler.py) pops the
+# most recently admitted running request, frees its blocks, sets its computed tokens to 0 and
+# puts it at the head of the waiting queue: readmitted, it re-prefills its prompt and the
+# tokens it had generated (its freed blocks, though still hashed for prefix caching, are the
+# next ones the growing survivors take from a full pool). TensorRT-LLM's default
+# scheduler reserves every request's full length up front and never preempts
+# (FULL_RESERVATION_ENGINES); other engines are not described here and pay nothing.
+RECOMPUTE_PREEMPTION_ENGINES = ("vllm", "vllm-v0")
+
+
+def wave_recompute_tokens(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
+    """Tokens a lockstep wave (`Workload.one_wave`) re-prefills after preemption. Admitted
+    against current use, `batch` requests that start together all grow by one token a step;
+    once their length L1 = C/batch fills the KV pool of C tokens the engine preempts requests
+    so that the C/L still running keep growing, until the survivors finish at the full length
+    L2 = input + output. C/L² dL of them are preempted at length L and each re-prefills those
+    L tokens when readmitted: C·ln(L2/L1) tokens in all. The preempted come back after the
+    survivors finish; if even they overflow the pool (batch·L2 > 2C) they are preempted again,
+    which this does not count (a lower bound). No preemption when the wave fits at full length."""
+    if not work.one_wave or work.engine not in RECOMPUTE_PREEMPTION_ENGINES:
+        return 0.0
+    capacity = kv_tokens(work, gpu, tp)
+    full = work.input_tokens + work.output_tokens
+    if capacity <= 0 or batch * full <= capacity:
+        return 0.0
+    filled = max(capacity / batch, float(work.input_tokens))
+    return capacity * math.log(full / filled)
 
 
 def replicas_for(work: Workload, tokens_per_s: float) -> int:
