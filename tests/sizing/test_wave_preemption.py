@@ -75,7 +75,9 @@ def test_estimate_states_a_wave_and_sizes_its_recompute(
     staggered = json.loads(out)["tokens_per_s"]
     code, out, err = _estimate(capsys, "--task", "batch", "--one-wave")
     assert code == 0, err
-    assert json.loads(out)["tokens_per_s"] < staggered
+    wave = json.loads(out)
+    assert wave["tokens_per_s"] < staggered
+    assert any("re-prefills" in note and "fits at full length" in note for note in wave["notes"])
 
 
 def test_a_wave_is_a_batch_only_input(capsys: pytest.CaptureFixture[str]) -> None:

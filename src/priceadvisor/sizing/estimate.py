@@ -1405,7 +1405,18 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
         result.batch_assumed = _engine_batch_reason(work, gpu, batch, max_concurrency)
     _note_engine_cap(result, work, gpu, batch)
     _finish_serving(result, work, gpu, tp, batch, binding)
+    _note_wave(result, work, gpu, tp, batch)
     return result
+
+
+def _note_wave(result: Estimate, work: Workload, gpu: GpuSpec, tp: int, batch: int) -> None:
+    recompute = wave_recompute_tokens(work, gpu, tp, batch)
+    if recompute > 0:
+        whole = kv_tokens(work, gpu, tp) // (work.input_tokens + work.output_tokens)
+        result.notes.append(
+            f"the wave outgrows the KV cache: {work.engine} preempts and re-prefills "
+            f"~{recompute / 1e6:.2g} M tokens; a batch of {whole} fits at full length"
+        )
 
 
 def engine_cap(work: Workload, gpu: GpuSpec) -> int | None:
