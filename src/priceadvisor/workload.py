@@ -239,6 +239,14 @@ class WorkloadSpec(BaseModel):
         "GPUs, 0.99 at 2k) x the calibrated whole-run factor",
     )
 
+    one_wave: bool = Field(
+        False,
+        description="batch: every request starts at once with the same input and output "
+        "length (a synthetic throughput benchmark, all prompts within the engine's cap), so "
+        "they grow in lockstep; past the KV cache vLLM preempts and recomputes, which the "
+        "throughput pays",
+    )
+
     _arch: llm.Architecture | None = PrivateAttr(None)
 
     @model_validator(mode="after")
@@ -257,6 +265,8 @@ class WorkloadSpec(BaseModel):
             if getattr(self, key) is not None:
                 kind = "training" if not training else "serve and batch"
                 raise WorkloadError(f"{key} applies to {kind} tasks, not {self.task!r}", key)
+        if self.one_wave and self.task != "batch":
+            raise WorkloadError(f"one_wave applies to batch tasks, not {self.task!r}", "one_wave")
 
     def arch(self) -> llm.Architecture:
         """The model's architecture, from exactly one of its three sources."""

@@ -67,3 +67,22 @@ def test_rocm_engines_all_reduce_small_messages_in_the_measured_time() -> None:
         assert allreduce_latency(work, H100, 8) == ALLREDUCE_LATENCY_S
     v0 = Workload("serve", L70, "fp8", concurrency=1, engine="vllm-v0")
     assert allreduce_latency(v0, MI300X, 8) == pytest.approx(3 * ALLREDUCE_LATENCY_S)
+
+
+def test_nvlink_prefill_allreduce_runs_at_nccls_share_of_the_line_rate() -> None:
+    """NVIDIA/nccl-tests#212: H100's NVLink line rate is 450 GB/s per direction, NCCL's ring
+    moves ~370 GB/s of it (protocol overhead). A TP8 prefill of 2048 tokens of a 14,848-wide
+    model (Falcon 180B) all-reduces 160 times 61 MB, each 2·7/8 of it at 370 GB/s."""
+    falcon = dataclasses.replace(L70, layers=80, hidden=14848)
+    work = Workload("serve", falcon, "fp8", engine="trt-llm")
+    size = 2048 * 14848 * 2
+    expected = 2 * 80 * 2 * 7 / 8 * size / 370e9
+    assert tp_allreduce_seconds(work, H100, 8, 2048) == pytest.approx(expected)
+
+
+def test_amd_mesh_keeps_its_own_usable_share() -> None:
+    """The NVLink protocol share is NVLink's: the xGMI mesh already counts its 75 % usable."""
+    work = Workload("serve", L70, "fp8", engine="vllm")
+    size = 2048 * L70.hidden * 2
+    expected = 2 * L70.layers * 2 * 7 / 8 * size / (7 * 48e9)
+    assert tp_allreduce_seconds(work, MI300X, 8, 2048) == pytest.approx(expected)

@@ -111,7 +111,10 @@ NODE_NETWORK_GBS_BY_FAMILY = {"A100": 25.0}
 # decode layer launches ~10 kernels (2 norms, QKV, rotary, attention, output projection,
 # gate/up, activation, down, residual) at ~3 µs of launch and tail each; a small-message
 # all-reduce (one per attention and one per MLP block under tensor parallelism) is a few
-# such steps of synchronisation across the group, ~20 µs. The same on every vendor and group
+# such steps of synchronisation across the group, ~20 µs — above the one-shot kernel alone on
+# H100 (vLLM's 9-12 µs up to 32 KB, sgl-project/sglang#2904): the ranks also wait for the
+# slowest to arrive (vllm-project/vllm#52777), which the TensorRT-LLM TP2/TP4 decode rows
+# show (docs/accuracy.md, Round 15). The same on every vendor and group
 # size inside a node: every GPU reaches every other in one hop — NVSwitch on NVIDIA parts; on
 # AMD's an xGMI full mesh ("Each AMD Instinct MI300X system GPU is connected to its seven peer
 # GPUs via xGMI links, forming a fully connected mesh", AMD ROCm blog "Understanding RCCL
@@ -250,6 +253,9 @@ class Workload:
     `expert_parallel` the MoE expert-parallel degree (default: `expert_parallel()`);
     `recompute` the activation recomputation of training (RECOMPUTE; default: the stack's);
     `moe_overlap` how MoE training hides its expert all-to-all (MOE_OVERLAP);
+    `one_wave` (batch) that every request of the batch starts at once with the same input and
+    output length — a synthetic throughput benchmark whose prompts all fit the engine's cap —
+    so they grow in lockstep (`wave_recompute_tokens`);
     `pipeline_parallel`, `virtual_stages` and `micro_batches` the training pipeline: stages,
     model chunks per GPU (interleaved 1F1B) and micro-batches per pipeline per optimizer step
     (`pipeline_bubble`); serving takes `pipeline_parallel` alone: the stages of one replica
@@ -278,6 +284,9 @@ class Workload:
     global_batch_tokens: float = DEFAULT_GLOBAL_BATCH_TOKENS  # training: tokens per step
     goodput: float | None = None  # whole run: share of wall time training (None: modelled)
     tensor_parallel: int | None = None  # training: GPUs a layer is split over (None: the stack's)
+    one_wave: bool = (
+        False  # batch: all requests start together, same lengths (`wave_recompute_tokens`)
+    )
     scales: Scales = field(default_factory=lambda: PRIORS)
 
 
@@ -1442,21 +1451,42 @@ def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) ->
     return compute + requests * tp_allreduce_seconds(work, gpu, tp, s) + sends
 
 
+# Share of NVLink's line rate that NCCL's ring all-reduce moves: "450GB/s is the line rate. With
+# the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s" on H100
+# (NCCL's maintainer, NVIDIA/nccl-tests#212, 2024; 368.8 GB/s measured with NVLink SHARP off in
+# NVIDIA/nccl-tests#309). The same packet protocol runs on every NVLink generation; AMD's mesh
+# carries its own usable share (XGMI_USABLE_SHARE). NVLink SHARP (NCCL 2.18+ on H100 nodes)
+# can exceed it for very large messages; the engines' prefill all-reduces are tens of MB.
+NVLINK_PROTOCOL_SHARE = 370 / 450
+
+
 def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> float:
     """Ring all-reduce of the activations of `tokens` tokens, twice per layer, under tensor
     parallelism: 2(t-1)/t of the 16-bit activations over one direction of the GPU's links
-    into the group (`collective_bandwidth`: on AMD's mesh the t-1 links to its peers)."""
+    into the group (`collective_bandwidth`: on AMD's mesh the t-1 links to its peers), at the
+    share of NVLink's line rate that NCCL reaches (NVLINK_PROTOCOL_SHARE)."""
     if tp <= 1:
         return 0.0
     size = tokens * work.arch.hidden * 2
-    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / collective_bandwidth(gpu, tp)
+    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / allreduce_bandwidth(gpu, tp)
+
+
+def allreduce_bandwidth(gpu: GpuSpec, tp: int) -> float:
+    """Bytes/s a tensor-parallel all-reduce moves per GPU: `collective_bandwidth`, at NCCL's
+    share of the line rate where the group talks over NVLink."""
+    nvlink = gpu.vendor == "NVIDIA" and tp <= scale_up_domain(gpu) and has_fast_interconnect(gpu)
+    return collective_bandwidth(gpu, tp) * (NVLINK_PROTOCOL_SHARE if nvlink else 1.0)
 
 
 @per_pass(objects=2)
 def ttft_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) -> float:
-    """Prefill compute plus one pass over the weights (the first token is a decode step too).
+    """The prefill pass: its compute plus its memory side — one pass over the weights, the
+    layers' kernel launches and the small all-reduces' latency, the memory term of one decode
+    step (`decode_seconds` of one request), added like decode's two terms. The first token is
+    sampled from the prefill's last logits: TensorRT-LLM measures TTFT as a run with one output
+    token (its performance docs, "Reproducing First Token Latency"), no decode step after it.
     Under pipeline parallelism both cross the stages in turn: TP-way prefill, all the weights
-    read at TP (`decode_seconds` of one request), so the stages never shorten the TTFT."""
+    read at TP, so the stages never shorten the TTFT."""
     return prefill_seconds(work, gpu, tp, requests) + decode_seconds(work, gpu, tp, requests)[0]
 
 
@@ -1516,6 +1546,7 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
         result.batch_assumed = _engine_batch_reason(work, gpu, batch, max_concurrency)
     _note_engine_cap(result, work, gpu, batch)
     _finish_serving(result, work, gpu, tp, batch, binding)
+    _note_wave(result, work, gpu, tp, batch)
     return result
 
 
@@ -1538,6 +1569,16 @@ def replica_batch(work: Workload, gpu: GpuSpec, tp: int) -> tuple[int, str]:
     TPOT target allows (`_choose_batch`) — and what binds it there."""
     admitted = max_requests(work, kv_tokens(work, gpu, tp))
     return _choose_batch(work, gpu, tp, min(requested_batch(work, gpu, admitted), admitted))
+
+
+def _note_wave(result: Estimate, work: Workload, gpu: GpuSpec, tp: int, batch: int) -> None:
+    recompute = wave_recompute_tokens(work, gpu, tp, batch)
+    if recompute > 0:
+        whole = kv_tokens(work, gpu, tp) // (work.input_tokens + work.output_tokens)
+        result.notes.append(
+            f"the wave outgrows the KV cache: {work.engine} preempts and re-prefills "
+            f"~{recompute / 1e6:.2g} M tokens; a batch of {whole} fits at full length"
+        )
 
 
 def engine_cap(work: Workload, gpu: GpuSpec) -> int | None:
@@ -1633,13 +1674,46 @@ def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) ->
     TP x PP GPUs (each stage runs L/PP layers of every prompt token) and each stage sends the
     prompt tokens' activations on."""
     arch, pp = work.arch, work.pipeline_parallel
-    prefill_flops = batch * 2 * arch.active_params * work.input_tokens / max(1, work.output_tokens)
+    prompt_tokens = batch * work.input_tokens + wave_recompute_tokens(work, gpu, tp, batch)
+    prefill_flops = 2 * arch.active_params * prompt_tokens / max(1, work.output_tokens)
     mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
     prefill = prefill_flops / (tp * pp * peak_flops(gpu, work.precision) * mfu)
-    prefill_tokens = batch * work.input_tokens // max(1, work.output_tokens)
+    prefill_tokens = int(prompt_tokens) // max(1, work.output_tokens)
     communication = tp_allreduce_seconds(work, gpu, tp, prefill_tokens) / pp
     communication += pipeline_send_seconds(work, gpu, tp, prefill_tokens)
     return _step(work, gpu, tp, batch) + prefill + communication
+
+
+# Engines that free a preempted request's KV blocks and later recompute them: vLLM ("Preempted
+# requests are recomputed when sufficient KV cache space becomes available again ...
+# PreemptionMode.RECOMPUTE", vLLM 0.9.1 docs, "Optimization and Tuning" > "Preemption"; Kwon et
+# al. 2023, §4.5, recomputation). V1's scheduler (vllm/v1/core/sched/scheduler.py) pops the
+# most recently admitted running request, frees its blocks, sets its computed tokens to 0 and
+# puts it at the head of the waiting queue: readmitted, it re-prefills its prompt and the
+# tokens it had generated (its freed blocks, though still hashed for prefix caching, are the
+# next ones the growing survivors take from a full pool). TensorRT-LLM's default
+# scheduler reserves every request's full length up front and never preempts
+# (FULL_RESERVATION_ENGINES); other engines are not described here and pay nothing.
+RECOMPUTE_PREEMPTION_ENGINES = ("vllm", "vllm-v0")
+
+
+def wave_recompute_tokens(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
+    """Tokens a lockstep wave (`Workload.one_wave`) re-prefills after preemption. Admitted
+    against current use, `batch` requests that start together all grow by one token a step;
+    once their length L1 = C/batch fills the KV pool of C tokens the engine preempts requests
+    so that the C/L still running keep growing, until the survivors finish at the full length
+    L2 = input + output. C/L² dL of them are preempted at length L and each re-prefills those
+    L tokens when readmitted: C·ln(L2/L1) tokens in all. The preempted come back after the
+    survivors finish; if even they overflow the pool (batch·L2 > 2C) they are preempted again,
+    which this does not count (a lower bound). No preemption when the wave fits at full length."""
+    if not work.one_wave or work.engine not in RECOMPUTE_PREEMPTION_ENGINES:
+        return 0.0
+    capacity = kv_tokens(work, gpu, tp)
+    full = work.input_tokens + work.output_tokens
+    if capacity <= 0 or batch * full <= capacity:
+        return 0.0
+    filled = max(capacity / batch, float(work.input_tokens))
+    return capacity * math.log(full / filled)
 
 
 def replicas_for(work: Workload, tokens_per_s: float) -> int:
