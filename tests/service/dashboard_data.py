@@ -97,14 +97,16 @@ def _advice_alerts_notifications(con: object) -> None:
     run(
         """INSERT INTO core.advice (workload, task, rank, provider, region, instance_type,
             gpu_model, gpu_count, pricing, price_hour_usd, usd_per_mtok, monthly_usd, replicas,
-            tokens_per_s, ttft_ms, tpot_ms, binding, low, high, spot_overhead, computed_at)
+            tokens_per_s, ttft_ms, tpot_ms, binding, low, high, spot_overhead, computed_at,
+            list_cost_usd, effective_cost_usd, terms_applied, list_rank, rank_reason)
         VALUES ('chat-70b', 'serve', 1, 'vast', 'US', 'H100 SXM', 'H100-SXM-80GB', 1, 'spot',
                 1.89, 0.41, 3035.34, 2, 1280, 180, 22, 'bandwidth', 0.33, 0.52, 1.1,
-                now()::TIMESTAMP),
+                now()::TIMESTAMP, 0.40, 0.41, ['egress 1000 GB/month × $0.001/GB: +$0.01'], 2,
+                'list #2 → #1: egress +$0.01 here vs +$0.15 on lambda global (list #1)'),
                ('chat-70b', 'serve', 2, 'lambda', 'global', ?, 'H100-SXM-80GB', 1,
                 'on_demand', 2.49, 0.54, 3635.4, 2, 1280, 180, 22, 'bandwidth', 0.43, 0.68, 1,
-                now()::TIMESTAMP)""",
-        [EVIL],
+                now()::TIMESTAMP, 0.39, 0.54, [?], 1, NULL)""",
+        [EVIL, "egress " + EVIL],
     )
     run(
         """INSERT INTO core.advice (workload, task, rank, provider, region, instance_type,

@@ -264,3 +264,14 @@ def test_serve_on_every_interface_without_a_token_warns_and_names_a_reachable_ur
 def test_which_bind_addresses_are_exposed(host: str, exposed: bool) -> None:
     assert web.exposed(host) is exposed
     assert all("0.0.0.0" not in url and "[::]" not in url for url in web.urls(host, 80))
+
+
+def test_workloads_show_the_list_cost_terms_and_why_a_rank_moved(client: httpx.Client) -> None:
+    page = client.get("/workloads").text
+    assert 'class="c-list"' in page and "list $0.400/1M tokens" in page  # vast: terms added
+    assert "list $0.390/1M tokens" in page  # lambda: effective $0.54
+    assert "rank moved: list #2 → #1: egress +$0.01 here vs +$0.15 on lambda global" in page
+    assert "egress 1000 GB/month × $0.001/GB: +$0.01" in page
+    assert "egress &lt;img" in page  # a term carrying a provider string is escaped
+    training = page.split("finetune-8b")[1]
+    assert "c-list" not in training and "rank moved" not in training  # no terms recorded

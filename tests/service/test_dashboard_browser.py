@@ -304,7 +304,7 @@ def test_workloads_show_the_no_sla_badge_and_the_monthly_cost(seen: Any, base_ur
     seen.get(base_url + "/workloads")
     rows = js(
         seen,
-        "return [...document.querySelectorAll('table.workload tbody tr')].map(tr => ["
+        "return [...document.querySelectorAll('table.workload tbody tr:not(.terms)')].map(tr => ["
         "tr.querySelector('.c-offer').textContent.trim().split(' ')[0],"
         "!!tr.querySelector('.tag.no-sla'), tr.querySelector('.c-monthly').innerText.trim()])",
     )
@@ -315,6 +315,10 @@ def test_workloads_show_the_no_sla_badge_and_the_monthly_cost(seen: Any, base_ur
     assert by_provider["aws"][1] == "one-off"  # a training run is paid once
     badge = seen.find_element("css selector", "table.workload .tag.no-sla")
     assert badge.is_displayed() and badge.text == "no SLA"
+    reason = seen.find_element("css selector", "table.workload tr.terms .c-reason")
+    assert reason.is_displayed() and reason.text.startswith("rank moved: list #2 → #1: egress")
+    listed = seen.find_element("css selector", "table.workload .c-cost .c-list")
+    assert listed.is_displayed() and listed.text == "list $0.400/1M tokens"
 
 
 def test_alerts_read_as_text_with_units(seen: Any, base_url: str) -> None:

@@ -210,7 +210,8 @@ def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
     """The latest ranking of every workload (top N), with the offer's last different price
     (a closed interval may differ in availability only), whether it comes from a host with no
-    SLA (a marketplace), and where each price came from."""
+    SLA (a marketplace), where each price came from, and its list cost, billing terms and why
+    its rank differs from its rank by list cost."""
     return fetch_table(
         con,
         f"""
@@ -220,6 +221,8 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
                a.binding, a.low, a.high, a.computed_at, {no_sla("a")} AS no_sla,
                a.freshness, a.source_url, a.fetched_at, a.price_origin,
                a.interruption_source, a.interruption_rate, a.available,
+               a.list_cost_usd, a.effective_cost_usd, a.terms_applied, a.list_rank,
+               a.rank_reason,
                (SELECT h.price_hour_usd FROM price_history h
                  WHERE h.provider = a.provider AND h.region = a.region
                    AND h.instance_type = a.instance_type AND h.pricing = a.pricing
