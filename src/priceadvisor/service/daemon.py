@@ -27,7 +27,6 @@ import ctypes
 import datetime as dt
 import logging
 import signal
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -91,34 +90,6 @@ def _bound_memory() -> None:
         libc.mallopt(-3, _MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass  # not glibc: nothing to tune
-    _return_duckdb_pages_when_freed()
-
-
-def _return_duckdb_pages_when_freed() -> None:
-    """DuckDB allocates through its own jemalloc (its Linux wheels), which keeps freed pages
-    for a second (DuckDB's decay) and, with no background thread, hands them back only when it
-    next allocates: the hash table of each large join in an ingest stayed in the RSS, and the
-    ingest's peak was the sum of its steps rather than the largest (~14 MB at 100,000 offers,
-    docs/benchmarks.md). A decay of 0 returns pages as they are freed, for a few percent of
-    the ingest's CPU (one madvise per freed run of pages)."""
-    path = getattr(sys.modules.get("_duckdb"), "__file__", None)
-    try:
-        mallctl = ctypes.CDLL(path).duckdb_je_mallctl if path else None
-    except (OSError, AttributeError):
-        mallctl = None  # a DuckDB built without its jemalloc: nothing to tune
-    if mallctl is None:
-        return
-    zero = ctypes.c_ssize_t(0)
-    arenas = ctypes.c_uint(0)
-    size = ctypes.c_size_t(ctypes.sizeof(arenas))
-    mallctl(b"arenas.narenas", ctypes.byref(arenas), ctypes.byref(size), None, 0)
-    # arenas.*: the default of arenas created later; arena.<i>.*: those already there (one
-    # not yet initialised refuses, and gets the default when it is)
-    names = ["arenas"] + [f"arena.{i}" for i in range(arenas.value)]
-    for name in names:
-        for decay in ("dirty_decay_ms", "muzzy_decay_ms"):
-            key = f"{name}.{decay}".encode()
-            mallctl(key, None, None, ctypes.byref(zero), ctypes.sizeof(zero))
 
 
 def _add_cron_job(

@@ -36,7 +36,7 @@ import duckdb
 from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import clustering, columns, transactions
+from priceadvisor.store import allocator, clustering, columns, transactions
 from priceadvisor.store.api_prices import merge_api_prices
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 from priceadvisor.store.expectations import broken_expectations
@@ -547,10 +547,14 @@ def _merge(
         return _merge_fx(con, result, now)
     if manifest.kind == "api":
         return merge_api_prices(con, run_id, result, now)
+    # Each large step's freed memory is returned before the next (store.allocator), so the
+    # ingest's peak is its largest step, not their sum.
     _normalise(con, result.quotes, manifest, now)
+    allocator.return_freed_pages()
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
+    allocator.return_freed_pages()
     if counts["duplicates"]:
         con.execute(_COLLAPSE_SQL)
         _run(con, _DUPLICATE_SAMPLES_SQL, params)
@@ -563,6 +567,7 @@ def _merge(
     if status in (RunStatus.OK, RunStatus.PARTIAL):
         placeholders = manifest.guard.placeholder_prices
         counts["flagged"] = flag_offers(con, result.provider, placeholders, allow_flagged)
+        allocator.return_freed_pages()
         counts |= _apply_changes(con, result, manifest, status, params | {"now": now})
         counts["seen"] = offers
     return counts, status, error
@@ -724,10 +729,12 @@ def _apply_changes(
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
     con.execute(_GOOD_SQL)
     _run(con, _CLASSIFY_SQL, params)
+    allocator.return_freed_pages()
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
     con.execute("DROP VIEW _good; DROP TABLE _snap")
     _changes_table(con, result.quotes, manifest, params["now"])
+    allocator.return_freed_pages()
     row = con.execute(
         "SELECT count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'),"
         " count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
