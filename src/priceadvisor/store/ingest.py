@@ -733,6 +733,7 @@ def _apply_changes(
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
     con.execute("DROP VIEW _good; DROP TABLE _snap")
+    allocator.return_freed_pages()
     _changes_table(con, result.quotes, manifest, params["now"])
     allocator.return_freed_pages()
     row = con.execute(
