@@ -53,3 +53,15 @@ def test_one_attribute_no_object_sets_next_to_set_ones() -> None:
     rows, types = _scan(given)
     assert rows == [("a", 0.0, 0, None), ("", -1.0, 5, None)]
     assert types == ["VARCHAR", "DOUBLE", "BIGINT", "BOOLEAN"]
+
+
+def test_positions_arrive_as_a_last_integer_column() -> None:
+    con = duckdb.connect()
+    rows = [Row("a"), Row(None, 1.5), Row("c")]
+    con.register("t", columns.from_objects(rows, SCHEMA, ("position", [7, 3, 11])))
+    assert [row[:2] for row in con.execute("DESCRIBE t").fetchall()][-1] == ("position", "BIGINT")
+    assert con.execute("SELECT text, position FROM t").fetchall() == [
+        ("a", 7),
+        (None, 3),
+        ("c", 11),
+    ]

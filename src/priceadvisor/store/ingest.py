@@ -36,7 +36,7 @@ import duckdb
 from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.manifest import Manifest
 from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus, utcnow
-from priceadvisor.store import clustering, columns, transactions
+from priceadvisor.store import allocator, clustering, columns, transactions
 from priceadvisor.store.api_prices import merge_api_prices
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 from priceadvisor.store.expectations import broken_expectations
@@ -86,8 +86,9 @@ SPOT_NOT_BELOW_ON_DEMAND = "spot price not below the on-demand price of the same
 DUPLICATE_KEY = "duplicate key in the snapshot (collapsed into the cheapest)"
 
 
-def quotes_table(quotes: list[RawQuote]) -> Any:
-    return columns.from_objects(quotes, _QUOTE_SCHEMA)
+def quotes_table(quotes: Sequence[RawQuote], positions: Sequence[int]) -> Any:
+    """The quotes as an Arrow table, with their positions in the snapshot (`quote_index`)."""
+    return columns.from_objects(quotes, _QUOTE_SCHEMA, ("quote_index", positions))
 
 
 # The values resolved or looked up once each, distinct as DuckDB compares them, in one scan:
@@ -167,10 +168,43 @@ def fx_table(con: duckdb.DuckDBPyConnection, on: Any, currencies: list[str | Non
     )
 
 
-_NORMALISE_SELECT = f"""
+# Columns of an open interval that follow the latest snapshot without opening a new interval.
+# Availability (`available`, `stock`) is not among them: a change of it opens a new interval
+# like a price change, so the history says when an offer could be rented (_AVAILABILITY).
+_ATTRIBUTES = (
+    "gpu_model",
+    "gpu_name_raw",
+    "gpu_count",
+    "gpu_memory_gb",
+    "vcpus",
+    "ram_gb",
+    "price_hour_usd",
+    "price_gpu_hour_usd",
+    "interruption_rate",
+    "source_url",
+    "offer_count",
+    "price_hour_median_usd",
+    "price_date",
+    "upfront_usd",
+    "monthly_usd",
+    "disk_usd_gb_month",
+    "egress_usd_gb",
+    "price_origin",
+    "price_rule",
+    "flag",
+    "flag_reason",
+)
+# The attributes the offer guard does not set, hashed once when the snapshot is normalised (the
+# guard sets flag and flag_reason later): _snap carries one BIGINT instead of their columns.
+_DETAILS = tuple(c for c in _ATTRIBUTES if c not in ("flag", "flag_reason"))
+_DETAILS_HASH = f"hash({', '.join(_DETAILS)})"
+
+# Each quote normalised: names resolved, FX applied, prices per node and per GPU-hour in USD.
+# `quote_index` is the quote's position in the snapshot (store.columns positions).
+_NORMALISE_CTES = """
 WITH joined AS (
     SELECT
-        r.region, coalesce(r.zone, '') AS zone, r.instance_type, r.pricing, r.price,
+        r.quote_index, r.region, coalesce(r.zone, '') AS zone, r.instance_type, r.pricing, r.price,
         r.price_basis, upper(r.currency) AS currency,
         m.gpu_model,
         coalesce(r.gpu_name_raw, r.instance_type) AS gpu_name_raw,
@@ -213,11 +247,17 @@ usd AS (
         egress_original * usd_per_unit AS egress_usd_gb
     FROM priced
 )
-SELECT region, zone, instance_type, pricing, price, price_basis, currency, gpu_model,
-    gpu_name_raw, gpu_count, gpu_memory_gb, vcpus, ram_gb, available, stock, interruption_rate,
-    source_url, offer_count, price_date, price_rule, price_origin, node_original,
-    price_hour_usd, price_gpu_hour_usd, price_hour_median_usd, not_offered_reason,
-    term_months, upfront_usd, monthly_usd, disk_usd_gb_month, egress_usd_gb,
+"""  # noqa: E501
+
+# The snapshot as the checks, the offer guard and the classification read it: the key, what
+# they compare, and one hash of the rest (_DETAILS). Not the 13 columns only an offer to write
+# needs: with them _snap held ~35 MB at 100,000 quotes, without them ~24 MB
+# (docs/benchmarks.md); the few offers to write are normalised again from their quotes
+# (_CHANGES_SELECT).
+_NORMALISE_SELECT = f"""{_NORMALISE_CTES}
+SELECT quote_index, region, zone, instance_type, pricing, term_months, price, currency,
+    gpu_model, gpu_name_raw, source_url, available, stock, node_original, price_hour_usd,
+    price_gpu_hour_usd, not_offered_reason, {_DETAILS_HASH} AS details,
     NULL::VARCHAR AS flag, NULL::VARCHAR AS flag_reason,  -- set by store.guard
     CASE
         WHEN price IS NULL OR isnan(price) OR isinf(price) THEN 'price missing or not a number'
@@ -268,32 +308,6 @@ WHERE s.pricing = 'spot' AND s.reject_reason IS NULL AND s.region = o.region
   AND s.price_hour_usd >= o.on_demand_hour_usd
 """
 
-# Columns of an open interval that follow the latest snapshot without opening a new interval.
-# Availability (`available`, `stock`) is not among them: a change of it opens a new interval
-# like a price change, so the history says when an offer could be rented (_AVAILABILITY).
-_ATTRIBUTES = (
-    "gpu_model",
-    "gpu_name_raw",
-    "gpu_count",
-    "gpu_memory_gb",
-    "vcpus",
-    "ram_gb",
-    "price_hour_usd",
-    "price_gpu_hour_usd",
-    "interruption_rate",
-    "source_url",
-    "offer_count",
-    "price_hour_median_usd",
-    "price_date",
-    "upfront_usd",
-    "monthly_usd",
-    "disk_usd_gb_month",
-    "egress_usd_gb",
-    "price_origin",
-    "price_rule",
-    "flag",
-    "flag_reason",
-)
 # A commitment's term is part of its key: a 12- and a 36-month price of one instance are two
 # offers (term_months is 0 for every price that is no commitment).
 _KEY_COLUMNS = ("region", "zone", "instance_type", "pricing", "term_months")
@@ -313,8 +327,11 @@ _KEYS = ", ".join(_KEY_COLUMNS)
 # hashing alike (odds 2^-64 per key and run) would only delay that attribute update to the
 # key's next change; prices are compared exactly. Equal values hash alike only if their types
 # do (a DATE and its text do not; integers of any width do): _snap has the table's types, which
-# tests/store/test_ingest_classify.py checks with every attribute set.
-_ATTRIBUTES_HASH = f"hash({', '.join(_ATTRIBUTES)}) AS attributes"
+# tests/store/test_ingest_classify.py checks with every attribute set. The snapshot's side
+# hashes the hash _snap carries (`details`) with the guard's columns; the table's side hashes
+# the same columns the same way.
+_SNAPSHOT_ATTRIBUTES = "hash(details, flag, flag_reason) AS attributes"
+_STORED_ATTRIBUTES = f"hash({_DETAILS_HASH}, flag, flag_reason) AS attributes"
 
 
 # Whether a key's availability is what its open interval says (else the key has 'changed').
@@ -336,7 +353,7 @@ _CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _verdicts AS
 WITH classified AS (
     SELECT {", ".join(f"coalesce(g.{c}, h.{c}) AS {c}" for c in _KEY_COLUMNS)},
-        h.first_seen AS previous_first_seen,
+        g.quote_index, h.first_seen AS previous_first_seen,
         CASE
             WHEN g.region IS NULL THEN 'vanished'
             WHEN h.provider IS NULL THEN 'new'
@@ -347,12 +364,13 @@ WITH classified AS (
         NOT {_COVERED.format(t="g")} OR h.attributes <> g.attributes AS outdated,
         {_COVERED.format(t="h")} AS covered
     FROM (
-        SELECT {_KEYS}, node_original, currency, available, stock, {_ATTRIBUTES_HASH}
+        SELECT {_KEYS}, quote_index, node_original, currency, available, stock,
+            {_SNAPSHOT_ATTRIBUTES}
         FROM _good
     ) AS g
     FULL JOIN (
         SELECT {_KEYS}, provider, first_seen, price_hour_original, currency, available, stock,
-            {_ATTRIBUTES_HASH}
+            {_STORED_ATTRIBUTES}
         FROM core.current_offers WHERE provider = $provider
     ) AS h
         ON {_key_match("h", "g")}
@@ -360,15 +378,29 @@ WITH classified AS (
 SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
 WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
 """
-# The keys to write with the snapshot's columns, so the writes need no join with the snapshot.
-# The semi join first: DuckDB then builds its hash table on the few verdicts, not on _good.
-_CHANGES_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _changes AS
-SELECT g.* REPLACE ({", ".join(f"v.{c} AS {c}" for c in _KEY_COLUMNS)}),
+# The keys to write with every column the writes need, so they need no join with the snapshot:
+# the quotes of the keys to write normalised again (the same statement as _snap's, over those
+# quotes only), with the guard's verdict; then the vanished keys, which have no quote.
+_WRITTEN = (*_DETAILS, "currency", "node_original", "price_basis", "available", "stock")
+_CHANGES_SELECT = f"""{_NORMALISE_CTES}
+SELECT {", ".join(f"d.{c}" for c in _KEY_COLUMNS + _WRITTEN)}, f.flag, f.flag_reason,
     v.previous_first_seen, v.change, v.stale
-FROM _verdicts AS v LEFT JOIN (
-    SELECT * FROM _good AS g SEMI JOIN _verdicts AS v ON {_key_match("g", "v")}
-) AS g ON {_key_match("g", "v")}
+FROM usd AS d JOIN _verdicts AS v ON v.quote_index = d.quote_index
+LEFT JOIN _flags AS f ON f.quote_index = d.quote_index
+"""
+# The guard's verdicts (store.guard), for the few quotes it flagged or allowed.
+_FLAGS_SQL = """
+CREATE OR REPLACE TEMP TABLE _flags AS
+SELECT quote_index, flag, flag_reason FROM _snap WHERE flag IS NOT NULL OR flag_reason IS NOT NULL
+"""
+_CHANGES_FIRST_SQL = f"CREATE OR REPLACE TEMP TABLE _changes AS {_CHANGES_SELECT}"
+_CHANGES_MORE_SQL = f"INSERT INTO _changes {_CHANGES_SELECT}"
+_VANISHED_SQL = f"""
+INSERT INTO _changes BY NAME
+SELECT {_KEYS}, previous_first_seen, change, stale FROM _verdicts WHERE change = 'vanished'
+"""
+_WANTED_SQL = """
+SELECT quote_index FROM _verdicts WHERE quote_index >= ? AND quote_index < ? ORDER BY quote_index
 """
 _CLOSING = "c.change IN ('changed', 'vanished')"
 
@@ -526,10 +558,14 @@ def _merge(
         return _merge_fx(con, result, now)
     if manifest.kind == "api":
         return merge_api_prices(con, run_id, result, now)
+    # Each large step's freed memory is returned before the next (store.allocator), so the
+    # ingest's peak is its largest step, not their sum.
     _normalise(con, result.quotes, manifest, now)
+    allocator.return_freed_pages()
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
     counts = _snapshot_counts(con)
+    allocator.return_freed_pages()
     if counts["duplicates"]:
         con.execute(_COLLAPSE_SQL)
         _run(con, _DUPLICATE_SAMPLES_SQL, params)
@@ -542,7 +578,8 @@ def _merge(
     if status in (RunStatus.OK, RunStatus.PARTIAL):
         placeholders = manifest.guard.placeholder_prices
         counts["flagged"] = flag_offers(con, result.provider, placeholders, allow_flagged)
-        counts |= _apply_changes(con, result, status, params | {"now": now})
+        allocator.return_freed_pages()
+        counts |= _apply_changes(con, result, manifest, status, params | {"now": now})
         counts["seen"] = offers
     return counts, status, error
 
@@ -564,15 +601,33 @@ def _normalise(
     sql = _NORMALISE_FIRST_SQL
     known: dict[tuple[Any, ...], Any] = {}  # resolutions, shared by the batches
     for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
-        batch = quotes[start : start + HANDOFF_BATCH]
-        _normalise_batch(con, batch, manifest, now, sql, known)
+        positions = range(start, min(start + HANDOFF_BATCH, len(quotes)))
+        _normalise_batch(con, quotes[start : positions.stop], positions, manifest, now, sql, known)
         sql = _NORMALISE_MORE_SQL
     con.execute(_SPOT_CHECK_SQL)
 
 
+def _changes_table(
+    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
+) -> None:
+    """_changes: the quotes of the keys to write (_verdicts.quote_index), normalised again in
+    full, batch by batch of the snapshot's positions; then the vanished keys."""
+    sql = _CHANGES_FIRST_SQL
+    known: dict[tuple[Any, ...], Any] = {}
+    for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
+        wanted = [
+            row[0] for row in con.execute(_WANTED_SQL, [start, start + HANDOFF_BATCH]).fetchall()
+        ]
+        if wanted or sql is _CHANGES_FIRST_SQL:  # the first creates the table, even empty
+            _normalise_batch(con, [quotes[i] for i in wanted], wanted, manifest, now, sql, known)
+            sql = _CHANGES_MORE_SQL
+    con.execute(_VANISHED_SQL)
+
+
 def _normalise_batch(
     con: duckdb.DuckDBPyConnection,
-    quotes: list[RawQuote],
+    quotes: Sequence[RawQuote],
+    positions: Sequence[int],
     manifest: Manifest,
     now: Any,
     sql: str,
@@ -583,7 +638,7 @@ def _normalise_batch(
     # them would create views, and a view dropped inside the ingest's transaction keeps its
     # Arrow data alive until COMMIT (kept for a rollback): ~12 MB at 100,000 quotes held
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
-    _raw = quotes_table(quotes)
+    _raw = quotes_table(quotes, positions)
     distinct = con.execute(_DISTINCT_SQL).fetchall()
     _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known)
     fx_table(con, now, [r[3] for r in distinct if not r[4]])
@@ -678,15 +733,20 @@ def _check_expectations(
 def _apply_changes(
     con: duckdb.DuckDBPyConnection,
     result: FetchResult,
+    manifest: Manifest,
     status: RunStatus,
     params: dict[str, Any],
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
     con.execute(_GOOD_SQL)
     _run(con, _CLASSIFY_SQL, params)
-    con.execute(_CHANGES_SQL)
+    allocator.return_freed_pages()
     _run(con, _SEEN_SQL, params)
-    con.execute("DROP VIEW _good; DROP TABLE _snap")  # the writes need only _changes and _seen
+    con.execute(_FLAGS_SQL)
+    con.execute("DROP VIEW _good; DROP TABLE _snap")
+    allocator.return_freed_pages()
+    _changes_table(con, result.quotes, manifest, params["now"])
+    allocator.return_freed_pages()
     row = con.execute(
         "SELECT count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'),"
         " count(*) FILTER (WHERE change = 'vanished'), count(*) FILTER (WHERE stale) FROM _changes"
