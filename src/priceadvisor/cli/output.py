@@ -4,6 +4,9 @@ Every value DuckDB's Python client returns prints in every format. Cell text is 
 Rich markup (provider strings may hold `[/]` or `[link=…]`) and loses control characters, so
 a region name cannot move the cursor, set a title or plant a hyperlink in a terminal. A CSV text
 cell that starts like a spreadsheet formula gets a leading `'` (store.spreadsheet).
+
+Rich is imported by the functions that draw with it: the CSV and JSON text is built without it
+(the light start of `prices`, cli/light.py, writes that text itself).
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ import re
 import uuid
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table as RichTable
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from priceadvisor.store.reads import Table
 from priceadvisor.store.spreadsheet import csv_cell
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table as RichTable
 
 
 class Format(StrEnum):
@@ -86,6 +89,9 @@ def stream(
 
 
 def to_rich(table: Table, title: str | None = None) -> RichTable:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     out = RichTable(
         title=Text(clean(title)) if title else None, header_style="bold", show_lines=False
     )

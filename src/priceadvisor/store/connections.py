@@ -11,7 +11,6 @@ timeouts and is what the rest of the program opens connections with.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import re
 import threading
 import time
@@ -26,8 +25,6 @@ from priceadvisor.config_basics import ReaderBounds, ReaderDefaults, reader_conf
 from priceadvisor.store import asof, lake, schema
 from priceadvisor.store.errors import StoreError, first_line
 from priceadvisor.store.transactions import is_conflict, retry_on
-
-log = logging.getLogger(__name__)
 
 # DuckDB's words for a file another process holds. Precise on purpose: "lock" alone also
 # matches "block" in a corrupt-file error, which must fail at once rather than be waited out.
@@ -329,7 +326,11 @@ class _LockWait:
         assert self.give_up is not None
         if waited - self.warned >= max(self.lock_timeout, 1.0):
             self.warned = waited
-            log.warning(
+            # logging is imported by the one message of this module: a reader never logs, and
+            # `prices` starts without it (cli/light.py)
+            import logging  # noqa: PLC0415
+
+            logging.getLogger(__name__).warning(
                 "database %s is held by another process%s; waiting our turn (%.0f s so far)",
                 self.path,
                 self.holder,
