@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -130,6 +129,8 @@ def quick_settings(config_file: Path | None, db: Path | None) -> ReadSettings | 
 
 
 def _file_values(path: Path) -> dict[str, Any] | None:
+    import tomllib  # noqa: PLC0415 - only when there is a config file
+
     try:
         with path.open("rb") as file:
             values = tomllib.load(file)

@@ -32,7 +32,7 @@ def draw(
     headers = [c.header for c in columns]
     if not _PLAIN_LINE.fullmatch(title) or not all(map(_plain, [headers, *rows])):
         return None
-    widths = [max(len(h), *(len(r[i]) for r in rows)) or 1 for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) or 1 for i, h in enumerate(headers)]
     total = sum(widths) + len(widths) - 1  # one space between columns
     if total > width:
         return None

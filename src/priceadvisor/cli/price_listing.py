@@ -47,9 +47,11 @@ class PricesRequest:
 
 @dataclass(slots=True)
 class Listing:
+    """The offers; for the table, also what they are, its title and the notes under it."""
+
     table: reads.Table
     noun: layout.Noun
-    title: str = ""  # the table's; machine formats have none
+    title: str = ""
     notes: list[str] = field(default_factory=list)
 
 
@@ -100,16 +102,16 @@ def listing(configured: Configured, request: PricesRequest, providers: Providers
             flt.include_flagged = True
             shown = tuple(c for c in shown if c != "flag_reason")
         table = reads.prices(con, flt, request.sort, rows, shown)
+        if not table_format:  # CSV and JSON are the rows alone
+            return Listing(table, "GPU")
         sources = reads.latest_sources(con)
         noun = _noun(con, table, flt)
         hidden = 0 if flt.include_flagged else reads.count_flagged(con, flt)
         stale = reads.stale_providers(con, utcnow()) if moment is None else {}
-    found = Listing(table, noun)
-    if table_format:
-        found.title = _title(noun, request.as_of)
-        found.notes = price_notes(table, sources, providers, request.verbose)
-        found.notes += _recorded_hint(configured.read_settings, sources)
-        found.notes += _other_notes(hidden, stale, noun, flt.pricing)
+    found = Listing(table, noun, _title(noun, request.as_of))
+    found.notes = price_notes(table, sources, providers, request.verbose)
+    found.notes += _recorded_hint(configured.read_settings, sources)
+    found.notes += _other_notes(hidden, stale, noun, flt.pricing)
     return found
 
 
