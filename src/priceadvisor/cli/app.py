@@ -28,7 +28,7 @@ from priceadvisor.cli.common import (
     out,
     state,
 )
-from priceadvisor.cli.errors import fail, with_recorded_hint
+from priceadvisor.cli.errors import fail, os_error_text, with_recorded_hint
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
 from priceadvisor.cli.price_listing import TABLE_ROWS, PricesRequest, listing, price_notes
 from priceadvisor.cli.querystop import QueryInterrupted, QueryTimedOut, run_stoppable
@@ -693,8 +693,7 @@ def _unexpected(exc: Exception) -> str:
     or DuckDB's own words, else the exception; the traceback goes to the DEBUG log."""
     logging.getLogger("priceadvisor.cli").debug("unexpected error", exc_info=exc)
     if isinstance(exc, OSError):
-        where = f": {exc.filename}" if exc.filename else ""
-        return f"{exc.strerror or exc}{where}"
+        return os_error_text(exc)
     if isinstance(exc, duckdb.Error):
         return f"database error: {errors.first_line(exc)}"
     return f"unexpected {type(exc).__name__}: {errors.first_line(exc)}"

@@ -6,7 +6,7 @@ import sys
 
 from rich.console import Console
 
-# Piped output is not cut to 80 columns: scripts and CI logs get whole tables.
-PIPED_WIDTH = 250
+from priceadvisor.cli.output import PIPED_WIDTH
+
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else PIPED_WIDTH)
 err = Console(stderr=True, soft_wrap=True)

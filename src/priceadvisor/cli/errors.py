@@ -33,6 +33,12 @@ def one_line_text(message: str) -> str:
     return " ".join(message.split())
 
 
+def os_error_text(exc: OSError) -> str:
+    """The file system's own words, and the file."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def recorded_database_hint(reading: Path) -> str | None:
     """Where `fetch --offline` wrote recorded responses, when `reading` is the default live
     database (recordings go beside it, never in it) and that file exists: the option to read

@@ -20,8 +20,8 @@ from typing import Any, NoReturn
 
 from priceadvisor.cli import plaintable
 from priceadvisor.cli import prices as layout
-from priceadvisor.cli.errors import UsageError, UserError, fail, with_recorded_hint
-from priceadvisor.cli.output import Format, to_csv, to_json
+from priceadvisor.cli.errors import UsageError, UserError, fail, os_error_text, with_recorded_hint
+from priceadvisor.cli.output import PIPED_WIDTH, Format, to_csv, to_json
 from priceadvisor.cli.price_listing import Listing, PricesRequest, listing
 from priceadvisor.config_basics import ConfigError, DbSettings, ReadSettings, quick_settings
 from priceadvisor.resources import ResourceError
@@ -52,7 +52,6 @@ FLAGS = {
 }
 GLOBALS = {"--config": "config", "--db": "db"}
 LIMIT_RANGE = range(1, 10**9 + 1)  # the Typer option's min and max
-PIPED_WIDTH = 250  # cli/consoles.py: what Rich's console is given when stdout is not a terminal
 # What makes Rich treat a pipe as a terminal (styles, another width): the Typer app then prints.
 RICH_TERMINAL_SWITCHES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
@@ -89,11 +88,22 @@ def _answered(args: list[str]) -> bool:
         fail(with_recorded_hint(str(exc)), 1)
     except (UserError, ResourceError) as exc:
         fail(str(exc), 1)
+    except KeyboardInterrupt:
+        fail("aborted", 130)  # click's words for Ctrl-C (the Typer app's)
     except Exception:  # the Typer app words anything unexpected, from the start
         return False
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    _write(text)
     return True
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        fail("aborted", 130)
+    except OSError as exc:  # a closed pipe: as the Typer app words it
+        fail(os_error_text(exc), 1)
 
 
 def parse(args: list[str]) -> tuple[LightState, PricesRequest] | None:

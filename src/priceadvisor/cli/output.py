@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from rich.table import Table as RichTable
 
 
+# Piped output is not cut to 80 columns: scripts and CI logs get whole tables.
+PIPED_WIDTH = 250
+
+
 class Format(StrEnum):
     TABLE = "table"
     CSV = "csv"
