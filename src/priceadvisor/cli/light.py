@@ -89,7 +89,7 @@ def _answered(args: list[str]) -> bool:
     except (UserError, ResourceError) as exc:
         fail(str(exc), 1)
     except KeyboardInterrupt:
-        fail("aborted", 130)  # click's words for Ctrl-C (the Typer app's)
+        sys.exit(130)  # as Typer ends on Ctrl-C: the code alone
     except Exception:  # the Typer app words anything unexpected, from the start
         return False
     _write(text)
@@ -97,12 +97,18 @@ def _answered(args: list[str]) -> bool:
 
 
 def _write(text: str) -> None:
+    """The text on stdout; a reader that went away (`| head`) ends it with exit code 1 and no
+    message, as Typer does."""
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     except KeyboardInterrupt:
-        fail("aborted", 130)
-    except OSError as exc:  # a closed pipe: as the Typer app words it
+        sys.exit(130)
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: into /dev/null, not the closed pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:  # a full disk: the file system's words, as the Typer app says it
         fail(os_error_text(exc), 1)
 
 

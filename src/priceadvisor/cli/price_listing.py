@@ -15,8 +15,8 @@ from priceadvisor.cli import filters
 from priceadvisor.cli import prices as layout
 from priceadvisor.cli.errors import UsageError, recorded_database_hint
 from priceadvisor.cli.output import Format
+from priceadvisor.clock import utcnow
 from priceadvisor.config_basics import DbSettings
-from priceadvisor.records import utcnow
 from priceadvisor.store import reads
 from priceadvisor.store.handle import Store
 

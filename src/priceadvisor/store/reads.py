@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from priceadvisor.records import RENTABLE
+from priceadvisor.pricing import RENTABLE
 
 
 def no_sla(alias: str) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from priceadvisor.records import utcnow
+from priceadvisor.clock import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
 from priceadvisor.store import ids, lake, lakesql, runs
 from priceadvisor.store.errors import StoreError, first_line
