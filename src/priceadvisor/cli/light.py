@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -167,15 +166,16 @@ def _request(options: dict[str, Any]) -> PricesRequest | None:
     return PricesRequest(**options)
 
 
-@dataclass(slots=True)
 class LightState:
     """The CLI's state (common.AppState) for the light start: the read settings of
     config_basics or nothing (NotLight), and the store they name."""
 
-    config: str | None
-    db: str | None
-    _read: ReadSettings | None = field(default=None)
-    _store: Store | None = field(default=None)
+    __slots__ = ("_read", "_store", "config", "db")
+
+    def __init__(self, config: str | None, db: str | None) -> None:
+        self.config, self.db = config, db
+        self._read: ReadSettings | None = None
+        self._store: Store | None = None
 
     @property
     def read_settings(self) -> DbSettings:

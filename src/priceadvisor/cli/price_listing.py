@@ -6,8 +6,8 @@ Rich here."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
 import duckdb
 
@@ -24,12 +24,12 @@ TABLE_ROWS = 50  # what a terminal shows when --limit is not given; machine form
 NAMED_PROVIDERS = 3  # a note names this many providers; more are counted (--verbose names them)
 
 
-@dataclass(frozen=True, slots=True)
-class PricesRequest:
-    """The options of `prices`, as given."""
+class PricesRequest(NamedTuple):
+    """The options of `prices`, as given. (NamedTuples here, not dataclasses: the light start
+    imports no dataclasses for them.)"""
 
     gpu: str | None = None
-    providers: list[str] = field(default_factory=list)
+    providers: Sequence[str] = ()
     country: str | None = None
     continent: str | None = None
     eu: bool = False
@@ -45,14 +45,13 @@ class PricesRequest:
     fmt: Format = Format.TABLE
 
 
-@dataclass(slots=True)
-class Listing:
+class Listing(NamedTuple):
     """The offers; for the table, also what they are, its title and the notes under it."""
 
     table: reads.Table
     noun: layout.Noun
     title: str = ""
-    notes: list[str] = field(default_factory=list)
+    notes: Sequence[str] = ()
 
 
 class Providers(Protocol):
@@ -80,7 +79,7 @@ def listing(configured: Configured, request: PricesRequest, providers: Providers
     moment = _moment(request.as_of) if request.as_of is not None else None
     filters.sort_order(request.sort)
     flt = filters.offer_filter(
-        providers.known(request.providers),
+        providers.known(list(request.providers)),
         request.country,
         request.continent,
         request.eu,
@@ -108,11 +107,10 @@ def listing(configured: Configured, request: PricesRequest, providers: Providers
         noun = _noun(con, table, flt)
         hidden = 0 if flt.include_flagged else reads.count_flagged(con, flt)
         stale = reads.stale_providers(con, utcnow()) if moment is None else {}
-    found = Listing(table, noun, _title(noun, request.as_of))
-    found.notes = price_notes(table, sources, providers, request.verbose)
-    found.notes += _recorded_hint(configured.read_settings, sources)
-    found.notes += _other_notes(hidden, stale, noun, flt.pricing)
-    return found
+    notes = price_notes(table, sources, providers, request.verbose)
+    notes += _recorded_hint(configured.read_settings, sources)
+    notes += _other_notes(hidden, stale, noun, flt.pricing)
+    return Listing(table, noun, _title(noun, request.as_of), notes)
 
 
 def _title(noun: layout.Noun, as_of: str | None) -> str:

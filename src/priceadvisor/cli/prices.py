@@ -11,8 +11,7 @@ for the plain one the light start of `prices` draws (cli/plaintable.py).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from priceadvisor.cli.errors import UsageError
 from priceadvisor.cli.output import clean
@@ -24,8 +23,7 @@ if TYPE_CHECKING:
 Kind = Literal["text", "key", "count", "money", "number", "flag"]
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(NamedTuple):
     column: str  # the offers view's column
     header: str
     kind: Kind  # text may shrink; everything else is shown whole
@@ -117,8 +115,7 @@ def _header(field: Field, noun: Noun) -> str:
     return field.header
 
 
-@dataclass(frozen=True, slots=True)
-class Shown:
+class Shown(NamedTuple):
     """One column as the table shows it."""
 
     header: str
