@@ -14,7 +14,7 @@ import duckdb
 
 from priceadvisor.clock import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import ids, lake, lakesql, runs
+from priceadvisor.store import lake
 from priceadvisor.store.errors import StoreError, first_line
 from priceadvisor.store.transactions import atomic, is_conflict
 
@@ -68,6 +68,9 @@ def has_schema(con: duckdb.DuckDBPyConnection) -> bool:
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Everything a writer does on open: migrate, refresh catalogs, views, sequences behind their
     tables (store.ids), stale runs."""
+    # Writers only: a reader (`prices`, cli/light.py) imports none of these modules.
+    from priceadvisor.store import ids, runs  # noqa: PLC0415
+
     migrate(con)
     refresh_catalog(con)
     create_views(con)
@@ -87,6 +90,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         )
     )
     if on_lake:
+        from priceadvisor.store import lakesql  # noqa: PLC0415 - lakes only
+
         con.execute(lakesql.COUNTERS_DDL)
     applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
     if applied and max(applied) > latest_version():
@@ -104,7 +109,11 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
 
 
 def _dialect(sql: str, on_lake: bool) -> str:
-    return lakesql.translate(sql) if on_lake else sql
+    if not on_lake:
+        return sql
+    from priceadvisor.store import lakesql  # noqa: PLC0415 - lakes only
+
+    return lakesql.translate(sql)
 
 
 def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path, on_lake: bool) -> None:
