@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,6 @@ import duckdb
 
 from priceadvisor.clock import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import lake
 from priceadvisor.store.errors import StoreError, first_line
 from priceadvisor.store.transactions import atomic, is_conflict
 
@@ -80,6 +78,8 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Apply the missing migrations; on a lake in DuckLake's dialect (store.lakesql)."""
+    from priceadvisor.store import lake  # noqa: PLC0415 - writers only
+
     on_lake = lake.is_lake(con)
     con.execute("CREATE SCHEMA IF NOT EXISTS core")
     con.execute(
@@ -141,6 +141,8 @@ def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
     Rows go in as Arrow arrays: executemany costs ~1 ms a row in DuckDB, this ~1 ms in all.
     """
     # The catalogs load here, for writers: a reader never parses them (cli/light.py's start)
+    from dataclasses import asdict  # noqa: PLC0415
+
     from priceadvisor.gpu_specs import gpu_catalog, region_catalog  # noqa: PLC0415
 
     gpu_rows = [
