@@ -249,6 +249,8 @@ def test_a_configuration_only_the_full_load_reads_goes_to_the_typer_app(
 # --- a fresh process: what the light start imports, and a terminal ------------------------
 
 NEVER = ("typer", "click", "rich", "pydantic", "pydantic_settings", "logging")
+# Nor, reading a DuckDB file, the lake or the dataclasses module (with inspect, ~5 ms a start).
+NEVER += ("dataclasses", "priceadvisor.store.lake")
 SCRIPT = """
 import json, sys
 from priceadvisor.cli.light import main
