@@ -1,3 +1,3 @@
-from priceadvisor.cli.app import main
+from priceadvisor.cli.light import main
 
 main()

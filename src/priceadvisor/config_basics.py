@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import platformdirs
 
@@ -67,15 +65,15 @@ class DbSettings(Protocol):
     def db_path(self) -> Path: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ReaderDefaults:
+# NamedTuples, not dataclasses: `prices` starts without the dataclasses module (and the
+# inspect module it imports) where it can (cli/light.py).
+class ReaderDefaults(NamedTuple):
     memory_limit: str = DEFAULT_READER_MEMORY
     threads: int = DEFAULT_READER_THREADS
     sql_timeout: float = DEFAULT_SQL_TIMEOUT
 
 
-@dataclass(frozen=True, slots=True)
-class ReadSettings:
+class ReadSettings(NamedTuple):
     db: Path | None = None
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     log_level: str = DEFAULT_LOG_LEVEL
@@ -130,6 +128,8 @@ def quick_settings(config_file: Path | None, db: Path | None) -> ReadSettings | 
 
 
 def _file_values(path: Path) -> dict[str, Any] | None:
+    import tomllib  # noqa: PLC0415 - only when there is a config file
+
     try:
         with path.open("rb") as file:
             values = tomllib.load(file)

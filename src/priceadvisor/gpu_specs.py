@@ -7,7 +7,6 @@ store.ingest resolves the distinct names here and joins the result set-based in 
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Literal
@@ -202,7 +201,7 @@ _SPEC_KEYS = (
 
 @cache
 def gpu_catalog() -> GpuCatalog:
-    data = tomllib.loads((providers_dir() / "gpus.toml").read_text(encoding="utf-8"))
+    data = _toml((providers_dir() / "gpus.toml").read_text(encoding="utf-8"))
     gpus = [_gpu_spec(gpu_id, entry) for gpu_id, entry in data["gpus"].items()]
     return GpuCatalog(gpus)
 
@@ -233,14 +232,14 @@ def _device_kind(gpu_id: str, value: object) -> DeviceKind:
 @cache
 def countries() -> dict[str, tuple[str, str]]:
     """ISO 3166-1 alpha-2 code -> (name, continent code), from providers/regions.toml."""
-    data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
+    data = _toml((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
     return {code: (name, continent) for code, (name, continent) in data["countries"].items()}
 
 
 @cache
 def region_catalog() -> dict[tuple[str, str], RegionInfo]:
     """Every known (provider, region) with its place; see providers/regions.toml."""
-    data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
+    data = _toml((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
     countries: dict[str, list[str]] = data["countries"]
     eu = set(data["eu_members"])
     out: dict[tuple[str, str], RegionInfo] = {}
@@ -275,5 +274,12 @@ def _region(
 def country_codes() -> dict[str, str]:
     """ISO code by English country name, case-insensitive ("united states" -> "US"), for
     sources that name the country instead of coding it."""
-    data = tomllib.loads((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
+    data = _toml((providers_dir() / "regions.toml").read_text(encoding="utf-8"))
     return {name.casefold(): code for code, (name, _continent) in data["countries"].items()}
+
+
+def _toml(text: str) -> dict[str, Any]:
+    """Parsed on first use: a start that needs no catalog skips importing tomllib."""
+    import tomllib  # noqa: PLC0415
+
+    return tomllib.loads(text)

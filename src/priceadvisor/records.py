@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from decimal import Decimal
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from priceadvisor.clock import utcnow
+from priceadvisor.pricing import RENTABLE, Pricing
 
-def utcnow() -> dt.datetime:
-    """Naive UTC now: every timestamp in the database is UTC without a zone (docs/sql.md)."""
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+if TYPE_CHECKING:
+    from decimal import Decimal
+
+# The clock and the pricing kinds are re-exported: the core's shapes are imported from here (a
+# reader, such as `prices`, imports those two modules alone).
+__all__ = ["RENTABLE", "TRAINING_TASKS", "ApiPrice", "CachedBody", "FetchResult", "FxRate"]
+__all__ += ["IngestSummary", "Precision", "PriceBasis", "Pricing", "RawQuote", "RunStatus"]
+__all__ += ["Task", "utcnow"]
 
 
 # The values quotes share, by equality (an int and an equal float may stand for each other: the
@@ -34,22 +40,6 @@ _MAX_SHARED = 20_000
 Task = Literal["pretrain", "finetune", "lora", "qlora", "serve", "batch"]
 Precision = Literal["bf16", "fp16", "fp8", "fp4", "int8", "int4"]
 TRAINING_TASKS = ("pretrain", "finetune", "lora", "qlora")
-
-
-class Pricing(StrEnum):
-    """How an offer is priced. `market` is an observed market average (SF Compute), not a price
-    anyone can rent at. `reserved` is a commitment: a price for renting over a fixed term
-    (`RawQuote.term_months`), stated as the effective hourly price over the term. Both are
-    stored beside the others and left out of every "cheapest" answer unless asked for.
-    "Starting from" floors are not stored."""
-
-    ON_DEMAND = "on_demand"
-    SPOT = "spot"
-    MARKET = "market"
-    RESERVED = "reserved"
-
-
-RENTABLE = (Pricing.ON_DEMAND, Pricing.SPOT)  # what "cheapest" compares by default
 
 
 class PriceBasis(StrEnum):

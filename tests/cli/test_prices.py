@@ -326,7 +326,7 @@ def test_stale_prices_are_marked_from_the_interval_each_run_recorded(
     configuration) can say which offers were not seen for twice their provider's interval."""
     import datetime as dt
 
-    from priceadvisor.cli import app as cli_app
+    from priceadvisor.cli import price_listing
     from priceadvisor.records import utcnow
 
     [(azure_interval,)] = query(
@@ -343,7 +343,7 @@ def test_stale_prices_are_marked_from_the_interval_each_run_recorded(
         stale = reads.stale_providers(con, later)
     [(azure_offers,)] = query(offline_db, "select count(*) from offers where provider = 'azure'")
     assert stale["azure"] == azure_offers
-    monkeypatch.setattr(cli_app, "utcnow", lambda: later)
+    monkeypatch.setattr(price_listing, "utcnow", lambda: later)
     code, out, _ = prices(capsys, offline_db, "--limit", "1")
     text = " ".join(out.split())
     assert code == 0 and "stale: offers not seen for over twice" in text

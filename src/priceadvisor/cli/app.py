@@ -4,7 +4,6 @@ configuration errors, 1 for the rest (README "Using it")."""
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import logging
 import sys
 from collections.abc import Iterator
@@ -27,20 +26,20 @@ from priceadvisor.cli.common import (
     UserError,
     err,
     out,
-    recorded_database_hint,
     state,
 )
+from priceadvisor.cli.errors import fail, os_error_text, with_recorded_hint
 from priceadvisor.cli.output import Format, clean, render, stream, to_rich
+from priceadvisor.cli.price_listing import TABLE_ROWS, PricesRequest, listing, price_notes
 from priceadvisor.cli.querystop import QueryInterrupted, QueryTimedOut, run_stoppable
 from priceadvisor.cli.sqlguard import check_read_only
 from priceadvisor.config_basics import (
     ConfigError,
-    DbSettings,
     default_db_path,
     recorded_db_path,
 )
 from priceadvisor.durations import parse_duration
-from priceadvisor.records import RunStatus, utcnow
+from priceadvisor.records import RunStatus
 from priceadvisor.resources import ResourceError, data_dir
 from priceadvisor.store import errors, reads
 from priceadvisor.store.handle import Store
@@ -244,7 +243,6 @@ PricingOpt = Annotated[
 ]
 
 
-TABLE_ROWS = 50  # what a terminal shows when --limit is not given; machine formats get all
 DerivedOpt = Annotated[
     bool,
     typer.Option(
@@ -307,114 +305,40 @@ def prices(
     """Current offers, cheapest per GPU-hour first: published prices of mapped GPUs (derived
     prices with --include-derived; offers the offer guard flagged with --include-flagged;
     offers with an unmapped GPU: `doctor`)."""
-    moment = _moment(as_of) if as_of is not None else None
-    filters.sort_order(sort)
-    flt = _offer_filter(provider, country, continent, eu, pricing, include_derived, include_flagged)
-    # Machine formats get every column unless --columns: a stable shape for scripts.
-    fields = layout.chosen(columns, wide or fmt is not Format.TABLE, flt.pricing)
-    if include_flagged and columns is None and "flag" not in fields:
-        fields = (*fields, "flag")
-    shown = layout.view_columns(fields)
-    rows = limit if limit is not None or fmt is not Format.TABLE else TABLE_ROWS
-    with state(ctx).store.reader(as_of=moment) as con:
-        _resolve_gpu(con, flt, gpu)
-        if moment is not None and not reads.has_flags(con):
-            # a lake snapshot from before the offer guard existed: nothing was flagged then
-            flt.include_flagged = True
-            shown = tuple(c for c in shown if c != "flag_reason")
-        table = reads.prices(con, flt, sort, rows, shown)
-        sources = reads.latest_sources(con)
-        noun = _noun(con, table, flt)
-        hidden = 0 if flt.include_flagged else reads.count_flagged(con, flt)
-        stale = reads.stale_providers(con, utcnow()) if moment is None else {}
+    request = PricesRequest(
+        gpu=gpu,
+        providers=list(provider or []),
+        country=country,
+        continent=continent,
+        eu=eu,
+        pricing=pricing,
+        sort=sort,
+        limit=limit,
+        columns=columns,
+        wide=wide,
+        include_derived=include_derived,
+        verbose=verbose,
+        include_flagged=include_flagged,
+        as_of=as_of,
+        fmt=fmt,
+    )
+    found = listing(state(ctx), request, _Providers())
     if fmt is Format.TABLE:
-        notes = _price_notes(table, sources, verbose)
-        notes += _recorded_hint(state(ctx).read_settings, sources)
-        if hidden:
-            offers_word = "offer" if hidden == 1 else "offers"
-            notes.append(f"{hidden} flagged {offers_word} left out: --include-flagged to see them")
-        if stale:
-            notes.append(_stale_note(stale))
-        if noun != "GPU":
-            notes.append("accelerators (TPU, Gaudi, Trainium…): n counts chips, priced per chip")
-        if flt.pricing == "reserved":
-            notes.append(
-                "commitment prices: the effective hourly price over a term of `months`, "
-                "never ranked against on-demand"
-            )
-        offers = noun.replace("/", " and ")
-        title = f"Current {offers} offers (USD)"
-        if as_of:
-            title = f"{offers} offers as of {as_of} (USD)"
-        out.print(layout.to_rich(table, title, [], noun))
-        for note in notes:  # wrapped at the terminal's width, not the table's
+        out.print(layout.to_rich(found.table, found.title, [], found.noun))
+        for note in found.notes:  # wrapped at the terminal's width, not the table's
             out.print(Text(clean(note)), soft_wrap=False)
     else:
-        render(table, fmt, out)
+        render(found.table, fmt, out)
 
 
-def _noun(
-    con: duckdb.DuckDBPyConnection, table: reads.Table, flt: reads.OfferFilter
-) -> layout.Noun:
-    """What the shown offers are: from their models, else the --gpu models, else whether any
-    current offer is an accelerator."""
-    accelerators = reads.accelerator_models(con)
-    models = layout.shown_models(table)
-    if models is None:
-        models = set(flt.gpu_models) if flt.gpu_models else reads.offered_models(con)
-    return layout.noun_for(models, accelerators)
+class _Providers:
+    """The adapters' registry and the manifests (price_listing.Providers)."""
 
+    def known(self, ids: list[str]) -> list[str]:
+        return _known_providers(ids)
 
-def _moment(text: str) -> dt.datetime:
-    try:
-        return dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(
-            f"--as-of takes an ISO 8601 time such as 2026-11-20T08:00 (UTC) or "
-            f"2026-11-20T09:00+01:00, got {text!r}"
-        ) from None
-
-
-def _price_notes(
-    table: reads.Table, sources: dict[str, str | None], verbose: bool = False
-) -> list[str]:
-    notes = []
-    if table.total is not None:
-        notes.append(f"showing {len(table.rows)} of {table.total}: --limit N for more")
-    elif not table.rows:
-        notes.append("no offers match")
-    recorded = sorted(
-        p for p, source in sources.items() if source == "recorded" and _offers_source(p)
-    )
-    if len(recorded) > NAMED_PROVIDERS and not verbose:
-        notes.append(
-            f"recorded responses, not live prices, for {len(recorded)} providers "
-            "(--verbose names them)"
-        )
-    elif recorded:
-        notes.append(f"recorded responses, not live prices: {', '.join(recorded)}")
-    return notes
-
-
-NAMED_PROVIDERS = 3  # a note names this many providers; more are counted (--verbose names them)
-
-
-def _stale_note(stale: dict[str, int]) -> str:
-    """Stale prices stay listed, marked; advise and alerts leave them out (docs/sql.md)."""
-    counts = ", ".join(f"{provider} ({n})" for provider, n in stale.items())
-    return (
-        f"stale: offers not seen for over twice their provider's fetch interval: {counts}; "
-        "advise and alerts leave them out"
-    )
-
-
-def _recorded_hint(settings: DbSettings, sources: dict[str, str | None]) -> list[str]:
-    """The default database holds no fetch yet while `fetch --offline` filled recorded.duckdb:
-    the option that reads it (the README's `prices` line after `fetch --offline`)."""
-    if sources or getattr(settings, "storage", "duckdb") != "duckdb":
-        return []
-    hint = recorded_database_hint(settings.db_path())
-    return [f"no fetch in this database yet; {hint}"] if hint else []
+    def offers_source(self, provider: str) -> bool:
+        return _offers_source(provider)
 
 
 @app.command()
@@ -661,7 +585,11 @@ def demo(
             "SELECT count(*), min(price_gpu_hour_usd) FILTER (pricing IN ('on_demand', 'spot'))"
             " FROM offers"
         ).fetchall()
-    out.print(layout.to_rich(table, "Cheapest current GPU offers (USD)", _price_notes(table, {})))
+    out.print(
+        layout.to_rich(
+            table, "Cheapest current GPU offers (USD)", price_notes(table, {}, _Providers())
+        )
+    )
     # Jinja is imported here only: the daemon, which never renders, stays ~10 MB smaller.
     from priceadvisor.notify import render as templates
 
@@ -747,30 +675,22 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _app_for(args)(args=args, standalone_mode=False)
     except (ConfigError, UsageError) as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), 2)
     except errors.StoreError as exc:
-        _fail(_with_recorded_hint(str(exc)), 1)
+        fail(with_recorded_hint(str(exc)), 1)
     except _USER_ERRORS as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     except typer.Abort:
-        _fail("aborted", 130)
+        fail("aborted", 130)
     except Exception as exc:
         if _is_manifest_error(exc):
-            _fail(str(exc), 1)
+            fail(str(exc), 1)
         if _is_unknown_provider(exc):
-            _fail(str(exc), 2)
+            fail(str(exc), 2)
         if _is_usage_error(exc):
-            _fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
-        _fail(_unexpected(exc), 1)
+            fail(exc.format_message(), exc.exit_code)  # type: ignore[attr-defined]
+        fail(_unexpected(exc), 1)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def _with_recorded_hint(message: str) -> str:
-    """A reader that found no default database, where `fetch --offline` wrote recorded.duckdb
-    beside it, says how to read that one."""
-    hint = recorded_database_hint(default_db_path())
-    missing = f"no database at {default_db_path()}"
-    return f"{message}; {hint}" if hint and message.startswith(missing) else message
 
 
 def _unexpected(exc: Exception) -> str:
@@ -778,8 +698,7 @@ def _unexpected(exc: Exception) -> str:
     or DuckDB's own words, else the exception; the traceback goes to the DEBUG log."""
     logging.getLogger("priceadvisor.cli").debug("unexpected error", exc_info=exc)
     if isinstance(exc, OSError):
-        where = f": {exc.filename}" if exc.filename else ""
-        return f"{exc.strerror or exc}{where}"
+        return os_error_text(exc)
     if isinstance(exc, duckdb.Error):
         return f"database error: {errors.first_line(exc)}"
     return f"unexpected {type(exc).__name__}: {errors.first_line(exc)}"
@@ -789,15 +708,6 @@ def _is_usage_error(exc: Exception) -> bool:
     """Typer's bundled click raises ClickException subclasses for bad arguments; they are
     matched by shape because typer keeps that module private."""
     return hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)
-
-
-def _fail(message: str, code: int) -> None:
-    err.print(f"error: {clean(_one_line_text(message))}", highlight=False, markup=False)
-    sys.exit(code)
-
-
-def _one_line_text(message: str) -> str:
-    return " ".join(message.split())
 
 
 def _app_for(args: list[str]) -> typer.Typer:

@@ -12,35 +12,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperOption
 
+from priceadvisor.cli.consoles import err, out
+from priceadvisor.cli.errors import UsageError, UserError
 from priceadvisor.cli.output import Format
-from priceadvisor.config_basics import (
-    DbSettings,
-    ReadSettings,
-    default_db_path,
-    quick_settings,
-    recorded_db_path,
-)
+from priceadvisor.config_basics import DbSettings, ReadSettings, quick_settings
 
 if TYPE_CHECKING:
     from priceadvisor.config import Settings
     from priceadvisor.store.handle import Store
 
-# Piped output is not cut to 80 columns: scripts and CI logs get whole tables.
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 250)
-err = Console(stderr=True, soft_wrap=True)
-
-
-class UserError(Exception):
-    """A request that cannot be done (invalid SQL, an existing demo database); exit 1."""
-
-
-class UsageError(UserError):
-    """A command used in a way it does not accept (an unknown country, GPU or column, an
-    argument out of range); exit 2, like a malformed argument. SQL that `sql` refuses is a
-    UserError: the argument is well formed, the request cannot be done."""
+# The consoles and errors every command uses, defined in light modules (cli/light.py starts
+# `prices` without this one) and shared from here.
+__all__ = ["AppState", "FormatOpt", "ProviderOpt", "UsageError", "UserError", "err", "out"]
+__all__ += ["job_lease", "state"]
 
 
 @dataclass(slots=True)
@@ -88,16 +74,6 @@ class AppState:
 
             self._store = configured_store(self.read_settings)
         return self._store
-
-
-def recorded_database_hint(reading: Path) -> str | None:
-    """Where `fetch --offline` wrote recorded responses, when `reading` is the default live
-    database (recordings go beside it, never in it) and that file exists: the option to read
-    them. None otherwise (another --db, or no recordings)."""
-    recorded = recorded_db_path()
-    if reading != default_db_path() or not recorded.is_file():
-        return None
-    return f"recorded responses (fetch --offline) are in {recorded}: add --db {recorded}"
 
 
 def _limit_readers(settings: DbSettings) -> None:

@@ -8,7 +8,7 @@ from typing import ParamSpec, TypeVar
 
 import duckdb
 
-from priceadvisor.cli.common import UsageError
+from priceadvisor.cli.errors import UsageError
 from priceadvisor.store import filters as shared
 from priceadvisor.store import reads
 

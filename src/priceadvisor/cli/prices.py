@@ -3,27 +3,27 @@ headers, the columns that decide), any columns with --columns, all of them with 
 
 Numbers and GPU models are never cut; only place names shrink (with an ellipsis) when the
 terminal is narrow. Machine formats keep the view's column names (see docs/sql.md).
+
+What the table shows (headers, alignment, cell text) is decided here once, for Rich's table and
+for the plain one the light start of `prices` draws (cli/plaintable.py).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from rich import box
-from rich.table import Table as RichTable
-from rich.text import Text
-
-from priceadvisor.cli.common import UsageError
+from priceadvisor.cli.errors import UsageError
 from priceadvisor.cli.output import clean
 from priceadvisor.store.reads import PRICE_COLUMNS, Table
+
+if TYPE_CHECKING:
+    from rich.table import Table as RichTable
 
 Kind = Literal["text", "key", "count", "money", "number", "flag"]
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(NamedTuple):
     column: str  # the offers view's column
     header: str
     kind: Kind  # text may shrink; everything else is shown whole
@@ -115,8 +115,33 @@ def _header(field: Field, noun: Noun) -> str:
     return field.header
 
 
-def to_rich(table: Table, title: str, notes: list[str], noun: Noun = "GPU") -> RichTable:
+class Shown(NamedTuple):
+    """One column as the table shows it."""
+
+    header: str
+    wraps: bool  # place names wrap or shrink with an ellipsis; everything else is shown whole
+    right: bool  # numbers are right-aligned
+
+
+def shown_columns(table: Table, noun: Noun = "GPU") -> list[Shown]:
     fields = [FIELDS[BY_COLUMN[c]] for c in table.columns]
+    return [
+        Shown(_header(f, noun), f.kind == "text", f.kind not in ("text", "key")) for f in fields
+    ]
+
+
+def shown_cells(table: Table) -> list[list[str]]:
+    """The text of every cell. Provider strings are untrusted: control characters removed
+    (and never read as Rich markup: see to_rich)."""
+    kinds = [FIELDS[BY_COLUMN[c]].kind for c in table.columns]
+    return [[clean(_cell(v, k)) for v, k in zip(row, kinds, strict=True)] for row in table.rows]
+
+
+def to_rich(table: Table, title: str, notes: list[str], noun: Noun = "GPU") -> RichTable:
+    from rich import box
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     out = RichTable(
         title=Text(clean(title)),
         box=box.SIMPLE_HEAD,
@@ -127,18 +152,16 @@ def to_rich(table: Table, title: str, notes: list[str], noun: Noun = "GPU") -> R
         caption=Text(clean("\n".join(notes))) if notes else None,
         caption_justify="left",
     )
-    for field in fields:
-        text = field.kind == "text"
+    for column in shown_columns(table, noun):
         out.add_column(
             # not str: no markup or emoji parsing (nor Rich's emoji table)
-            Text(_header(field, noun)),
-            justify="left" if text or field.kind == "key" else "right",
-            no_wrap=not text,
-            overflow="ellipsis" if text else "fold",
+            Text(column.header),
+            justify="right" if column.right else "left",
+            no_wrap=not column.wraps,
+            overflow="ellipsis" if column.wraps else "fold",
         )
-    for row in table.rows:
-        # Provider strings are untrusted: shown as text, never read as Rich markup.
-        out.add_row(*(Text(clean(_cell(v, f.kind))) for v, f in zip(row, fields, strict=True)))
+    for cells in shown_cells(table):
+        out.add_row(*(Text(cell) for cell in cells))
     return out
 
 

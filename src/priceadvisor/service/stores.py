@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from priceadvisor.store.handle import Store
-from priceadvisor.store.lake import S3, Lake
 
 if TYPE_CHECKING:
     from priceadvisor.config import LakeSettings, Settings
     from priceadvisor.config_basics import DbSettings
+    from priceadvisor.store.lake import S3, Lake
 
 
 def configured_store(settings: DbSettings) -> Store:
@@ -26,6 +26,8 @@ def configured_store(settings: DbSettings) -> Store:
 
 def configured_lake(settings: Settings, config: LakeSettings) -> Lake:
     """The lake of the [lake] settings, with its secrets looked up (environment or files)."""
+    from priceadvisor.store.lake import Lake  # noqa: PLC0415 - a file's readers never need it
+
     return Lake(
         catalog=config.catalog,
         data_path=config.data_path,
@@ -35,6 +37,8 @@ def configured_lake(settings: Settings, config: LakeSettings) -> Lake:
 
 
 def _s3(settings: Settings, config: LakeSettings) -> S3:
+    from priceadvisor.store.lake import S3  # noqa: PLC0415
+
     return S3(
         endpoint=config.s3.endpoint,
         region=config.s3.region,

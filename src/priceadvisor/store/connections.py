@@ -11,23 +11,20 @@ timeouts and is what the rest of the program opens connections with.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import re
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from priceadvisor.config_basics import ReaderBounds, ReaderDefaults, reader_config
-from priceadvisor.store import asof, lake, schema
+from priceadvisor.store import asof, schema
 from priceadvisor.store.errors import StoreError, first_line
 from priceadvisor.store.transactions import is_conflict, retry_on
-
-log = logging.getLogger(__name__)
 
 # DuckDB's words for a file another process holds. Precise on purpose: "lock" alone also
 # matches "block" in a corrupt-file error, which must fail at once rather than be waited out.
@@ -65,14 +62,22 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _prepared: set[Path | str] = set()
 
 
-# Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
-Target = Path | lake.Lake
+if TYPE_CHECKING:
+    from priceadvisor.store.lake import Lake
+
+    # Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
+    Target = Path | Lake
+
+# store.lake (and the dataclasses module) is imported where a lake is used: a reader of a file,
+# such as `prices` (cli/light.py), starts without them.
 
 
 def change_stamp(con: duckdb.DuckDBPyConnection, where: Target) -> int:
     """A number that changes whenever the data may have: a file's modification time, a lake's
     latest snapshot id."""
-    if isinstance(where, lake.Lake):
+    if not isinstance(where, Path):
+        from priceadvisor.store import lake  # noqa: PLC0415
+
         row = con.execute(f"SELECT max(snapshot_id) FROM ducklake_snapshots('{lake.ALIAS}')")
         found = row.fetchone()
         return int(found[0]) if found and found[0] is not None else 0
@@ -81,7 +86,7 @@ def change_stamp(con: duckdb.DuckDBPyConnection, where: Target) -> int:
 
 def describe(where: Target) -> str:
     """`where` for messages: a file's path, a lake's catalog without its password."""
-    return where.describe() if isinstance(where, lake.Lake) else str(where)
+    return str(where) if isinstance(where, Path) else where.describe()
 
 
 class _Turn(threading.local):
@@ -184,7 +189,7 @@ def writer(
     session's checkpoint merges them (any change makes a checkpoint vacuum every table). For
     the hourly ingest, whose memory peaks in that merge (docs/benchmarks.md): every fetch cycle
     starts its runs in a writer session of its own, so the space is reclaimed an hour later."""
-    if isinstance(path, lake.Lake):
+    if not isinstance(path, Path):
         with _lake_writer(path) as con:
             yield con
         return
@@ -206,9 +211,11 @@ def _vacuum_config(vacuum: bool) -> Config:
 
 
 @contextmanager
-def _lake_writer(target: lake.Lake) -> Iterator[duckdb.DuckDBPyConnection]:
+def _lake_writer(target: Lake) -> Iterator[duckdb.DuckDBPyConnection]:
     """No CHECKPOINT at the end: on a lake it compacts files and expires snapshots, which is
     maintenance for the operator (it would also cut the time travel short)."""
+    from priceadvisor.store import lake  # noqa: PLC0415
+
     described = target.describe()
     with lake.connect(target, config=CONNECTION_CONFIG) as con, _write_failures(described):
         _prepare_lake_once(con, described)
@@ -253,7 +260,9 @@ def reader(
     another schema version. A lake is attached READ_ONLY and sealed the same way once attached
     (its local data directory stays readable). With `as_of`, `offers` lists the offers of
     that moment (store.asof says how each store answers)."""
-    if isinstance(path, lake.Lake):
+    if not isinstance(path, Path):
+        from priceadvisor.store import lake  # noqa: PLC0415
+
         snapshot = asof.naive_utc(as_of) if as_of else None
         with lake.connect(path, True, _reader_base(), snapshot) as con:
             _seal_lake(con, path, writable_dir)
@@ -297,18 +306,16 @@ def close_shared_reader(con: duckdb.DuckDBPyConnection) -> None:
         _WRITE_LOCK.release()
 
 
-@dataclass
 class _LockWait:
     """Waiting while another process holds the file: bounded by `lock_timeout`, or (with a
     `give_up` event) until the event is set, with a warning every `lock_timeout`."""
 
-    path: Path
-    lock_timeout: float
-    give_up: threading.Event | None
-    started: float = field(default_factory=time.monotonic)
-    delay: float = 0.05
-    warned: float = 0.0
-    holder: str = ""
+    def __init__(self, path: Path, lock_timeout: float, give_up: threading.Event | None) -> None:
+        self.path, self.lock_timeout, self.give_up = path, lock_timeout, give_up
+        self.started = time.monotonic()
+        self.delay = 0.05
+        self.warned = 0.0
+        self.holder = ""
 
     def pause(self) -> None:
         """Wait a moment before the next attempt, or raise StoreError when it is time to stop."""
@@ -329,7 +336,11 @@ class _LockWait:
         assert self.give_up is not None
         if waited - self.warned >= max(self.lock_timeout, 1.0):
             self.warned = waited
-            log.warning(
+            # logging is imported by the one message of this module: a reader never logs, and
+            # `prices` starts without it (cli/light.py)
+            import logging  # noqa: PLC0415
+
+            logging.getLogger(__name__).warning(
                 "database %s is held by another process%s; waiting our turn (%.0f s so far)",
                 self.path,
                 self.holder,
@@ -356,9 +367,11 @@ def _config(read_only: bool, allowed: Path | None) -> Config:
     return {**_reader_base(), **_NO_EXTENSIONS, "allow_community_extensions": False}
 
 
-def _seal_lake(con: duckdb.DuckDBPyConnection, target: lake.Lake, writable: Path | None) -> None:
+def _seal_lake(con: duckdb.DuckDBPyConnection, target: Lake, writable: Path | None) -> None:
     """_SEALED after the attach (the attach itself reads the catalog and the extensions). Data
     on S3 needs external access, so such a lake reader is read-only but not sealed."""
+    from priceadvisor.store import lake  # noqa: PLC0415
+
     data = lake.local_data_dir(target)
     if data is None:
         return

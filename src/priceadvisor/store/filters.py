@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 
 import duckdb
 
-from priceadvisor import gpu_specs
 from priceadvisor.store import reads
 
 
@@ -47,6 +46,8 @@ def continent_code(value: str) -> str:
 
 
 def country_code(value: str) -> str:
+    from priceadvisor import gpu_specs  # noqa: PLC0415 - only --country needs the catalog
+
     known = gpu_specs.countries()
     names = {_key(code): code for code in known} | {
         _key(name): code for code, (name, _) in known.items()

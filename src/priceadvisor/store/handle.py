@@ -10,22 +10,24 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 
-from priceadvisor.store import connections, lake
+from priceadvisor.store import connections
 
-# Where the data is: a DuckDB file, or a DuckLake (storage = "ducklake").
-Target = connections.Target
+if TYPE_CHECKING:
+    from priceadvisor.store.connections import Target
+    from priceadvisor.store.lake import Lake
+
 DEFAULT_LOCK_TIMEOUT = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class Store:
+class Store(NamedTuple):
     """`where` is a DuckDB file or a lake (credentials inside, never in its repr);
-    `lock_timeout` bounds a wait for another process's hold on a file (see `writer`)."""
+    `lock_timeout` bounds a wait for another process's hold on a file (see `writer`).
+    (A NamedTuple: `prices` starts without the dataclasses module, cli/light.py.)"""
 
     where: Target
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
@@ -33,11 +35,11 @@ class Store:
     @property
     def file(self) -> Path | None:
         """The DuckDB file, or None for a lake."""
-        return None if isinstance(self.where, lake.Lake) else self.where
+        return self.where if isinstance(self.where, Path) else None
 
     @property
-    def lake(self) -> lake.Lake | None:
-        return self.where if isinstance(self.where, lake.Lake) else None
+    def lake(self) -> Lake | None:
+        return None if isinstance(self.where, Path) else self.where
 
     def with_file(self, path: Path) -> Store:
         """The same timeouts on another DuckDB file (the demo's, the recorded responses')."""

@@ -11,7 +11,6 @@ behind its table back ahead of it. On a lake the counters are rows in core.id_co
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 
@@ -21,7 +20,6 @@ from priceadvisor.store import lake
 from priceadvisor.store.errors import StoreError
 from priceadvisor.store.transactions import atomic, is_conflict, retry_on
 
-log = logging.getLogger(__name__)
 _NEXTVAL = re.compile(r"^nextval\('([a-z_]+)\.([a-z_]+)'\)$")
 
 
@@ -131,5 +129,10 @@ def repair_sequences(con: duckdb.DuckDBPyConnection) -> list[Behind]:
         for found in behind:
             steps = found.highest - found.next_value + 1
             con.execute(f"SELECT max(nextval('{found.sequence}')) FROM range({steps})").fetchone()
-            log.warning("%s (a kill -9 before a checkpoint?): moved it past them", found.describe())
+            # imported by this message only: readers never log (cli/light.py starts without it)
+            import logging  # noqa: PLC0415
+
+            logging.getLogger(__name__).warning(
+                "%s (a kill -9 before a checkpoint?): moved it past them", found.describe()
+            )
     return behind

@@ -25,7 +25,7 @@ import csv
 import datetime as dt
 import io
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -142,7 +142,7 @@ def node_rows(
 ) -> list[tuple[str, str, float]]:
     """(region, instance type, whole-node $/hour): the cheapest matching price per pair, of
     one pricing kind (on-demand unless the filter names one: a CSV row has one price)."""
-    where, params = _matching(replace(flt, pricing=flt.pricing or "on_demand"), regions or [])
+    where, params = _matching(flt.replaced(pricing=flt.pricing or "on_demand"), regions or [])
     rows = con.execute(
         "SELECT region, instance_type, min(price_hour_usd) FROM offers "
         f"WHERE {where} GROUP BY ALL ORDER BY ALL",

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 
-from priceadvisor.records import RENTABLE
+from priceadvisor.pricing import RENTABLE
 
 
 def no_sla(alias: str) -> str:
@@ -51,31 +50,70 @@ PRICE_COLUMNS = (
 )
 
 
-@dataclass(slots=True)
-class Table:
+# A NamedTuple and a plain class rather than dataclasses: `prices` starts without the
+# dataclasses module and the inspect module it imports (~5 ms; cli/light.py).
+class Table(NamedTuple):
     columns: list[str]
     rows: list[tuple[Any, ...]]
     # Rows matching before a LIMIT cut them (None: nothing was cut), for "showing 50 of 278".
     total: int | None = None
 
 
-@dataclass(slots=True)
 class OfferFilter:
-    """Filters with values already resolved to catalog codes (see store/filters.py)."""
+    """Filters with values already resolved to catalog codes (see store/filters.py).
 
-    gpu_models: list[str] | None = None  # canonical ids; unmapped GPUs never match
-    providers: list[str] = field(default_factory=list)
-    country: str | None = None  # ISO code
-    continent: str | None = None  # AF AS EU NA OC SA
-    eu: bool = False
-    pricing: str | None = None
-    # Offers whose GPU name maps to no catalog model have no GPU to compare; `doctor` lists them.
-    mapped_only: bool = True
-    # Derived prices (a documented rule applied to a published one) answer "what does it cost"
-    # but not "what is cheapest": they are left out unless asked for.
-    include_derived: bool = False
-    # Offers the offer guard flagged (store.guard) are never "cheapest" unless asked for.
-    include_flagged: bool = False
+    `gpu_models`: canonical ids (unmapped GPUs never match); `country` an ISO code; `continent`
+    AF AS EU NA OC SA. `mapped_only`: offers whose GPU name maps to no catalog model have no GPU
+    to compare (`doctor` lists them). `include_derived`: derived prices (a documented rule
+    applied to a published one) answer "what does it cost" but not "what is cheapest", so they
+    are left out unless asked for. `include_flagged`: offers the offer guard flagged
+    (store.guard) are never "cheapest" unless asked for."""
+
+    __slots__ = (
+        "continent",
+        "country",
+        "eu",
+        "gpu_models",
+        "include_derived",
+        "include_flagged",
+        "mapped_only",
+        "pricing",
+        "providers",
+    )
+
+    def __init__(
+        self,
+        gpu_models: list[str] | None = None,
+        providers: list[str] | None = None,
+        country: str | None = None,
+        continent: str | None = None,
+        eu: bool = False,
+        pricing: str | None = None,
+        mapped_only: bool = True,
+        include_derived: bool = False,
+        include_flagged: bool = False,
+    ) -> None:
+        self.gpu_models = gpu_models
+        self.providers: list[str] = [] if providers is None else providers
+        self.country, self.continent, self.eu = country, continent, eu
+        self.pricing, self.mapped_only = pricing, mapped_only
+        self.include_derived, self.include_flagged = include_derived, include_flagged
+
+    def _values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def replaced(self, **changes: Any) -> OfferFilter:
+        """A copy with `changes` (as dataclasses.replace)."""
+        return OfferFilter(**(self._values() | changes))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OfferFilter) and self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self._values().items())
+        return f"OfferFilter({shown})"
 
     def where(self) -> tuple[str, list[Any]]:
         clauses: list[str] = ["gpu_model IS NOT NULL"] if self.mapped_only else ["TRUE"]
@@ -184,7 +222,7 @@ def has_flags(con: duckdb.DuckDBPyConnection) -> bool:
 
 def count_flagged(con: duckdb.DuckDBPyConnection, flt: OfferFilter) -> int:
     """How many offers `flt` would match but leaves out because the offer guard flagged them."""
-    flagged = replace(flt, include_flagged=True)
+    flagged = flt.replaced(include_flagged=True)
     where, params = flagged.where()
     row = con.execute(f"SELECT count(*) FROM offers WHERE {where} AND flag IS NOT NULL", params)
     found = row.fetchone()

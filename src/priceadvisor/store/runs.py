@@ -8,7 +8,7 @@ import socket
 
 import duckdb
 
-from priceadvisor.records import utcnow
+from priceadvisor.clock import utcnow
 from priceadvisor.store.ids import next_id
 from priceadvisor.store.transactions import retried
 

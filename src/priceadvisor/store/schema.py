@@ -4,17 +4,15 @@ catalogs reloaded so an upgrade's catalog takes effect."""
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from priceadvisor.gpu_specs import gpu_catalog, region_catalog
-from priceadvisor.records import utcnow
+from priceadvisor.clock import utcnow
 from priceadvisor.resources import migrations_dir, views_dir
-from priceadvisor.store import ids, lake, lakesql, runs
 from priceadvisor.store.errors import StoreError, first_line
 from priceadvisor.store.transactions import atomic, is_conflict
 
@@ -25,12 +23,15 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
 def migrations() -> list[tuple[int, Path]]:
+    # The names listed, not globbed: every reader checks the version (pathlib's glob cost a
+    # start ~1 ms).
+    folder = migrations_dir()
     found = []
-    for path in sorted(migrations_dir().glob("*.sql")):
-        match = _MIGRATION_NAME.match(path.name)
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".sql")):
+        match = _MIGRATION_NAME.match(name)
         if not match:
-            raise StoreError(f"migration file name {path.name!r} is not NNNN_name.sql")
-        found.append((int(match.group(1)), path))
+            raise StoreError(f"migration file name {name!r} is not NNNN_name.sql")
+        found.append((int(match.group(1)), folder / name))
     return found
 
 
@@ -44,12 +45,13 @@ def check_version(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
     except duckdb.CatalogException:
         raise StoreError(f"{path} is not a priceadvisor database") from None
     version = row[0] if row else None
-    if version is None or version < latest_version():
+    latest = latest_version()
+    if version is None or version < latest:
         raise StoreError(
             f"database {path} has schema version {version}, this priceadvisor needs "
-            f"{latest_version()}: run `priceadvisor fetch` once to upgrade it"
+            f"{latest}: run `priceadvisor fetch` once to upgrade it"
         )
-    if version > latest_version():
+    if version > latest:
         raise StoreError(f"database {path} was written by a newer priceadvisor (v{version})")
 
 
@@ -64,6 +66,9 @@ def has_schema(con: duckdb.DuckDBPyConnection) -> bool:
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Everything a writer does on open: migrate, refresh catalogs, views, sequences behind their
     tables (store.ids), stale runs."""
+    # Writers only: a reader (`prices`, cli/light.py) imports none of these modules.
+    from priceadvisor.store import ids, runs  # noqa: PLC0415
+
     migrate(con)
     refresh_catalog(con)
     create_views(con)
@@ -73,6 +78,8 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Apply the missing migrations; on a lake in DuckLake's dialect (store.lakesql)."""
+    from priceadvisor.store import lake  # noqa: PLC0415 - writers only
+
     on_lake = lake.is_lake(con)
     con.execute("CREATE SCHEMA IF NOT EXISTS core")
     con.execute(
@@ -83,6 +90,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         )
     )
     if on_lake:
+        from priceadvisor.store import lakesql  # noqa: PLC0415 - lakes only
+
         con.execute(lakesql.COUNTERS_DDL)
     applied = {r[0] for r in con.execute("SELECT version FROM core.schema_migrations").fetchall()}
     if applied and max(applied) > latest_version():
@@ -100,7 +109,11 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
 
 
 def _dialect(sql: str, on_lake: bool) -> str:
-    return lakesql.translate(sql) if on_lake else sql
+    if not on_lake:
+        return sql
+    from priceadvisor.store import lakesql  # noqa: PLC0415 - lakes only
+
+    return lakesql.translate(sql)
 
 
 def _apply(con: duckdb.DuckDBPyConnection, version: int, path: Path, on_lake: bool) -> None:
@@ -127,6 +140,11 @@ def refresh_catalog(con: duckdb.DuckDBPyConnection) -> None:
 
     Rows go in as Arrow arrays: executemany costs ~1 ms a row in DuckDB, this ~1 ms in all.
     """
+    # The catalogs load here, for writers: a reader never parses them (cli/light.py's start)
+    from dataclasses import asdict  # noqa: PLC0415
+
+    from priceadvisor.gpu_specs import gpu_catalog, region_catalog  # noqa: PLC0415
+
     gpu_rows = [
         {
             "gpu_model": g.id,
