@@ -196,6 +196,29 @@ class Expectations(BaseModel):
     )
 
 
+class Hosts(BaseModel):
+    """Who runs the machines an offer lands on. A marketplace's hosts are individual sellers
+    with no service-level agreement: advice marks their offers "no SLA" and keeps a workload
+    with `sla = true` off them. `some`: only the offers in `regions`, or whose instance type
+    has `instance_type_word` as one of its words (a source that mixes both kinds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    marketplace: Literal["all", "some", "none"] = "none"
+    regions: tuple[str, ...] = ()
+    instance_type_word: str | None = None
+    source: HttpUrl | None = Field(None, description="the page that says who the hosts are")
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _scoped_and_sourced(self) -> Hosts:
+        if self.marketplace == "some" and not (self.regions or self.instance_type_word):
+            raise ValueError("marketplace = 'some' needs regions or instance_type_word")
+        if self.marketplace != "none" and self.source is None:
+            raise ValueError("a marketplace needs the source that says so")
+        return self
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -229,6 +252,7 @@ class Manifest(BaseModel):
     billing: Billing | None = Field(None, description="billing terms; absent = all unknown")
     guard: GuardSpec = Field(default_factory=GuardSpec)
     expect: Expectations = Field(default_factory=Expectations)
+    hosts: Hosts = Field(default_factory=Hosts)
 
 
 class ManifestError(ValueError):
@@ -258,3 +282,10 @@ def manifest_ids() -> list[str]:
     """Every provider manifest shipped (catalog files excluded)."""
     catalog_files = {"gpus", "regions"}
     return sorted(p.stem for p in providers_dir().glob("*.toml") if p.stem not in catalog_files)
+
+
+@cache
+def marketplaces() -> tuple[tuple[str, Hosts], ...]:
+    """Every provider whose offers are all or partly from a marketplace, with its scope."""
+    found = ((pid, manifest(pid).hosts) for pid in manifest_ids())
+    return tuple((pid, hosts) for pid, hosts in found if hosts.marketplace != "none")

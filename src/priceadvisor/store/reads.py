@@ -4,17 +4,41 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 
 from priceadvisor.pricing import RENTABLE
 
+if TYPE_CHECKING:
+    from priceadvisor.manifest import Hosts
+
 
 def no_sla(alias: str) -> str:
     """SQL true for an offer from a marketplace or community host: individual sellers with no
-    SLA (Vast.ai, RunPod Community Cloud). `alias` is the offer's table alias in the query."""
-    return f"({alias}.provider = 'vast' OR {alias}.region = 'community')"
+    SLA, as each provider's manifest says (`[hosts]`: Vast.ai, RunPod's Community Cloud, ...).
+    `alias` is the offer's table alias in the query."""
+    from priceadvisor.manifest import marketplaces  # noqa: PLC0415 - pydantic, off `prices`' path
+
+    terms = [_marketplace_sql(alias, provider, hosts) for provider, hosts in marketplaces()]
+    return "(" + (" OR ".join(terms) or "false") + ")"
+
+
+def _marketplace_sql(alias: str, provider: str, hosts: Hosts) -> str:
+    own = f"{alias}.provider = {_literal(provider)}"
+    if hosts.marketplace == "all":
+        return own
+    regions = ", ".join(map(_literal, hosts.regions))
+    scopes = [f"{alias}.region IN ({regions})"] if regions else []
+    if hosts.instance_type_word:
+        words = f"string_split({alias}.instance_type, ' ')"
+        scopes.append(f"list_contains({words}, {_literal(hosts.instance_type_word)})")
+    return f"({own} AND ({' OR '.join(scopes)}))"
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal of a manifest's own text (package data, never user input)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 # An offer's key (core.price_intervals: one open row per key), the last words of every ordered
