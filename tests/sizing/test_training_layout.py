@@ -26,6 +26,7 @@ from priceadvisor.sizing.estimate import (
     tensor_parallel_training_seconds,
 )
 from tests.conftest import cli
+from tests.sizing.test_inputs import DEEPSEEK_V3
 
 L70 = llm.lookup("llama-3.1-70b")
 H100 = gpu_catalog().gpus["H100-SXM-80GB"]
@@ -118,26 +119,8 @@ def test_the_expert_all_to_all_skips_deepseek_v3s_dense_layers(tmp_path: Path) -
     ratio = moe_alltoall_seconds(work, H100, 2048) / moe_alltoall_seconds(every_layer, H100, 2048)
     assert ratio == pytest.approx(58 / 61)
     assert llm.lookup("llama-3.1-70b").moe_layers == 0  # a dense model routes nothing
-    config = {
-        "model_type": "deepseek_v3",
-        "hidden_size": 7168,
-        "num_hidden_layers": 61,
-        "num_attention_heads": 128,
-        "intermediate_size": 18432,
-        "moe_intermediate_size": 2048,
-        "n_routed_experts": 256,
-        "n_shared_experts": 1,
-        "num_experts_per_tok": 8,
-        "first_k_dense_replace": 3,
-        "q_lora_rank": 1536,
-        "kv_lora_rank": 512,
-        "qk_nope_head_dim": 128,
-        "qk_rope_head_dim": 64,
-        "v_head_dim": 128,
-        "vocab_size": 129280,
-    }
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
+    path.write_text(json.dumps(DEEPSEEK_V3), encoding="utf-8")
     assert llm.from_hf_config(path).dense_layers == 3
 
 

@@ -18,7 +18,7 @@ from priceadvisor.api.results import Result
 from priceadvisor.config import Settings, load_settings
 from priceadvisor.config_basics import ConfigError
 from priceadvisor.service.stores import configured_store
-from priceadvisor.store import connections, reads
+from priceadvisor.store import asof, connections, reads
 from priceadvisor.store import filters as offer_filters
 from priceadvisor.store.errors import StoreError
 
@@ -212,13 +212,10 @@ def _moment(value: dt.datetime | str | None) -> dt.datetime | None:
     """`as_of` as `--as-of` takes it: a datetime, or ISO 8601 text."""
     if not isinstance(value, str):
         return value
-    try:
-        return dt.datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise PriceDataError(
-            f"as_of takes an ISO 8601 time such as 2026-11-20T08:00 (UTC) or "
-            f"2026-11-20T09:00+01:00, got {value!r}"
-        ) from None
+    moment = asof.parse_moment(value)
+    if moment is None:
+        raise PriceDataError(f"as_of takes {asof.AS_OF_FORMAT}, got {value!r}")
+    return moment
 
 
 def _in_range(value: int | None, most: int = 10**9, name: str = "limit") -> None:

@@ -17,7 +17,7 @@ from priceadvisor.cli.errors import UsageError, recorded_database_hint
 from priceadvisor.cli.output import Format
 from priceadvisor.clock import utcnow
 from priceadvisor.config_basics import DbSettings
-from priceadvisor.store import reads
+from priceadvisor.store import asof, reads
 from priceadvisor.store.handle import Store
 
 TABLE_ROWS = 50  # what a terminal shows when --limit is not given; machine formats get all
@@ -150,13 +150,10 @@ def _noun(
 
 
 def _moment(text: str) -> dt.datetime:
-    try:
-        return dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(
-            f"--as-of takes an ISO 8601 time such as 2026-11-20T08:00 (UTC) or "
-            f"2026-11-20T09:00+01:00, got {text!r}"
-        ) from None
+    moment = asof.parse_moment(text)
+    if moment is None:
+        raise UsageError(f"--as-of takes {asof.AS_OF_FORMAT}, got {text!r}")
+    return moment
 
 
 def price_notes(

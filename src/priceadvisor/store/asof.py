@@ -34,6 +34,17 @@ WHERE p.valid_from <= TIMESTAMP '{as_of}'
 """
 
 
+AS_OF_FORMAT = "an ISO 8601 time such as 2026-11-20T08:00 (UTC) or 2026-11-20T09:00+01:00"
+
+
+def parse_moment(text: str) -> dt.datetime | None:
+    """An as-of moment as users write it (AS_OF_FORMAT), or None when it is not one."""
+    try:
+        return dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+
+
 def naive_utc(moment: dt.datetime) -> dt.datetime:
     """The store's timestamps are naive UTC: an aware time is converted, a naive one is UTC."""
     if moment.tzinfo is None:
