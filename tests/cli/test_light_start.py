@@ -194,14 +194,57 @@ def test_what_the_light_start_cannot_read_goes_to_the_typer_app(
     assert not both(capsys, monkeypatch, ["--db", str(live_db), "prices", *args])[2]
 
 
-def test_recorded_prices_in_a_table_go_to_the_typer_app(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, recorded_db: Path
+@pytest.mark.parametrize("args", [[], ["--verbose"], ["--gpu", "H100", "--limit", "3"]], ids=" ".join)
+def test_recorded_prices_are_answered_by_the_light_start(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_db: Path,
+    args: list[str],
 ) -> None:
-    """Only the manifests say which recorded providers hold offers (pydantic)."""
-    lit, full, answered = both(capsys, monkeypatch, ["--db", str(recorded_db), "prices"])
-    assert not answered and lit == full and "recorded responses" in lit[1]
-    csv_args = ["--db", str(recorded_db), "prices", "--format", "csv"]
-    assert both(capsys, monkeypatch, csv_args)[2]
+    """The note naming recorded providers needs the manifests' `kind` alone (ecb's exchange
+    rates and openrouter's token prices are recorded too, and never named): read without
+    pydantic, the same bytes."""
+    lit, full, answered = both(capsys, monkeypatch, ["--db", str(recorded_db), "prices", *args])
+    assert answered and lit == full and "recorded responses" in lit[1]
+    assert "ecb" not in lit[1] and "openrouter" not in lit[1]
+
+
+def test_every_manifests_kind_reads_as_the_model_reads_it() -> None:
+    from priceadvisor.manifest import manifest, manifest_ids
+    from priceadvisor.manifest_files import declared_kind
+
+    kinds = {p: declared_kind(p) for p in manifest_ids()}
+    assert kinds == {p: manifest(p).kind for p in manifest_ids()}
+    assert {"prices", "fx", "api"} <= set(kinds.values())
+
+
+@pytest.mark.parametrize(
+    "broken", ['kind = "gold"\n', 'kind = ["prices"\n', "id = 'other'\n"], ids=["kind", "toml", "id"]
+)
+def test_a_manifest_the_light_start_cannot_read_goes_to_the_typer_app(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_db: Path,
+    tmp_path: Path,
+    broken: str,
+) -> None:
+    """A recorded provider whose manifest is broken: the Typer app words the error."""
+    from priceadvisor import manifest, manifest_files
+    from priceadvisor.resources import providers_dir
+
+    shutil.copytree(
+        providers_dir(), tmp_path / "providers", ignore=shutil.ignore_patterns("recordings")
+    )
+    vast = tmp_path / "providers" / "vast.toml"
+    lines = [ln for ln in vast.read_text().splitlines(keepends=True) if not ln.startswith("id ")]
+    vast.write_text(broken + ("" if broken.startswith("id") else 'id = "vast"\n') + "".join(lines))
+    monkeypatch.setattr(manifest_files, "providers_dir", lambda: tmp_path / "providers")
+    manifest.manifest.cache_clear()
+    try:
+        lit, full, answered = both(capsys, monkeypatch, ["--db", str(recorded_db), "prices"])
+    finally:
+        manifest.manifest.cache_clear()
+    assert not answered and lit == full and lit[0] == 1 and "vast" in lit[2]
 
 
 @pytest.mark.parametrize(
