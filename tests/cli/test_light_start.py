@@ -168,9 +168,11 @@ def test_common_command_lines_are_answered_by_the_light_start(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     live_db: Path,
+    recorded_db: Path,
     args: list[str],
 ) -> None:
-    assert both(capsys, monkeypatch, ["--db", str(live_db), "prices", *args])[2]
+    for db in (live_db, recorded_db):
+        assert both(capsys, monkeypatch, ["--db", str(db), "prices", *args])[2], db.name
 
 
 @pytest.mark.parametrize(
@@ -445,6 +447,20 @@ def test_a_pipe_rich_treats_as_a_terminal_gets_the_same_bytes(
         done = subprocess.run(command, env=clean | env, capture_output=True, timeout=120)
         outputs.append((done.returncode, done.stdout, done.stderr))
     assert outputs[0] == outputs[1] and outputs[0][0] == 0
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_a_stdout_that_is_not_utf8_gets_the_typer_apps_output(recorded_db: Path, fmt: str) -> None:
+    """Rich draws an ASCII box there and words what it cannot encode."""
+    outputs = []
+    for entry in ("priceadvisor.cli.light", "priceadvisor.cli.app"):
+        code = f"import sys; from {entry} import main; main(sys.argv[1:])"
+        args = ["--db", str(recorded_db), "prices", "--limit", "3", "--format", fmt]
+        clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
+        env = clean | {"PYTHONIOENCODING": "ascii"}
+        done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True)
+        outputs.append((done.returncode, done.stdout, done.stderr))
+    assert outputs[0] == outputs[1] and b"Traceback" not in outputs[0][2]
 
 
 # --- the plain table against Rich's, at many widths ----------------------------------------

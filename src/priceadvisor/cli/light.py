@@ -9,7 +9,8 @@ own console and code (cli/consoles.py, cli/prices.py). Which recorded providers 
 comes from the manifests' `kind`, read without pydantic (manifest_files.py).
 
 Any other command line (another command, --help, an option it does not know, --provider, a value
-that looks like an option) and a configuration or manifest only the full load reads goes to
+that looks like an option), a stdout that is not UTF-8, and a configuration or manifest only the
+full load reads goes to
 the Typer app (cli/app.py), which then does everything from the start: behaviour never differs,
 only the start-up time does. A failure it can word (a usage, configuration or store error) ends
 here, in the Typer app's words and exit code.
@@ -81,6 +82,8 @@ def _answered(args: list[str]) -> bool:
     if parsed is None:
         return False
     state, request = parsed
+    if not _utf8_stdout():
+        return False
     try:
         found = listing(state, request, _ManifestFiles())
     except NotLight:
@@ -257,6 +260,12 @@ def _plain_text(found: Listing, fmt: Format) -> str | None:
     if drawn is None or None in notes:
         return None
     return drawn + "".join(n for n in notes if n is not None)
+
+
+def _utf8_stdout() -> bool:
+    """Rich draws an ASCII box, and words what it cannot encode, on another encoding
+    (PYTHONIOENCODING=ascii): the Typer app prints there."""
+    return (sys.stdout.encoding or "utf-8").lower().replace("_", "-") in ("utf-8", "utf8")
 
 
 def _rich_sees_a_terminal() -> bool:
