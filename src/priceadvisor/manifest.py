@@ -33,6 +33,9 @@ from priceadvisor.manifest_files import (
 )
 from priceadvisor.records import PriceBasis
 
+# What callers import from here; manifest_ids lives in manifest_files (read without pydantic).
+__all__ = ["Manifest", "ManifestError", "load_manifest_file", "manifest", "manifest_ids"]
+
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
 # Redirects a fetch follows: only to the endpoint's own scheme, host and port, or none at all.
@@ -239,9 +242,6 @@ class Manifest(BaseModel):
 
 
 assert KIND_FIELD in Manifest.model_fields  # the name manifest_files reads without the model
-
-
-__all__ = ["Manifest", "ManifestError", "load_manifest_file", "manifest", "manifest_ids"]
 
 
 class ManifestError(ValueError):

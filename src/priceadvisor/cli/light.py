@@ -10,10 +10,9 @@ comes from the manifests' `kind`, read without pydantic (manifest_files.py).
 
 Any other command line (another command, --help, an option it does not know, --provider, a value
 that looks like an option), a stdout that is not UTF-8, and a configuration or manifest only the
-full load reads goes to
-the Typer app (cli/app.py), which then does everything from the start: behaviour never differs,
-only the start-up time does. A failure it can word (a usage, configuration or store error) ends
-here, in the Typer app's words and exit code.
+full load reads go to the Typer app (cli/app.py), which then does everything from the start:
+behaviour never differs, only the start-up time does. A failure it can word (a usage,
+configuration or store error) ends here, in the Typer app's words and exit code.
 """
 
 from __future__ import annotations
