@@ -23,6 +23,9 @@ catalog (GPUHUNT_CATALOG_URL=file://...: `<provider>/version` and
 the benchmark database: every published on-demand and spot offer, GPU named by family (H100)
 with its memory, as gpuhunt names GPUs; all in `aws`, the other offline providers empty.
 
+--terminal COLUMNS: every command writes to a pseudo-terminal of that width instead of
+/dev/null (the CLI then prints Rich's styled table, sized to the window), read to the end.
+
 --quick: 10k offers and 3 runs, a smoke test for CI. The databases are built once in a temp
 folder from one synthetic snapshot (bench/gen_snapshot.py), through the real ingest and the
 storage-order rewrite the fetch session runs after it.
@@ -42,13 +45,17 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import fcntl
 import io
 import json
 import os
+import pty
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 import zipfile
 from pathlib import Path
@@ -169,10 +176,20 @@ def gpuhunt_mirror(db: Path, folder: Path) -> str:
     return folder.resolve().as_uri()
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall time and CPU time (user + system, all threads) of one run."""
+def timed(command: list[str], env: dict[str, str], terminal: int = 0) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, all threads) of one run; with `terminal`, stdout
+    is a pseudo-terminal that many columns wide (read to the end, as a terminal does)."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if terminal:
+        leader, follower = _terminal(terminal)
+        env = env | {"TERM": "xterm-256color", "COLUMNS": str(terminal)}
+        child = subprocess.Popen(command, env=env, stdout=follower, stderr=subprocess.PIPE)
+        os.close(follower)
+        _drain(leader)
+    else:
+        child = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
     assert child.stderr is not None
     with child.stderr:
         stderr = child.stderr.read()  # to the end: the child has exited or closed it
@@ -182,6 +199,23 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     if child.returncode:
         raise SystemExit(f"{command[0]} failed: {stderr.decode(errors='replace').strip()}")
     return wall, usage.ru_utime + usage.ru_stime
+
+
+def _terminal(columns: int) -> tuple[int, int]:
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    return leader, follower
+
+
+def _drain(leader: int) -> None:
+    """Read the terminal until the child closes it (EIO on Linux once it has exited)."""
+    try:
+        while os.read(leader, 65536):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(leader)
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -240,13 +274,13 @@ def commands(
     return chosen
 
 
-def compare(chosen: dict[str, Command], runs: int) -> Timings:
+def compare(chosen: dict[str, Command], runs: int, terminal: int = 0) -> Timings:
     for command, env in chosen.values():  # fill the page cache for each
-        timed(command, env)
+        timed(command, env, terminal)
     times: Timings = {name: [] for name in chosen}
     for _ in range(runs):
         for name, (command, env) in chosen.items():
-            times[name].append(timed(command, env))
+            times[name].append(timed(command, env, terminal))
     return times
 
 
@@ -277,6 +311,13 @@ def main() -> None:
     parser.add_argument("--gpuhunt-python", type=Path, help="python of a venv with gpuhunt")
     parser.add_argument("--quick", action="store_true", help="10k offers, 3 runs")
     parser.add_argument(
+        "--terminal",
+        type=int,
+        default=0,
+        metavar="COLUMNS",
+        help="every command's stdout a pseudo-terminal this wide (Rich's styled table)",
+    )
+    parser.add_argument(
         "--editable-venv", action="store_true", help="time this checkout's .venv, not an install"
     )
     args = parser.parse_args()
@@ -295,7 +336,7 @@ def main() -> None:
             if before is not None:
                 build_before(before, db.with_suffix(".before.duckdb"), offers)
             chosen = commands(db, cli, args.gpuhunt_python, before)
-            report(offers, compare(chosen, runs))
+            report(offers, compare(chosen, runs, args.terminal))
 
 
 if __name__ == "__main__":

@@ -24,8 +24,25 @@ from pydantic import (
 )
 
 from priceadvisor.durations import parse_duration
+from priceadvisor.manifest_files import (
+    DEFAULT_KIND,
+    KIND_FIELD,
+    ManifestKind,
+    manifest_ids,
+    manifest_path,
+)
 from priceadvisor.records import PriceBasis
-from priceadvisor.resources import providers_dir
+
+# What callers import from here; manifest_ids lives in manifest_files (read without pydantic).
+__all__ = [
+    "Hosts",
+    "Manifest",
+    "ManifestError",
+    "load_manifest_file",
+    "manifest",
+    "manifest_ids",
+    "marketplaces",
+]
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
@@ -223,8 +240,9 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
-    # "fx": exchange rates (ECB); "api": LLM API token prices (OpenRouter), not GPU offers
-    kind: Literal["prices", "fx", "api"] = "prices"
+    # "fx": exchange rates (ECB); "api": LLM API token prices (OpenRouter), not GPU offers.
+    # Read without pydantic too (manifest_files.py, the light start of `prices`).
+    kind: ManifestKind = DEFAULT_KIND
     # False: fetched only when the config enables it or --provider names it: a source whose
     # format has no recorded response yet (CloudRift, QuantaCloud), or one that yields no
     # storable offer yet (GMI Cloud shows only "from" floors).
@@ -255,6 +273,9 @@ class Manifest(BaseModel):
     hosts: Hosts = Field(default_factory=Hosts)
 
 
+assert KIND_FIELD in Manifest.model_fields  # the name manifest_files reads without the model
+
+
 class ManifestError(ValueError):
     pass
 
@@ -269,19 +290,13 @@ def load_manifest_file(path: Path) -> Manifest:
 
 @cache
 def manifest(provider_id: str) -> Manifest:
-    path = providers_dir() / f"{provider_id}.toml"
+    path = manifest_path(provider_id)
     if not path.is_file():
         raise ManifestError(f"no manifest providers/{provider_id}.toml")
     loaded = load_manifest_file(path)
     if loaded.id != provider_id:
         raise ManifestError(f"providers/{provider_id}.toml declares id {loaded.id!r}")
     return loaded
-
-
-def manifest_ids() -> list[str]:
-    """Every provider manifest shipped (catalog files excluded)."""
-    catalog_files = {"gpus", "regions"}
-    return sorted(p.stem for p in providers_dir().glob("*.toml") if p.stem not in catalog_files)
 
 
 @cache

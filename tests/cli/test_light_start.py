@@ -168,9 +168,11 @@ def test_common_command_lines_are_answered_by_the_light_start(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     live_db: Path,
+    recorded_db: Path,
     args: list[str],
 ) -> None:
-    assert both(capsys, monkeypatch, ["--db", str(live_db), "prices", *args])[2]
+    for db in (live_db, recorded_db):
+        assert both(capsys, monkeypatch, ["--db", str(db), "prices", *args])[2], db.name
 
 
 @pytest.mark.parametrize(
@@ -194,14 +196,61 @@ def test_what_the_light_start_cannot_read_goes_to_the_typer_app(
     assert not both(capsys, monkeypatch, ["--db", str(live_db), "prices", *args])[2]
 
 
-def test_recorded_prices_in_a_table_go_to_the_typer_app(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, recorded_db: Path
+@pytest.mark.parametrize(
+    "args", [[], ["--verbose"], ["--gpu", "H100", "--limit", "3"]], ids=" ".join
+)
+def test_recorded_prices_are_answered_by_the_light_start(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_db: Path,
+    args: list[str],
 ) -> None:
-    """Only the manifests say which recorded providers hold offers (pydantic)."""
-    lit, full, answered = both(capsys, monkeypatch, ["--db", str(recorded_db), "prices"])
-    assert not answered and lit == full and "recorded responses" in lit[1]
-    csv_args = ["--db", str(recorded_db), "prices", "--format", "csv"]
-    assert both(capsys, monkeypatch, csv_args)[2]
+    """The note naming recorded providers needs the manifests' `kind` alone (ecb's exchange
+    rates and openrouter's token prices are recorded too, and never named): read without
+    pydantic, the same bytes."""
+    lit, full, answered = both(capsys, monkeypatch, ["--db", str(recorded_db), "prices", *args])
+    assert answered and lit == full and "recorded responses" in lit[1]
+    assert "ecb" not in lit[1] and "openrouter" not in lit[1]
+
+
+def test_every_manifests_kind_reads_as_the_model_reads_it() -> None:
+    from priceadvisor.manifest import manifest, manifest_ids
+    from priceadvisor.manifest_files import declared_kind
+
+    kinds = {p: declared_kind(p) for p in manifest_ids()}
+    assert kinds == {p: manifest(p).kind for p in manifest_ids()}
+    assert {"prices", "fx", "api"} <= set(kinds.values())
+
+
+@pytest.mark.parametrize(
+    "broken",
+    ['kind = "gold"\n', 'kind = ["prices"\n', "id = 'other'\n"],
+    ids=["kind", "toml", "id"],
+)
+def test_a_manifest_the_light_start_cannot_read_goes_to_the_typer_app(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_db: Path,
+    tmp_path: Path,
+    broken: str,
+) -> None:
+    """A recorded provider whose manifest is broken: the Typer app words the error."""
+    from priceadvisor import manifest, manifest_files
+    from priceadvisor.resources import providers_dir
+
+    shutil.copytree(
+        providers_dir(), tmp_path / "providers", ignore=shutil.ignore_patterns("recordings")
+    )
+    vast = tmp_path / "providers" / "vast.toml"
+    lines = [ln for ln in vast.read_text().splitlines(keepends=True) if not ln.startswith("id ")]
+    vast.write_text(broken + ("" if broken.startswith("id") else 'id = "vast"\n') + "".join(lines))
+    monkeypatch.setattr(manifest_files, "providers_dir", lambda: tmp_path / "providers")
+    manifest.manifest.cache_clear()
+    try:
+        lit, full, answered = both(capsys, monkeypatch, ["--db", str(recorded_db), "prices"])
+    finally:
+        manifest.manifest.cache_clear()
+    assert not answered and lit == full and lit[0] == 1 and "vast" in lit[2]
 
 
 @pytest.mark.parametrize(
@@ -300,31 +349,74 @@ def test_the_light_start_imports_no_typer_rich_pydantic_or_logging(
     assert set(report["loaded"]) <= allowed  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("args", "rich"),
+    [([], False), (["--wide", "--limit", "3"], False), (["--verbose"], True)],
+    ids=str,
+)
+def test_recorded_prices_load_neither_typer_nor_pydantic(
+    recorded_db: Path, args: list[str], rich: bool
+) -> None:
+    """The recorded-providers note reads the manifests' `kind` with tomllib alone. A table
+    plain text cannot draw as Rich would (--verbose names more providers than 250 columns
+    hold: Rich wraps the note) is Rich's: Rich alone."""
+    report = _fresh(["--db", str(recorded_db), "prices", *args])
+    assert report["code"] == 0
+    assert set(report["loaded"]) == ({"rich", "dataclasses"} if rich else set())  # type: ignore[arg-type]
+
+
 def test_the_typer_app_takes_over_when_it_must(live_db: Path) -> None:
     report = _fresh(["--db", str(live_db), "prices", "--help"])
     assert report["code"] == 0 and "typer" in report["loaded"]  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("env", [{}, {"FORCE_COLOR": "1"}], ids=["terminal", "FORCE_COLOR"])
-def test_a_terminal_gets_the_typer_apps_table(live_db: Path, env: dict[str, str]) -> None:
-    """Rich styles a terminal's table and sizes it to the window: the light start leaves it
-    to Rich. Under a pseudo-terminal, both entry points print the same bytes."""
+# Run under a pseudo-terminal: the entry point, then which of NEVER it loaded (into a file, so
+# the terminal's bytes are the command's alone).
+TERMINAL_SCRIPT = """
+import atexit, json, sys
+def record():
+    with open(sys.argv[1], "w") as f:
+        json.dump([m for m in json.loads(sys.argv[2]) if m in sys.modules], f)
+atexit.register(record)
+from {entry} import main
+main(sys.argv[3:])
+"""
+TERMINALS = [{}, {"FORCE_COLOR": "1"}, {"NO_COLOR": "1"}, {"FORCE_COLOR": "1", "NO_COLOR": "1"}]
+
+
+@pytest.mark.parametrize("env", TERMINALS, ids=lambda env: "+".join(env) or "plain")
+@pytest.mark.parametrize("width", [40, 80, 132])
+def test_a_terminal_gets_richs_table_from_the_light_start(
+    recorded_db: Path, tmp_path: Path, env: dict[str, str], width: int
+) -> None:
+    """Rich styles a terminal's table and sizes it to the window: the light start prints it
+    with Rich, through the Typer command's code, still without Typer, pydantic or logging.
+    Under a pseudo-terminal of each width, both entry points print the same bytes (40 columns
+    is narrower than the table: Rich shrinks place names and wraps the notes)."""
     pty = pytest.importorskip("pty")
-    outputs = []
+    outputs, loaded = [], []
     for entry in ("priceadvisor.cli.light", "priceadvisor.cli.app"):
-        code = f"import sys; from {entry} import main; main(sys.argv[1:])"
-        command = [sys.executable, "-c", code, "--db", str(live_db), "prices", "--limit", "5"]
-        outputs.append(_in_terminal(pty, command, env))
-    assert outputs[0] == outputs[1] and b"\x1b[" in outputs[0]
+        modules = tmp_path / f"{entry}.json"
+        code = TERMINAL_SCRIPT.format(entry=entry)
+        args = [str(modules), json.dumps(NEVER), "--db", str(recorded_db), "prices", "--limit", "5"]
+        outputs.append(_in_terminal(pty, [sys.executable, "-c", code, *args], env, width))
+        loaded.append(set(json.loads(modules.read_text())))
+    assert outputs[0] == outputs[1]
+    assert b"\x1b[" in outputs[0] and b"recorded responses" in outputs[0]
+    assert loaded[0] == {"rich", "dataclasses"} and "typer" in loaded[1]
 
 
-def _in_terminal(pty: object, command: list[str], env: dict[str, str]) -> bytes:
+def _in_terminal(pty: object, command: list[str], env: dict[str, str], width: int) -> bytes:
+    import fcntl
+    import struct
+    import termios
+
     leader, follower = pty.openpty()  # type: ignore[attr-defined]
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, width, 0, 0))
     clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
-    clean |= {"TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"} | env
-    clean.pop("NO_COLOR", None)
-    if "FORCE_COLOR" not in env:
-        clean.pop("FORCE_COLOR", None)
+    for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        clean.pop(name, None)
+    clean |= {"TERM": "xterm-256color", "COLUMNS": str(width), "LINES": "24"} | env
     child = subprocess.Popen(command, stdout=follower, stderr=follower, env=clean)
     os.close(follower)
     chunks = []
@@ -339,6 +431,36 @@ def _in_terminal(pty: object, command: list[str], env: dict[str, str]) -> bytes:
     os.close(leader)
     assert child.wait(timeout=120) == 0
     return b"".join(chunks)
+
+
+@pytest.mark.parametrize("env", [{"FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}], ids=str)
+def test_a_pipe_rich_treats_as_a_terminal_gets_the_same_bytes(
+    live_db: Path, env: dict[str, str]
+) -> None:
+    """FORCE_COLOR on a pipe (CI logs): Rich styles the table at the piped width."""
+    outputs = []
+    for entry in ("priceadvisor.cli.light", "priceadvisor.cli.app"):
+        code = f"import sys; from {entry} import main; main(sys.argv[1:])"
+        command = [sys.executable, "-c", code, "--db", str(live_db), "prices", "--limit", "5"]
+        clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
+        clean.pop("NO_COLOR", None)
+        done = subprocess.run(command, env=clean | env, capture_output=True, timeout=120)
+        outputs.append((done.returncode, done.stdout, done.stderr))
+    assert outputs[0] == outputs[1] and outputs[0][0] == 0
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_a_stdout_that_is_not_utf8_gets_the_typer_apps_output(recorded_db: Path, fmt: str) -> None:
+    """Rich draws an ASCII box there and words what it cannot encode."""
+    outputs = []
+    for entry in ("priceadvisor.cli.light", "priceadvisor.cli.app"):
+        code = f"import sys; from {entry} import main; main(sys.argv[1:])"
+        args = ["--db", str(recorded_db), "prices", "--limit", "3", "--format", fmt]
+        clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
+        env = clean | {"PYTHONIOENCODING": "ascii"}
+        done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True)
+        outputs.append((done.returncode, done.stdout, done.stderr))
+    assert outputs[0] == outputs[1] and b"Traceback" not in outputs[0][2]
 
 
 # --- the plain table against Rich's, at many widths ----------------------------------------

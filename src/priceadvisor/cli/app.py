@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import duckdb
 import typer
-from rich.text import Text
 
 from priceadvisor import __version__
 from priceadvisor.cli import filters
@@ -29,7 +28,7 @@ from priceadvisor.cli.common import (
     state,
 )
 from priceadvisor.cli.errors import fail, os_error_text, with_recorded_hint
-from priceadvisor.cli.output import Format, clean, render, stream, to_rich
+from priceadvisor.cli.output import Format, render, stream, to_rich
 from priceadvisor.cli.price_listing import TABLE_ROWS, PricesRequest, listing, price_notes
 from priceadvisor.cli.querystop import QueryInterrupted, QueryTimedOut, run_stoppable
 from priceadvisor.cli.sqlguard import check_read_only
@@ -324,9 +323,7 @@ def prices(
     )
     found = listing(state(ctx), request, _Providers())
     if fmt is Format.TABLE:
-        out.print(layout.to_rich(found.table, found.title, [], found.noun))
-        for note in found.notes:  # wrapped at the terminal's width, not the table's
-            out.print(Text(clean(note)), soft_wrap=False)
+        layout.print_rich(out, found.table, found.title, found.notes, found.noun)
     else:
         render(found.table, fmt, out)
 
@@ -625,9 +622,10 @@ def _launcher() -> str:
 
 def _offers_source(provider: str) -> bool:
     """Whether a provider's data are offers (FX sources, such as ecb, only convert prices)."""
-    from priceadvisor.manifest import manifest, manifest_ids
+    from priceadvisor.manifest import manifest
+    from priceadvisor.manifest_files import holds_offers
 
-    return provider in manifest_ids() and manifest(provider).kind == "prices"
+    return holds_offers(provider, lambda p: manifest(p).kind)
 
 
 def _demo_path(given: Path | None, replace: bool) -> Path:

@@ -1,19 +1,25 @@
 """The console entry point. `prices`, the command people run most, starts here without Typer,
-Rich, pydantic or logging (~0.1 s of imports on every start): when the arguments are ones this
+pydantic or logging (~0.1 s of imports on every start): when the arguments are ones this
 module reads with certainty and the configuration is one config_basics resolves alone, it runs
-the same query (cli/price_listing.py) and prints the same bytes the Typer command would. Any
-other command line (another command, --help, an option it does not know, --provider, a value
-that looks like an option) and any answer it cannot print exactly as Rich would (a terminal, a
-table wider than the console, text Rich would change: see cli/plaintable.py) goes to the Typer
-app (cli/app.py), which then does everything from the start: behaviour never differs, only the
-start-up time does. A failure it can word (a usage, configuration or store error) ends here, in
-the Typer app's words and exit code.
+the same query (cli/price_listing.py) and prints the same bytes the Typer command would. Where
+plain text is exactly what Rich would print (a pipe, a table at its natural width: see
+cli/plaintable.py), Rich is not imported either; a terminal (styles, the window's width), a
+table Rich lays out otherwise, or a tab in CSV is printed by Rich, through the Typer command's
+own console and code (cli/consoles.py, cli/prices.py). Which recorded providers hold offers
+comes from the manifests' `kind`, read without pydantic (manifest_files.py).
+
+Any other command line (another command, --help, an option it does not know, --provider, a value
+that looks like an option), a stdout that is not UTF-8, and a configuration or manifest only the
+full load reads go to the Typer app (cli/app.py), which then does everything from the start:
+behaviour never differs, only the start-up time does. A failure it can word (a usage,
+configuration or store error) ends here, in the Typer app's words and exit code.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -75,10 +81,10 @@ def _answered(args: list[str]) -> bool:
     if parsed is None:
         return False
     state, request = parsed
-    if request.fmt is Format.TABLE and _rich_sees_a_terminal():
+    if not _utf8_stdout():
         return False
     try:
-        text = _text(listing(state, request, _NoProviders()), request.fmt)
+        found = listing(state, request, _ManifestFiles())
     except NotLight:
         return False
     except (ConfigError, UsageError) as exc:
@@ -91,16 +97,32 @@ def _answered(args: list[str]) -> bool:
         sys.exit(130)  # as Typer ends on Ctrl-C: the code alone
     except Exception:  # the Typer app words anything unexpected, from the start
         return False
-    _write(text)
+    _print(found, request.fmt)
     return True
 
 
-def _write(text: str) -> None:
-    """The text on stdout; a reader that went away (`| head`) ends it with exit code 1 and no
-    message, as Typer does."""
+def _print(found: Listing, fmt: Format) -> None:
+    """The plain text where it is exactly Rich's; else Rich prints it (~15 ms of imports),
+    through the Typer command's own console and code."""
+    text = _plain_text(found, fmt)
+    if text is not None:
+        _write(lambda: (sys.stdout.write(text), sys.stdout.flush()))
+        return
+    from priceadvisor.cli.consoles import out
+
+    if fmt is Format.TABLE:
+        _write(lambda: layout.print_rich(out, found.table, found.title, found.notes, found.noun))
+    else:
+        from priceadvisor.cli.output import render
+
+        _write(lambda: render(found.table, fmt, out))
+
+
+def _write(printing: Callable[[], object]) -> None:
+    """Print; a reader that went away (`| head`) ends it with exit code 1 and no message, as
+    Typer does."""
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        printing()
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
@@ -200,9 +222,10 @@ class LightState:
         return self._store
 
 
-class _NoProviders:
-    """Neither the adapters nor the manifests load here: a command line that needs them is the
-    Typer app's."""
+class _ManifestFiles:
+    """Provider facts without the adapters or pydantic: which recorded providers hold offers
+    from the manifests' `kind` (manifest_files.py, shared with the manifest model). Checking
+    provider ids (--provider) imports the adapters: that command line is the Typer app's."""
 
     def known(self, ids: list[str]) -> list[str]:
         if ids:
@@ -210,22 +233,38 @@ class _NoProviders:
         return []
 
     def offers_source(self, provider: str) -> bool:
-        raise NotLight("recorded providers: the manifests say which hold offers")
+        # only for a recorded provider: a live database never loads tomllib for it
+        from priceadvisor.manifest_files import ManifestFileError, holds_offers
+
+        try:
+            return holds_offers(provider)
+        except ManifestFileError:
+            raise NotLight("a manifest only the full model words an error for") from None
 
 
-def _text(found: Listing, fmt: Format) -> str:
-    """What the Typer command prints for `found`, exactly, or NotLight."""
+def _plain_text(found: Listing, fmt: Format) -> str | None:
+    """What the Typer command prints for `found`, exactly, without Rich; or None where Rich
+    must print it: a table on a terminal (styled, sized to the window) or one Rich lays out
+    otherwise (cli/plaintable.py), a tab (Rich expands it)."""
     if fmt is Format.JSON:
-        return _unchanged_by_rich(to_json(found.table)) + "\n"
+        return _unchanged_by_rich(to_json(found.table) + "\n")
     if fmt is Format.CSV:
         return _unchanged_by_rich(to_csv(found.table))
+    if _rich_sees_a_terminal():
+        return None
     columns = layout.shown_columns(found.table, found.noun)
     cells = layout.shown_cells(found.table)
     drawn = plaintable.draw(found.title, columns, cells, PIPED_WIDTH)
     notes = [plaintable.note_line(note, PIPED_WIDTH) for note in found.notes]
     if drawn is None or None in notes:
-        raise NotLight("Rich lays this table out otherwise")
+        return None
     return drawn + "".join(n for n in notes if n is not None)
+
+
+def _utf8_stdout() -> bool:
+    """Rich draws an ASCII box, and words what it cannot encode, on another encoding
+    (PYTHONIOENCODING=ascii): the Typer app prints there."""
+    return (sys.stdout.encoding or "utf-8").lower().replace("_", "-") in ("utf-8", "utf8")
 
 
 def _rich_sees_a_terminal() -> bool:
@@ -233,9 +272,7 @@ def _rich_sees_a_terminal() -> bool:
     return sys.stdout.isatty() or any(name in os.environ for name in RICH_TERMINAL_SWITCHES)
 
 
-def _unchanged_by_rich(text: str) -> str:
+def _unchanged_by_rich(text: str) -> str | None:
     """CSV and JSON go out through Rich's Console.out, which expands tabs (JSON escapes them;
     a CSV cell keeps them)."""
-    if "\t" in text:
-        raise NotLight("a tab, which Rich expands")
-    return text
+    return None if "\t" in text else text

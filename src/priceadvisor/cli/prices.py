@@ -18,6 +18,9 @@ from priceadvisor.cli.output import clean
 from priceadvisor.store.reads import PRICE_COLUMNS, Table
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
     from rich.table import Table as RichTable
 
 Kind = Literal["text", "key", "count", "money", "number", "flag"]
@@ -163,6 +166,18 @@ def to_rich(table: Table, title: str, notes: list[str], noun: Noun = "GPU") -> R
     for cells in shown_cells(table):
         out.add_row(*(Text(cell) for cell in cells))
     return out
+
+
+def print_rich(
+    console: Console, table: Table, title: str, notes: Sequence[str], noun: Noun = "GPU"
+) -> None:
+    """The `prices` table and its notes on a Rich console: what the Typer command prints, and
+    the light start where it cannot draw the plain table (a terminal, a narrow table)."""
+    from rich.text import Text
+
+    console.print(to_rich(table, title, [], noun))
+    for note in notes:  # wrapped at the terminal's width, not the table's
+        console.print(Text(clean(note)), soft_wrap=False)
 
 
 def _cell(value: Any, kind: Kind) -> str:
