@@ -437,6 +437,7 @@ def collective_bandwidth(gpu: GpuSpec, group: int) -> float:
     return max(1, group - 1) * link
 
 
+@per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and group a pass
 def point_to_point_bandwidth(gpu: GpuSpec, group: int) -> float:
     """Bytes/s of one GPU's send to one peer: one xGMI link on AMD's mesh inside a node, else
     `link_bandwidth`."""
@@ -1098,6 +1099,16 @@ def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload,
 
 
 @per_pass(objects=1)
+def with_training_tensor_parallel(work: Workload, tp: int | None) -> Workload:
+    """`work` trained at tensor-parallel degree `tp`: one object per (workload, degree) in a
+    sizing pass (the workload itself when it states that degree), so that the GPU models and
+    counts of a pass share its recompute choices (`with_recompute`)."""
+    if tp == work.tensor_parallel:
+        return work
+    return dataclasses.replace(work, tensor_parallel=tp)
+
+
+@per_pass(objects=1)
 def with_recompute(work: Workload, policy: str) -> Workload:
     """`work` under the recompute `policy`: one object per (workload, policy) in a sizing pass."""
     return dataclasses.replace(work, recompute=policy)
@@ -1190,7 +1201,7 @@ def check_pipeline(work: Workload, gpus: float) -> None:
 
 
 def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None) -> Estimate:
-    work = dataclasses.replace(work, tensor_parallel=tensor_parallel or work.tensor_parallel)
+    work = with_training_tensor_parallel(work, tensor_parallel or work.tensor_parallel)
     check_training_layout(work, gpus)
     work, recompute_source = choose_recompute(work, gpu, gpus)
     memory = training_memory(work, gpus)
@@ -1383,20 +1394,43 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     to the next stage (`pipeline_send_seconds`). Continuous batching keeps every stage busy, so
     steady-state decode has no pipeline bubble. At PP 1 this is the tensor-parallel replica."""
     arch, pp = work.arch, work.pipeline_parallel
+    rates = decode_rates(work, gpu)
     micro = math.ceil(batch / pp)
     context = work.input_tokens + work.output_tokens / 2
     kv = pp * micro * context * kv_per_token(work, tp) * kv_reads(work, gpu, tp)
-    mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
-    memory = (weights_read(work, micro) / tp + kv) / (bandwidth(gpu) * mbu)
+    memory = (weights_read(work, micro) / tp + kv) / rates.bytes_per_s
     layers = arch.layers or 32
-    memory += layers * layer_overhead(work) + (
+    memory += rates.launch_seconds + (
         2 * layers * allreduce_latency(work, gpu, tp) if tp > 1 else 0
     )
     memory += tp_allreduce_seconds(work, gpu, tp, micro)
     memory += pipeline_send_seconds(work, gpu, tp, pp * micro)
-    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
-    compute = 2 * arch.active_params * micro / (tp * peak_flops(gpu, work.precision) * mfu)
+    compute = 2 * arch.active_params * micro / (tp * rates.peak_flops * rates.mfu)
     return memory, compute
+
+
+class DecodeRates(NamedTuple):
+    """The terms of a decode step that depend on the workload and GPU alone, not on the layout
+    or batch (`decode_rates`)."""
+
+    bytes_per_s: float  # HBM bandwidth x the decode MBU (regime-scaled)
+    launch_seconds: float  # the layers' kernel launch and tail time of one step
+    peak_flops: float  # dense tensor FLOP/s at the workload's precision
+    mfu: float  # saturated serving MFU (regime-scaled)
+
+
+@per_pass(objects=2)
+def decode_rates(work: Workload, gpu: GpuSpec) -> DecodeRates:
+    """`DecodeRates` of the workload on the GPU: computed once per pass, read by every layout
+    and batch of `decode_seconds` and `saturated_step_seconds`."""
+    mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
+    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
+    return DecodeRates(
+        bandwidth(gpu) * mbu,
+        (work.arch.layers or 32) * layer_overhead(work),
+        peak_flops(gpu, work.precision),
+        mfu,
+    )
 
 
 def pipeline_send_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> float:
@@ -1471,6 +1505,7 @@ def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> 
     return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / allreduce_bandwidth(gpu, tp)
 
 
+@per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and degree a pass
 def allreduce_bandwidth(gpu: GpuSpec, tp: int) -> float:
     """Bytes/s a tensor-parallel all-reduce moves per GPU: `collective_bandwidth`, at NCCL's
     share of the line rate where the group talks over NVLink."""
@@ -1676,8 +1711,8 @@ def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) ->
     arch, pp = work.arch, work.pipeline_parallel
     prompt_tokens = batch * work.input_tokens + wave_recompute_tokens(work, gpu, tp, batch)
     prefill_flops = 2 * arch.active_params * prompt_tokens / max(1, work.output_tokens)
-    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
-    prefill = prefill_flops / (tp * pp * peak_flops(gpu, work.precision) * mfu)
+    rates = decode_rates(work, gpu)
+    prefill = prefill_flops / (tp * pp * rates.peak_flops * rates.mfu)
     prefill_tokens = int(prompt_tokens) // max(1, work.output_tokens)
     communication = tp_allreduce_seconds(work, gpu, tp, prefill_tokens) / pp
     communication += pipeline_send_seconds(work, gpu, tp, prefill_tokens)
