@@ -146,9 +146,13 @@ def test_decode_rates_belong_to_one_workload_and_die_with_the_pass(
     gpu = gpu_catalog().gpus["H100-SXM-80GB"]
     plain = Workload("serve", llm.lookup("llama-3.1-8b"), "bf16")
     scaled = dataclasses.replace(plain, scales=SCALES, engine="vllm")
+    eight_bit = dataclasses.replace(plain, kv_precision="fp8")
     alone = [sizing.decode_seconds(work, gpu, 2, 16) for work in (plain, scaled)]
+    kv_alone = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 2)]
     with sizing_pass():
         shared = [sizing.decode_seconds(work, gpu, 2, 16) for work in (plain, scaled)]
+        kv = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 2)]
+        assert kv == kv_alone and len(set(kv)) == 4
         assert sizing.decode_rates(plain, gpu) is sizing.decode_rates(plain, gpu)
         assert sizing.decode_rates(scaled, gpu) != sizing.decode_rates(plain, gpu)
     assert shared == alone and alone[0] != alone[1]

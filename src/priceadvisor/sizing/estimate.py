@@ -958,8 +958,11 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayou
     figures `_serve` gives it — the same helpers, without building an estimate: only the
     chosen layout is built."""
     ranked: list[tuple[float, int, int, RankedLayout]] = []
+    stages: dict[int, Workload] = {}  # the workload per depth, asked of the pass once a depth
     for tp, pp in serving_layouts(work, gpus):
-        staged = with_stages(work, pp)
+        if pp not in stages:
+            stages[pp] = with_stages(work, pp)
+        staged = stages[pp]
         batch = fitting_batch(staged, gpu, tp)
         if batch is not None:
             speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
@@ -1304,6 +1307,7 @@ def kv_bytes(work: Workload) -> float:
     return WEIGHT_BYTES[work.kv_precision or default]
 
 
+@per_pass(objects=1)  # read by every decode step and KV split: once per layout in a pass
 def kv_per_token(work: Workload, tp: int) -> float:
     """KV bytes per token per GPU (a pipeline stage caches its 1/PP of the layers); for a model
     given by its parameter count alone, a Llama-like GQA layout (8 KV heads of 128, layers ≈
