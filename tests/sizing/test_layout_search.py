@@ -148,10 +148,10 @@ def test_decode_rates_belong_to_one_workload_and_die_with_the_pass(
     scaled = dataclasses.replace(plain, scales=SCALES, engine="vllm")
     eight_bit = dataclasses.replace(plain, kv_precision="fp8")
     alone = [sizing.decode_seconds(work, gpu, 2, 16) for work in (plain, scaled)]
-    kv_alone = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 2)]
+    kv_alone = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 4)]
     with sizing_pass():
         shared = [sizing.decode_seconds(work, gpu, 2, 16) for work in (plain, scaled)]
-        kv = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 2)]
+        kv = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 4)]
         assert kv == kv_alone and len(set(kv)) == 4
         assert sizing.decode_rates(plain, gpu) is sizing.decode_rates(plain, gpu)
         assert sizing.decode_rates(scaled, gpu) != sizing.decode_rates(plain, gpu)
