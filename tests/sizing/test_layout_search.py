@@ -181,3 +181,21 @@ def test_training_in_one_pass_sizes_as_each_estimate_alone() -> None:
         )
     assert shared == alone
     assert sizing.with_training_tensor_parallel(works[0], 2).tensor_parallel == 2
+
+
+def test_a_gpus_links_are_its_own_in_a_pass() -> None:
+    """The per-pass link figures are keyed by the GPU object: two parts keep their own."""
+    catalog = gpu_catalog().gpus
+    gpus = [catalog[g] for g in ("H100-SXM-80GB", "H100-PCIE-80GB", "MI300X-192GB")]
+
+    def links() -> list[object]:
+        return [link(g) for g in gpus]
+
+    def link(gpu: GpuSpec) -> tuple[bool, float, float]:
+        fast = sizing.has_fast_interconnect(gpu)
+        return fast, sizing.allreduce_bandwidth(gpu, 4), sizing.point_to_point_bandwidth(gpu, 4)
+
+    alone = links()
+    with sizing_pass():
+        assert links() == links() == alone
+    assert len(set(alone)) == 3

@@ -404,6 +404,7 @@ def usable_gib(gpu: GpuSpec, utilisation: float) -> float:
     return gpu.memory_gb * USABLE_OF_NOMINAL * utilisation
 
 
+@per_pass(objects=1)  # asked for every layout and collective: once per GPU in a pass
 def has_fast_interconnect(gpu: GpuSpec) -> bool:
     text = str(gpu.specs.get("interconnect") or "")
     return (
@@ -1589,7 +1590,6 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     return result
 
 
-@per_pass(objects=2)
 def holds_a_request(work: Workload, gpu: GpuSpec, tp: int) -> bool:
     """Whether a replica's memory holds the weights and one whole request's KV cache."""
     _, free = serving_memory(work, gpu, tp)
