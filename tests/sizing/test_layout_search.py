@@ -199,3 +199,17 @@ def test_a_gpus_links_are_its_own_in_a_pass() -> None:
     with sizing_pass():
         assert links() == links() == alone
     assert len(set(alone)) == 3
+
+
+def test_a_layouts_memory_parts_are_shared_by_the_gpus_of_a_pass_and_never_changed() -> None:
+    catalog = gpu_catalog().gpus
+    small, large = catalog["L4-24GB"], catalog["H100-SXM-80GB"]
+    work = Workload("serve", llm.lookup("llama-3.1-8b"), "fp8")
+    alone = [sizing.serving_memory(work, gpu, 1) for gpu in (small, large)]
+    with sizing_pass():
+        shared = [sizing.serving_memory(work, gpu, 1) for gpu in (small, large)]
+        assert shared[0][0] is shared[1][0] and shared[0][1] < shared[1][1]
+        built = sizing._serve(work, large, 1, 1)
+        built.memory_gib["weights"] = -1.0  # an estimate's memory is its own copy
+        assert sizing.serving_memory(work, large, 1) == alone[1]
+    assert shared == alone

@@ -1278,18 +1278,24 @@ def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, flo
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV.
     A pipeline stage holds 1/PP of the layers, so the weights split over TP x PP GPUs; the
     activation peak is one layer's (and the logits'), which the stages do not split."""
+    parts = serving_parts(work, tp)
+    if work.engine in FREE_MEMORY_KV_ENGINES:
+        free = (usable_gib(gpu, 1.0) - sum(parts.values())) * SERVING_MEMORY_UTILISATION
+    else:
+        free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
+    return parts, free
+
+
+@per_pass(objects=1)  # the same on every GPU model: once per layout in a pass (never mutated)
+def serving_parts(work: Workload, tp: int) -> dict[str, float]:
+    """`serving_memory`'s parts, per GPU in GiB, which depend on the layout and not the GPU."""
     arch = work.arch
     stored = arch.total_params * WEIGHT_BYTES[work.precision] + sixteen_bit_extra(work)
     weights = stored / (tp * work.pipeline_parallel) / GIB
     mlp_width = arch.expert_ffn * arch.experts_per_token if arch.is_moe else arch.ffn
     per_token = arch.vocab * 8 + mlp_width * 8 + arch.hidden * 16
     activation = PREFILL_CHUNK_TOKENS * per_token / tp / GIB
-    parts = {"weights": weights, "activation_peak": activation, "runtime": RUNTIME_OVERHEAD_GIB}
-    if work.engine in FREE_MEMORY_KV_ENGINES:
-        free = (usable_gib(gpu, 1.0) - sum(parts.values())) * SERVING_MEMORY_UTILISATION
-    else:
-        free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
-    return parts, free
+    return {"weights": weights, "activation_peak": activation, "runtime": RUNTIME_OVERHEAD_GIB}
 
 
 # Engines that size the KV pool as a share of the memory left after loading the model, not of
