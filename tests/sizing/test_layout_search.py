@@ -138,3 +138,78 @@ def test_an_unhashable_plain_argument_is_refused_inside_a_pass() -> None:
     assert size(_Thing(1), _Thing(2)) == 3
     with sizing_pass(), pytest.raises(TypeError):
         size(_Thing(1), _Thing(2))
+
+
+def test_decode_rates_belong_to_one_workload_and_die_with_the_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gpu = gpu_catalog().gpus["H100-SXM-80GB"]
+    plain = Workload("serve", llm.lookup("llama-3.1-8b"), "bf16")
+    scaled = dataclasses.replace(plain, scales=SCALES, engine="vllm")
+    eight_bit = dataclasses.replace(plain, kv_precision="fp8")
+    alone = [sizing.decode_seconds(work, gpu, 2, 16) for work in (plain, scaled)]
+    kv_alone = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 4)]
+    with sizing_pass():
+        shared = [sizing.decode_seconds(work, gpu, 2, 16) for work in (plain, scaled)]
+        kv = [sizing.kv_per_token(work, tp) for work in (plain, eight_bit) for tp in (1, 4)]
+        assert kv == kv_alone and len(set(kv)) == 4
+        assert sizing.decode_rates(plain, gpu) is sizing.decode_rates(plain, gpu)
+        assert sizing.decode_rates(scaled, gpu) != sizing.decode_rates(plain, gpu)
+    assert shared == alone and alone[0] != alone[1]
+    monkeypatch.setattr(sizing, "LAYER_OVERHEAD_S", sizing.LAYER_OVERHEAD_S * 2)
+    with sizing_pass():  # a new pass computes the rates afresh
+        assert sizing.decode_seconds(plain, gpu, 2, 16)[0] > alone[0][0]
+
+
+def test_training_in_one_pass_sizes_as_each_estimate_alone() -> None:
+    """Training shares one copy of the workload per tensor-parallel degree and recompute policy
+    in a pass; every estimate is the same as sized alone, whatever the GPU, count and degree."""
+    works = [
+        Workload("finetune", llm.lookup("llama-3.1-8b"), "bf16", train_tokens=1e9),
+        Workload("lora", llm.lookup("mixtral-8x7b"), "fp8", train_tokens=1e9, scales=SCALES),
+        Workload("finetune", llm.lookup("gemma-2-27b"), "bf16", tensor_parallel=2),
+    ]
+    cases = [(w, g, n, tp) for w in works for g in GPUS for n in (1, 2, 8) for tp in (None, 2)]
+    cases = [(w, g, n, tp) for w, g, n, tp in cases if n % (tp or w.tensor_parallel or 1) == 0]
+    alone = [repr(sizing.estimate(w, g, n, tp)) for w, g, n, tp in cases]
+    with sizing_pass():
+        shared = [repr(sizing.estimate(w, g, n, tp)) for w, g, n, tp in cases]
+        work = works[0]
+        assert sizing.with_training_tensor_parallel(work, None) is work
+        assert sizing.with_training_tensor_parallel(work, 2) is (
+            sizing.with_training_tensor_parallel(work, 2)
+        )
+    assert shared == alone
+    assert sizing.with_training_tensor_parallel(works[0], 2).tensor_parallel == 2
+
+
+def test_a_gpus_links_are_its_own_in_a_pass() -> None:
+    """The per-pass link figures are keyed by the GPU object: two parts keep their own."""
+    catalog = gpu_catalog().gpus
+    gpus = [catalog[g] for g in ("H100-SXM-80GB", "H100-PCIE-80GB", "MI300X-192GB")]
+
+    def links() -> list[object]:
+        return [link(g) for g in gpus]
+
+    def link(gpu: GpuSpec) -> tuple[bool, float, float]:
+        fast = sizing.has_fast_interconnect(gpu)
+        return fast, sizing.allreduce_bandwidth(gpu, 4), sizing.point_to_point_bandwidth(gpu, 4)
+
+    alone = links()
+    with sizing_pass():
+        assert links() == links() == alone
+    assert len(set(alone)) == 3
+
+
+def test_a_layouts_memory_parts_are_shared_by_the_gpus_of_a_pass_and_never_changed() -> None:
+    catalog = gpu_catalog().gpus
+    small, large = catalog["L4-24GB"], catalog["H100-SXM-80GB"]
+    work = Workload("serve", llm.lookup("llama-3.1-8b"), "fp8")
+    alone = [sizing.serving_memory(work, gpu, 1) for gpu in (small, large)]
+    with sizing_pass():
+        shared = [sizing.serving_memory(work, gpu, 1) for gpu in (small, large)]
+        assert shared[0][0] is shared[1][0] and shared[0][1] < shared[1][1]
+        built = sizing._serve(work, large, 1, 1)
+        built.memory_gib["weights"] = -1.0  # an estimate's memory is its own copy
+        assert sizing.serving_memory(work, large, 1) == alone[1]
+    assert shared == alone

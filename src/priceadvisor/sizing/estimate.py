@@ -404,6 +404,7 @@ def usable_gib(gpu: GpuSpec, utilisation: float) -> float:
     return gpu.memory_gb * USABLE_OF_NOMINAL * utilisation
 
 
+@per_pass(objects=1)  # asked for every layout and collective: once per GPU in a pass
 def has_fast_interconnect(gpu: GpuSpec) -> bool:
     text = str(gpu.specs.get("interconnect") or "")
     return (
@@ -437,6 +438,7 @@ def collective_bandwidth(gpu: GpuSpec, group: int) -> float:
     return max(1, group - 1) * link
 
 
+@per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and group a pass
 def point_to_point_bandwidth(gpu: GpuSpec, group: int) -> float:
     """Bytes/s of one GPU's send to one peer: one xGMI link on AMD's mesh inside a node, else
     `link_bandwidth`."""
@@ -957,8 +959,11 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayou
     figures `_serve` gives it — the same helpers, without building an estimate: only the
     chosen layout is built."""
     ranked: list[tuple[float, int, int, RankedLayout]] = []
+    stages: dict[int, Workload] = {}  # the workload per depth, asked of the pass once a depth
     for tp, pp in serving_layouts(work, gpus):
-        staged = with_stages(work, pp)
+        if pp not in stages:
+            stages[pp] = with_stages(work, pp)
+        staged = stages[pp]
         batch = fitting_batch(staged, gpu, tp)
         if batch is not None:
             speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
@@ -1098,6 +1103,16 @@ def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload,
 
 
 @per_pass(objects=1)
+def with_training_tensor_parallel(work: Workload, tp: int | None) -> Workload:
+    """`work` trained at tensor-parallel degree `tp`: one object per (workload, degree) in a
+    sizing pass (the workload itself when it states that degree), so that the GPU models and
+    counts of a pass share its recompute choices (`with_recompute`)."""
+    if tp == work.tensor_parallel:
+        return work
+    return dataclasses.replace(work, tensor_parallel=tp)
+
+
+@per_pass(objects=1)
 def with_recompute(work: Workload, policy: str) -> Workload:
     """`work` under the recompute `policy`: one object per (workload, policy) in a sizing pass."""
     return dataclasses.replace(work, recompute=policy)
@@ -1190,7 +1205,7 @@ def check_pipeline(work: Workload, gpus: float) -> None:
 
 
 def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None) -> Estimate:
-    work = dataclasses.replace(work, tensor_parallel=tensor_parallel or work.tensor_parallel)
+    work = with_training_tensor_parallel(work, tensor_parallel or work.tensor_parallel)
     check_training_layout(work, gpus)
     work, recompute_source = choose_recompute(work, gpu, gpus)
     memory = training_memory(work, gpus)
@@ -1263,18 +1278,24 @@ def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, flo
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV.
     A pipeline stage holds 1/PP of the layers, so the weights split over TP x PP GPUs; the
     activation peak is one layer's (and the logits'), which the stages do not split."""
+    parts = serving_parts(work, tp)
+    if work.engine in FREE_MEMORY_KV_ENGINES:
+        free = (usable_gib(gpu, 1.0) - sum(parts.values())) * SERVING_MEMORY_UTILISATION
+    else:
+        free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
+    return parts, free
+
+
+@per_pass(objects=1)  # the same on every GPU model: once per layout in a pass (never mutated)
+def serving_parts(work: Workload, tp: int) -> dict[str, float]:
+    """`serving_memory`'s parts, per GPU in GiB, which depend on the layout and not the GPU."""
     arch = work.arch
     stored = arch.total_params * WEIGHT_BYTES[work.precision] + sixteen_bit_extra(work)
     weights = stored / (tp * work.pipeline_parallel) / GIB
     mlp_width = arch.expert_ffn * arch.experts_per_token if arch.is_moe else arch.ffn
     per_token = arch.vocab * 8 + mlp_width * 8 + arch.hidden * 16
     activation = PREFILL_CHUNK_TOKENS * per_token / tp / GIB
-    parts = {"weights": weights, "activation_peak": activation, "runtime": RUNTIME_OVERHEAD_GIB}
-    if work.engine in FREE_MEMORY_KV_ENGINES:
-        free = (usable_gib(gpu, 1.0) - sum(parts.values())) * SERVING_MEMORY_UTILISATION
-    else:
-        free = usable_gib(gpu, SERVING_MEMORY_UTILISATION) - sum(parts.values())
-    return parts, free
+    return {"weights": weights, "activation_peak": activation, "runtime": RUNTIME_OVERHEAD_GIB}
 
 
 # Engines that size the KV pool as a share of the memory left after loading the model, not of
@@ -1293,6 +1314,7 @@ def kv_bytes(work: Workload) -> float:
     return WEIGHT_BYTES[work.kv_precision or default]
 
 
+@per_pass(objects=1)  # read by every decode step and KV split: once per layout in a pass
 def kv_per_token(work: Workload, tp: int) -> float:
     """KV bytes per token per GPU (a pipeline stage caches its 1/PP of the layers); for a model
     given by its parameter count alone, a Llama-like GQA layout (8 KV heads of 128, layers ≈
@@ -1383,20 +1405,43 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     to the next stage (`pipeline_send_seconds`). Continuous batching keeps every stage busy, so
     steady-state decode has no pipeline bubble. At PP 1 this is the tensor-parallel replica."""
     arch, pp = work.arch, work.pipeline_parallel
+    rates = decode_rates(work, gpu)
     micro = math.ceil(batch / pp)
     context = work.input_tokens + work.output_tokens / 2
     kv = pp * micro * context * kv_per_token(work, tp) * kv_reads(work, gpu, tp)
-    mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
-    memory = (weights_read(work, micro) / tp + kv) / (bandwidth(gpu) * mbu)
+    memory = (weights_read(work, micro) / tp + kv) / rates.bytes_per_s
     layers = arch.layers or 32
-    memory += layers * layer_overhead(work) + (
+    memory += rates.launch_seconds + (
         2 * layers * allreduce_latency(work, gpu, tp) if tp > 1 else 0
     )
     memory += tp_allreduce_seconds(work, gpu, tp, micro)
     memory += pipeline_send_seconds(work, gpu, tp, pp * micro)
-    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
-    compute = 2 * arch.active_params * micro / (tp * peak_flops(gpu, work.precision) * mfu)
+    compute = 2 * arch.active_params * micro / (tp * rates.peak_flops * rates.mfu)
     return memory, compute
+
+
+class DecodeRates(NamedTuple):
+    """The terms of a decode step that depend on the workload and GPU alone, not on the layout
+    or batch (`decode_rates`)."""
+
+    bytes_per_s: float  # HBM bandwidth x the decode MBU (regime-scaled)
+    launch_seconds: float  # the layers' kernel launch and tail time of one step
+    peak_flops: float  # dense tensor FLOP/s at the workload's precision
+    mfu: float  # saturated serving MFU (regime-scaled)
+
+
+@per_pass(objects=2)
+def decode_rates(work: Workload, gpu: GpuSpec) -> DecodeRates:
+    """`DecodeRates` of the workload on the GPU: computed once per pass, read by every layout
+    and batch of `decode_seconds` and `saturated_step_seconds`."""
+    mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
+    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
+    return DecodeRates(
+        bandwidth(gpu) * mbu,
+        (work.arch.layers or 32) * layer_overhead(work),
+        peak_flops(gpu, work.precision),
+        mfu,
+    )
 
 
 def pipeline_send_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> float:
@@ -1471,6 +1516,7 @@ def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> 
     return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / allreduce_bandwidth(gpu, tp)
 
 
+@per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and degree a pass
 def allreduce_bandwidth(gpu: GpuSpec, tp: int) -> float:
     """Bytes/s a tensor-parallel all-reduce moves per GPU: `collective_bandwidth`, at NCCL's
     share of the line rate where the group talks over NVLink."""
@@ -1550,7 +1596,6 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     return result
 
 
-@per_pass(objects=2)
 def holds_a_request(work: Workload, gpu: GpuSpec, tp: int) -> bool:
     """Whether a replica's memory holds the weights and one whole request's KV cache."""
     _, free = serving_memory(work, gpu, tp)
@@ -1676,8 +1721,8 @@ def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) ->
     arch, pp = work.arch, work.pipeline_parallel
     prompt_tokens = batch * work.input_tokens + wave_recompute_tokens(work, gpu, tp, batch)
     prefill_flops = 2 * arch.active_params * prompt_tokens / max(1, work.output_tokens)
-    mfu = serving_mfu(gpu, work.scales) * regime_factor(work, "serve-throughput")
-    prefill = prefill_flops / (tp * pp * peak_flops(gpu, work.precision) * mfu)
+    rates = decode_rates(work, gpu)
+    prefill = prefill_flops / (tp * pp * rates.peak_flops * rates.mfu)
     prefill_tokens = int(prompt_tokens) // max(1, work.output_tokens)
     communication = tp_allreduce_seconds(work, gpu, tp, prefill_tokens) / pp
     communication += pipeline_send_seconds(work, gpu, tp, prefill_tokens)
