@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -149,6 +150,36 @@ AMD_ONE_SHOT_ALLREDUCE_S = 7.5e-6
 XGMI_PEER_LINKS = 7
 XGMI_USABLE_SHARE = 0.75
 XGMI_MESH_FAMILIES = ("MI300X", "MI325X", "MI350X", "MI355X")
+# RCCL's all-reduce over all eight GPUs of an MI300X platform reaches the mesh's usable rate
+# (7 x 48 GB/s) only for very large messages: rccl-tests `all_reduce_perf` on 8 MI300X (RCCL
+# 2.22.3, ROCm 6.3, out-of-place, one process per GPU; AMD ROCm blog "Understanding RCCL
+# Bandwidth and xGMI Performance on AMD Instinct MI300X", March 2025) measures these bus
+# bandwidths (GB/s) by message size: the ring's 14 steps each move 1/8 of the message, and a
+# step's fixed cost weighs on small chunks. Between two sizes the share is interpolated on a
+# log scale; below 1 MiB the engines' one-shot all-reduce (AMD_ONE_SHOT_ALLREDUCE_S) carries
+# the cost and the 1 MiB share is kept; above 16 GiB, the last one. Only the whole 8-GPU mesh
+# was measured: groups of 2 and 4 keep the mesh's usable rate, which the measured 16 MB
+# all-reduces put within 2 % (TP2, ROCm/aiter#801) and 24 % (TP4, vllm-project/vllm#19744);
+# MI325X has MI300X's links; MI350X/MI355X (faster links) are not covered by the table.
+MESH_ALLREDUCE_BUS_GBS = (
+    (2**20, 66.93),
+    (2**21, 105.43),
+    (2**22, 141.91),
+    (2**23, 175.43),
+    (2**24, 197.26),
+    (2**25, 240.57),
+    (2**26, 273.66),
+    (2**27, 294.55),
+    (2**28, 305.62),
+    (2**29, 310.46),
+    (2**30, 314.72),
+    (2**31, 316.04),
+    (2**32, 317.40),
+    (2**33, 317.96),
+    (2**34, 318.98),
+)
+MESH_ALLREDUCE_GROUP = 8
+MESH_ALLREDUCE_FAMILIES = ("MI300X", "MI325X")
 KERNEL_OVERHEAD_S = LAYER_OVERHEAD_S / 10  # one of the ~10 kernels above
 # Engines that quantise a GEMM's input activations (W8A8 FP8/INT8, FP4) in a kernel of their
 # own before each of a layer's four GEMMs (fused QKV, output projection, fused gate/up, down):
@@ -1505,15 +1536,39 @@ def prefill_seconds(work: Workload, gpu: GpuSpec, tp: int, requests: int = 1) ->
 NVLINK_PROTOCOL_SHARE = 370 / 450
 
 
-def tp_allreduce_seconds(work: Workload, gpu: GpuSpec, tp: int, tokens: int) -> float:
+def tp_allreduce_seconds(
+    work: Workload, gpu: GpuSpec, tp: int, tokens: int, message_tokens: int | None = None
+) -> float:
     """Ring all-reduce of the activations of `tokens` tokens, twice per layer, under tensor
     parallelism: 2(t-1)/t of the 16-bit activations over one direction of the GPU's links
     into the group (`collective_bandwidth`: on AMD's mesh the t-1 links to its peers), at the
-    share of NVLink's line rate that NCCL reaches (NVLINK_PROTOCOL_SHARE)."""
+    share of NVLink's line rate that NCCL reaches (NVLINK_PROTOCOL_SHARE), or on the whole
+    MI300X mesh the share RCCL reaches at the size of one all-reduce (`mesh_allreduce_share`:
+    `message_tokens` tokens' activations when the step's tokens are all-reduced in other
+    pieces, e.g. prefill chunks; else `tokens`)."""
     if tp <= 1:
         return 0.0
     size = tokens * work.arch.hidden * 2
-    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / allreduce_bandwidth(gpu, tp)
+    message = (message_tokens or tokens) * work.arch.hidden * 2
+    bandwidth = allreduce_bandwidth(gpu, tp) * mesh_allreduce_share(gpu, tp, message)
+    return 2 * work.arch.layers * 2 * (tp - 1) / tp * size / bandwidth
+
+
+def mesh_allreduce_share(gpu: GpuSpec, tp: int, message_bytes: float) -> float:
+    """Share of the mesh's usable rate that RCCL's all-reduce of `message_bytes` reaches over
+    the eight GPUs of an MI300X/MI325X platform (MESH_ALLREDUCE_BUS_GBS, log-interpolated); 1
+    for any other group or part."""
+    if tp != MESH_ALLREDUCE_GROUP or gpu.family not in MESH_ALLREDUCE_FAMILIES:
+        return 1.0
+    usable = XGMI_PEER_LINKS * 48.0  # MI300X: 7 links of ~48 GB/s usable, the table's ceiling
+    sizes = MESH_ALLREDUCE_BUS_GBS
+    if message_bytes <= sizes[0][0]:
+        return sizes[0][1] / usable
+    for (low, low_gbs), (high, high_gbs) in itertools.pairwise(sizes):
+        if message_bytes <= high:
+            step = math.log(message_bytes / low) / math.log(high / low)
+            return (low_gbs + step * (high_gbs - low_gbs)) / usable
+    return sizes[-1][1] / usable
 
 
 @per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and degree a pass
@@ -1724,7 +1779,9 @@ def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) ->
     rates = decode_rates(work, gpu)
     prefill = prefill_flops / (tp * pp * rates.peak_flops * rates.mfu)
     prefill_tokens = int(prompt_tokens) // max(1, work.output_tokens)
-    communication = tp_allreduce_seconds(work, gpu, tp, prefill_tokens) / pp
+    # The prompts are all-reduced chunk by chunk as they are prefilled, not spread per step.
+    chunk = min(PREFILL_CHUNK_TOKENS, max(1, int(prompt_tokens)))
+    communication = tp_allreduce_seconds(work, gpu, tp, prefill_tokens, chunk) / pp
     communication += pipeline_send_seconds(work, gpu, tp, prefill_tokens)
     return _step(work, gpu, tp, batch) + prefill + communication
 
