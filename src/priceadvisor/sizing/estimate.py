@@ -158,9 +158,9 @@ XGMI_MESH_FAMILIES = ("MI300X", "MI325X", "MI350X", "MI355X")
 # step's fixed cost weighs on small chunks. Between two sizes the share is interpolated on a
 # log scale; below 1 MiB the engines' one-shot all-reduce (AMD_ONE_SHOT_ALLREDUCE_S) carries
 # the cost and the 1 MiB share is kept; above 16 GiB, the last one. Only the whole 8-GPU mesh
-# was measured: groups of 2 and 4 keep the mesh's usable rate, which the measured 16 MB
-# all-reduces put within 2 % (TP2, ROCm/aiter#801) and 24 % (TP4, vllm-project/vllm#19744);
-# MI325X has MI300X's links; MI350X/MI355X (faster links) are not covered by the table.
+# was measured: groups of 2 and 4 keep the mesh's usable rate (vLLM's own all-reduce of 16 MB
+# takes 1.02x that at TP2, ROCm/aiter#801, and 1.3x at TP4, vllm-project/vllm#19744, where no
+# RCCL table exists); MI325X has MI300X's links; MI350X/MI355X (faster links) have no table.
 MESH_ALLREDUCE_BUS_GBS = (
     (2**20, 66.93),
     (2**21, 105.43),
