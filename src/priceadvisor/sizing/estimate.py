@@ -524,7 +524,36 @@ def moe_compute_seconds(work: Workload, gpu: GpuSpec, flops: float) -> float:
     at_sixteen = flops / (sixteen * MOE_TRAINING_MFU)
     gemm_sixteen = flops / (sixteen * dense_training_mfu(gpu, "bf16"))
     gemm = flops / (peak_flops(gpu, work.precision) * dense_training_mfu(gpu, work.precision))
+    if peak_flops(gpu, work.precision) > sixteen:
+        gemm += expert_quantisation_seconds(work.arch, gpu)
     return at_sixteen - gemm_sixteen + min(gemm, gemm_sixteen)
+
+
+# Low-precision expert GEMMs quantise their operands first, in memory-bound kernels: torchao's
+# MXFP8 grouped-GEMM breakdown (pytorch/ao torchao/prototype/moe_training/README.md, "MXFP8
+# Kernel Breakdown by Pass", DeepSeek-V3 shapes on B200) runs them at 72-83 % of the HBM peak
+# and measures 2.2 ms of quantisation beside 6.1 ms of GEMMs, so the MoE layer gains 1.15x over
+# BF16 where Llama 4's wider experts gain 1.43x ("single MoE layer" table). Per element of each
+# GEMM's input (forward) and output gradient (backward) a fused cast-transpose reads 16 bits
+# and writes a row-wise and a column-wise 8-bit copy (the second feeds the weight gradient).
+QUANTISATION_BYTES_PER_ELEMENT = 4
+QUANTISATION_BANDWIDTH_SHARE = 0.8
+
+
+def expert_quantisation_seconds(arch: Architecture, gpu: GpuSpec) -> float:
+    """Seconds per trained token of quantising the routed experts' GEMM operands at FP8/FP4.
+    Each of a token's top-k copies per MoE layer casts the up projection's input (d) and
+    output gradient (2·e gated, e otherwise) and the down projection's input (e) and output
+    gradient (d): 2·d + 3·e elements for a gated expert of width e. Against the expert GEMMs'
+    18·d·e FLOPs per copy that is ~4/(9·e) + 2/(3·d) bytes per FLOP: a fine-grained MoE's
+    narrow experts pay it in a larger share than a dense layer, whose casts the dense FP8
+    prior already includes (~2 % of a 70B's GEMM time)."""
+    width = arch.expert_ffn or arch.ffn
+    gradients = 2 * width if arch.gated else width
+    elements = 2 * arch.hidden + width + gradients
+    copies = arch.moe_layers * arch.experts_per_token
+    traffic = copies * elements * QUANTISATION_BYTES_PER_ELEMENT
+    return traffic / (bandwidth(gpu) * QUANTISATION_BANDWIDTH_SHARE)
 
 
 def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
