@@ -249,3 +249,16 @@ def test_automodel_moe_table_is_restated_in_full() -> None:
     assert (xt34.pipeline_parallel, xt34.virtual_stages, xt34.micro_batches) == (4, 8, 8)
     assert xt34.expert_parallel == 64
     assert rows["XT36"].check_only  # EP '-' across 64 GPUs: the expert layout is unknown
+
+
+def test_lora_rests_on_two_independent_publications() -> None:
+    # Round 16: Qwen's README profile (HF Trainer + PEFT on one A100) beside NeMo 24.12's.
+    fitted = [c for c in calibration.cases() if c.regime == "train-lora" and not c.check_only]
+    assert {c.source_key for c in fitted} == {"nemo-24.12", "qwen-readme"}
+    qwen = {c.case_id: c for c in fitted if c.source_key == "qwen-readme"}
+    # one optimizer step = 8 sequences (batch 1, accumulation 8) padded to the column's length
+    seconds_per_step = {"XT37": 5.2, "XT38": 10.1, "XT39": 21.3}
+    for case_id, seconds in seconds_per_step.items():
+        work = qwen[case_id].workload
+        assert qwen[case_id].measured == round(8 * work.seq_len / seconds)
+        assert (work.recompute, work.precision, qwen[case_id].gpus) == ("full", "bf16", 1)
