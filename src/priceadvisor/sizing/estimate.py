@@ -284,6 +284,7 @@ class Workload:
     global_batch_tokens: float = DEFAULT_GLOBAL_BATCH_TOKENS  # training: tokens per step
     goodput: float | None = None  # whole run: share of wall time training (None: modelled)
     tensor_parallel: int | None = None  # training: GPUs a layer is split over (None: the stack's)
+    packed_document_tokens: int | None = None  # training: mean length of packed documents
     one_wave: bool = (
         False  # batch: all requests start together, same lengths (`wave_recompute_tokens`)
     )
@@ -1155,6 +1156,18 @@ def attention_training_flops(arch: Architecture, seq_len: int) -> float:
     return 6.0 * arch.layers * seq_len * arch.heads * arch.dim_head
 
 
+def attention_length(work: Workload) -> int:
+    """Tokens a trained token attends over, on average twice its mean causal position: the
+    sequence, or with packed fine-tuning data the document it belongs to. Packing
+    concatenates short samples into one sequence but keeps each sample's attention to itself
+    ("each input sequence should be treated individually": NeMo's sequence packing passes the
+    samples' boundaries, cu_seqlens, to FlashAttention's variable-length kernels), so the
+    attention-score FLOPs follow the samples' length, not the pack's."""
+    if work.packed_document_tokens:
+        return min(work.seq_len, work.packed_document_tokens)
+    return work.seq_len
+
+
 # Activation recomputation (`Workload.recompute`, one of priceadvisor.workload.RECOMPUTE):
 # "full" re-runs every layer's forward pass in the backward pass — 8ND executed for 6ND of
 # model FLOPs in full training (Megatron-LM 2021 reports hardware FLOPs of that count), 6ND for
@@ -1177,7 +1190,8 @@ def executed_training_flops(work: Workload) -> float:
     pass (2·N and a third of the attention FLOPs). Throughput counts trained tokens, so
     recomputation shows as a lower model-FLOPs utilisation at the same hardware efficiency."""
     arch = work.arch
-    return _executed_flops(work, arch.active_params, attention_training_flops(arch, work.seq_len))
+    attention = attention_training_flops(arch, attention_length(work))
+    return _executed_flops(work, arch.active_params, attention)
 
 
 def sixteen_bit_training_flops(work: Workload) -> float:
@@ -1192,7 +1206,8 @@ def sixteen_bit_training_flops(work: Workload) -> float:
     Dense models; MoE training's prior splits its time its own way (`moe_compute_seconds`)."""
     arch = work.arch
     vocabulary = arch.vocab * arch.hidden * (1 if arch.tied else 2)
-    return _executed_flops(work, vocabulary, attention_training_flops(arch, work.seq_len))
+    attention = attention_training_flops(arch, attention_length(work))
+    return _executed_flops(work, vocabulary, attention)
 
 
 def _executed_flops(work: Workload, params: float, attention: float) -> float:
