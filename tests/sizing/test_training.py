@@ -258,7 +258,9 @@ def test_lora_rests_on_two_independent_publications() -> None:
     assert {c.source_key for c in fitted} == {"nemo-24.12", "qwen-readme"}
     qwen = {c.case_id: c for c in fitted if c.source_key == "qwen-readme"}
     # one optimizer step = 8 sequences (batch 1, accumulation 8) padded to the column's length
-    seconds_per_step = {"XT37": 5.2, "XT38": 10.1, "XT39": 21.3}
+    seconds_per_step = {"XT37": 5.2, "XT38": 10.1, "XT39": 21.3}  # Qwen-7B
+    seconds_per_step |= {"XT40": 1.7, "XT41": 3.3, "XT42": 6.8}  # Qwen-1.8B
+    assert set(qwen) == set(seconds_per_step)  # every LoRA row of a model whose config was read
     for case_id, seconds in seconds_per_step.items():
         work = qwen[case_id].workload
         assert qwen[case_id].measured == round(8 * work.seq_len / seconds)
