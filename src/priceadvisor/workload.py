@@ -70,7 +70,13 @@ DEFAULT_CONCURRENCY = {"serve": 16}
 # again in P. Balaji, "Herding Llamas", SC'24). The step decides how much compute each GPU has
 # to hide the data-parallel weight traffic behind (sizing.estimate.data_parallel_seconds).
 DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20
-TRAINING_ONLY = ("recompute", "moe_overlap", "expert_parallel", "goodput")
+TRAINING_ONLY = (
+    "recompute",
+    "moe_overlap",
+    "expert_parallel",
+    "goodput",
+    "packed_document_tokens",
+)
 SERVING_ONLY: tuple[str, ...] = ()
 
 
@@ -237,6 +243,15 @@ class WorkloadSpec(BaseModel):
         "failures, evaluation, checkpointing, data stalls excluded); default: interruptions "
         "as Llama 3 reports them (466 in 54 days on 16,384 GPUs, ~0.3 h lost each: 0.90 at 16k "
         "GPUs, 0.99 at 2k) x the calibrated whole-run factor",
+    )
+
+    packed_document_tokens: int | None = Field(
+        None,
+        gt=0,
+        description="training on packed samples: their mean length in tokens. Packing "
+        "concatenates short fine-tuning samples into one seq_len sequence, but each sample "
+        "attends only to itself (NeMo's sequence packing), so the attention FLOPs follow the "
+        "samples, not the pack; default: one sample per sequence",
     )
 
     one_wave: bool = Field(

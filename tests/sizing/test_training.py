@@ -192,7 +192,8 @@ def test_calibration_rows_carry_the_moe_overlap_their_source_states() -> None:
     assert stated["XT09"] == "full"  # DeepSeek-V3 report: DualPipe, near-full overlap
     assert stated["XT05"] == "partial"  # Megatron-Bridge preset: moe_a2a_overlap=True
     assert stated["XT07"] == stated["XT08"] == "none"  # presets without it
-    assert stated["XT04"] is None  # no preset with the table's layout: the default
+    # Round 16: both H100 presets of Qwen3-30B-A3B set moe_a2a_overlap=False (another layout)
+    assert stated["XT04"] == "none"
 
 
 def test_cli_takes_moe_overlap_for_training_only(capsys: pytest.CaptureFixture[str]) -> None:
@@ -249,3 +250,18 @@ def test_automodel_moe_table_is_restated_in_full() -> None:
     assert (xt34.pipeline_parallel, xt34.virtual_stages, xt34.micro_batches) == (4, 8, 8)
     assert xt34.expert_parallel == 64
     assert rows["XT36"].check_only  # EP '-' across 64 GPUs: the expert layout is unknown
+
+
+def test_lora_rests_on_two_independent_publications() -> None:
+    # Round 16: Qwen's README profile (HF Trainer + PEFT on one A100) beside NeMo 24.12's.
+    fitted = [c for c in calibration.cases() if c.regime == "train-lora" and not c.check_only]
+    assert {c.source_key for c in fitted} == {"nemo-24.12", "qwen-readme"}
+    qwen = {c.case_id: c for c in fitted if c.source_key == "qwen-readme"}
+    # one optimizer step = 8 sequences (batch 1, accumulation 8) padded to the column's length
+    seconds_per_step = {"XT37": 5.2, "XT38": 10.1, "XT39": 21.3}  # Qwen-7B
+    seconds_per_step |= {"XT40": 1.7, "XT41": 3.3, "XT42": 6.8}  # Qwen-1.8B
+    assert set(qwen) == set(seconds_per_step)  # every LoRA row of a model whose config was read
+    for case_id, seconds in seconds_per_step.items():
+        work = qwen[case_id].workload
+        assert qwen[case_id].measured == round(8 * work.seq_len / seconds)
+        assert (work.recompute, work.precision, qwen[case_id].gpus) == ("full", "bf16", 1)

@@ -131,6 +131,9 @@ def estimate_command(
         float, typer.Option(help=_help("global_batch_tokens"))
     ] = _default("global_batch_tokens"),
     goodput: Annotated[float | None, typer.Option(help=_help("goodput"))] = None,
+    packed_document_tokens: Annotated[
+        int | None, typer.Option(help=_help("packed_document_tokens"))
+    ] = None,
     one_wave: Annotated[bool, typer.Option("--one-wave", help=_help("one_wave"))] = False,
     ttft_ms_max: Annotated[float | None, typer.Option(help=_help("ttft_ms_max"))] = None,
     tpot_ms_max: Annotated[float | None, typer.Option(help=_help("tpot_ms_max"))] = None,

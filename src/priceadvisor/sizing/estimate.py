@@ -315,6 +315,7 @@ class Workload:
     global_batch_tokens: float = DEFAULT_GLOBAL_BATCH_TOKENS  # training: tokens per step
     goodput: float | None = None  # whole run: share of wall time training (None: modelled)
     tensor_parallel: int | None = None  # training: GPUs a layer is split over (None: the stack's)
+    packed_document_tokens: int | None = None  # training: mean length of packed documents
     one_wave: bool = (
         False  # batch: all requests start together, same lengths (`wave_recompute_tokens`)
     )
@@ -555,7 +556,36 @@ def moe_compute_seconds(work: Workload, gpu: GpuSpec, flops: float) -> float:
     at_sixteen = flops / (sixteen * MOE_TRAINING_MFU)
     gemm_sixteen = flops / (sixteen * dense_training_mfu(gpu, "bf16"))
     gemm = flops / (peak_flops(gpu, work.precision) * dense_training_mfu(gpu, work.precision))
+    if peak_flops(gpu, work.precision) > sixteen:
+        gemm += expert_quantisation_seconds(work.arch, gpu)
     return at_sixteen - gemm_sixteen + min(gemm, gemm_sixteen)
+
+
+# Low-precision expert GEMMs quantise their operands first, in memory-bound kernels: torchao's
+# MXFP8 grouped-GEMM breakdown (pytorch/ao torchao/prototype/moe_training/README.md, "MXFP8
+# Kernel Breakdown by Pass", DeepSeek-V3 shapes on B200) runs them at 72-83 % of the HBM peak
+# and measures 2.2 ms of quantisation beside 6.1 ms of GEMMs, so the MoE layer gains 1.15x over
+# BF16 where Llama 4's wider experts gain 1.43x ("single MoE layer" table). Per element of each
+# GEMM's input (forward) and output gradient (backward) a fused cast-transpose reads 16 bits
+# and writes a row-wise and a column-wise 8-bit copy (the second feeds the weight gradient).
+QUANTISATION_BYTES_PER_ELEMENT = 4
+QUANTISATION_BANDWIDTH_SHARE = 0.8
+
+
+def expert_quantisation_seconds(arch: Architecture, gpu: GpuSpec) -> float:
+    """Seconds per trained token of quantising the routed experts' GEMM operands at FP8/FP4.
+    Each of a token's top-k copies per MoE layer casts the up projection's input (d) and
+    output gradient (2·e gated, e otherwise) and the down projection's input (e) and output
+    gradient (d): 2·d + 3·e elements for a gated expert of width e. Against the expert GEMMs'
+    18·d·e FLOPs per copy that is ~4/(9·e) + 2/(3·d) bytes per FLOP: a fine-grained MoE's
+    narrow experts pay it in a larger share than a dense layer, whose casts the dense FP8
+    prior already includes (~2 % of a 70B's GEMM time)."""
+    width = arch.expert_ffn or arch.ffn
+    gradients = 2 * width if arch.gated else width
+    elements = 2 * arch.hidden + width + gradients
+    copies = arch.moe_layers * arch.experts_per_token
+    traffic = copies * elements * QUANTISATION_BYTES_PER_ELEMENT
+    return traffic / (bandwidth(gpu) * QUANTISATION_BANDWIDTH_SHARE)
 
 
 def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
@@ -1157,6 +1187,18 @@ def attention_training_flops(arch: Architecture, seq_len: int) -> float:
     return 6.0 * arch.layers * seq_len * arch.heads * arch.dim_head
 
 
+def attention_length(work: Workload) -> int:
+    """Tokens a trained token attends over, on average twice its mean causal position: the
+    sequence, or with packed fine-tuning data the document it belongs to. Packing
+    concatenates short samples into one sequence but keeps each sample's attention to itself
+    ("each input sequence should be treated individually": NeMo's sequence packing passes the
+    samples' boundaries, cu_seqlens, to FlashAttention's variable-length kernels), so the
+    attention-score FLOPs follow the samples' length, not the pack's."""
+    if work.packed_document_tokens:
+        return min(work.seq_len, work.packed_document_tokens)
+    return work.seq_len
+
+
 # Activation recomputation (`Workload.recompute`, one of priceadvisor.workload.RECOMPUTE):
 # "full" re-runs every layer's forward pass in the backward pass — 8ND executed for 6ND of
 # model FLOPs in full training (Megatron-LM 2021 reports hardware FLOPs of that count), 6ND for
@@ -1179,7 +1221,8 @@ def executed_training_flops(work: Workload) -> float:
     pass (2·N and a third of the attention FLOPs). Throughput counts trained tokens, so
     recomputation shows as a lower model-FLOPs utilisation at the same hardware efficiency."""
     arch = work.arch
-    return _executed_flops(work, arch.active_params, attention_training_flops(arch, work.seq_len))
+    attention = attention_training_flops(arch, attention_length(work))
+    return _executed_flops(work, arch.active_params, attention)
 
 
 def sixteen_bit_training_flops(work: Workload) -> float:
@@ -1194,7 +1237,8 @@ def sixteen_bit_training_flops(work: Workload) -> float:
     Dense models; MoE training's prior splits its time its own way (`moe_compute_seconds`)."""
     arch = work.arch
     vocabulary = arch.vocab * arch.hidden * (1 if arch.tied else 2)
-    return _executed_flops(work, vocabulary, attention_training_flops(arch, work.seq_len))
+    attention = attention_training_flops(arch, attention_length(work))
+    return _executed_flops(work, vocabulary, attention)
 
 
 def _executed_flops(work: Workload, params: float, attention: float) -> float:
