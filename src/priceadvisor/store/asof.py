@@ -65,6 +65,11 @@ def pad_snapshot_views(con: duckdb.DuckDBPyConnection, catalog: str) -> None:
     """On a lake attached at a snapshot (as `catalog`): each public view that lacks columns the
     current schema's view has is shadowed by a temporary view with them, NULL; a view the
     snapshot does not have yet answers no rows."""
+    from priceadvisor.store import schema  # noqa: PLC0415 - as-of on a lake only
+
+    row = con.execute("SELECT max(version) FROM core.schema_migrations").fetchone()
+    if row and row[0] == schema.latest_version():
+        return  # a snapshot of today's schema: nothing to pad (and no schema to build)
     present = _view_columns(con, catalog)
     for view, columns in _current_view_columns().items():
         have = present.get(view)
