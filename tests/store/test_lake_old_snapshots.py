@@ -102,3 +102,26 @@ def test_history_lists_intervals_written_before_the_migrations(
     assert code == 0, err
     [interval] = json.loads(out)
     assert (interval["price_hour_usd"], interval["valid_to"]) == (2.49, None)
+
+
+def test_a_view_missing_columns_or_missing_whole_reads_with_todays_columns() -> None:
+    """pad_snapshot_views on any catalog: a view short of columns gets them as NULL, a view
+    the snapshot does not have answers no rows; both with today's column names and types."""
+    import duckdb
+
+    from priceadvisor.store import asof
+
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA core")
+    con.execute("CREATE TABLE core.schema_migrations AS SELECT 100 AS version")
+    con.execute("CREATE VIEW offers AS SELECT 'aws' AS provider, 2.5::DOUBLE AS price_hour_usd")
+    asof.pad_snapshot_views(con, "memory")
+    today = asof._current_view_columns()
+    described = con.execute("DESCRIBE offers").fetchall()
+    assert [(c[0], c[1]) for c in described] == today["offers"]
+    [row] = con.execute("SELECT provider, price_hour_usd, term_months, flag FROM offers").fetchall()
+    assert row == ("aws", 2.5, None, None)
+    assert con.execute("SELECT count(*) FROM api_prices").fetchone() == (0,)
+    assert [c[0] for c in con.execute("DESCRIBE api_prices").fetchall()] == [
+        name for name, _ in today["api_prices"]
+    ]
