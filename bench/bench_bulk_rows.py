@@ -1,12 +1,14 @@
 """Rows from Python into DuckDB: executemany (the old way) against Arrow columns (the way
 store.api_prices and store.http_cache write now), in the same run on the same data.
 
-Usage: python bench/bench_bulk_rows.py [--models 300] [--pages 30] [--repeat 5]
+Usage: python bench/bench_bulk_rows.py [--models 300] [--pages 30] [--advice 60] [--repeat 5]
 
 - API prices: `--models` OpenRouter-like prices (11 values a row) into the temporary table a
   fetch merges from (store.api_prices._apply), in a migrated DuckDB file.
 - HTTP validators: `--pages` cached pages of 20 kB bodies (6 values a row;
   store.http_cache.save_validators as it was and as it is).
+- Advice ranked from Python (`PriceData.advice(rank=True)`): `--advice` rows with the columns
+  and types of core.advice, into the result table (api.advice._insert).
 
 Each is timed `--repeat` times; the median is reported. DuckDB probes every Python parameter of
 executemany for pandas types, which is what the Arrow path avoids.
@@ -15,6 +17,7 @@ executemany for pandas types, which is what the Arrow path avoids.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import statistics
 import sys
@@ -27,6 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
+import duckdb
+
+from priceadvisor.api import advice
 from priceadvisor.records import ApiPrice, CachedBody, utcnow
 from priceadvisor.store import api_prices, connections, transactions
 from priceadvisor.store.http_cache import StoredValidatorCache, save_validators
@@ -99,10 +105,43 @@ def bench_validators(db: Path, pages: int, repeat: int) -> tuple[float, float]:
         return _median_ms(old, repeat), _median_ms(new, repeat)
 
 
+_SAMPLE = {
+    "VARCHAR": "vast",
+    "DOUBLE": 1.25,
+    "INTEGER": 3,
+    "BIGINT": 7,
+    "BOOLEAN": True,
+    "TIMESTAMP": dt.datetime(2026, 11, 27, 10, 0, 0, 123456),
+    "VARCHAR[]": ["storage", "egress"],
+}
+
+
+def bench_advice(db: Path, n: int, repeat: int) -> tuple[float, float]:
+    with connections.writer(db) as con:
+        types = [t for _, t, *_ in con.execute("DESCRIBE core.advice").fetchall()]
+    rows = [tuple(_SAMPLE[t] for t in types) for _ in range(n)]
+    declared = ", ".join(f"c{i} {t}" for i, t in enumerate(types))
+    scratch = duckdb.connect()
+
+    def table() -> None:
+        scratch.execute(f"CREATE OR REPLACE TABLE ranked ({declared})")
+
+    def old() -> None:
+        table()
+        scratch.executemany(f"INSERT INTO ranked VALUES ({', '.join('?' * len(types))})", rows)
+
+    def new() -> None:
+        table()
+        advice._insert(scratch, types, rows)
+
+    return _median_ms(old, repeat), _median_ms(new, repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", type=int, default=300)
     parser.add_argument("--pages", type=int, default=30)
+    parser.add_argument("--advice", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -117,6 +156,8 @@ def main() -> None:
             f"validators, {args.pages} rows: executemany {old:.1f} ms, Arrow {new:.1f} ms "
             "(each: compression and the merge)"
         )
+        old, new = bench_advice(db, args.advice, args.repeat)
+        print(f"advice, {args.advice} rows: executemany {old:.1f} ms, Arrow {new:.1f} ms")
 
 
 if __name__ == "__main__":
