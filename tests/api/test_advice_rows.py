@@ -52,6 +52,8 @@ def test_arrow_rows_are_what_executemany_stored() -> None:
         (None, "1.5", None, None, None, None, None),
         (None, None, True, None, None, None, None),
         (None, None, None, None, None, None, [1, 2]),
+        (None, None, None, 2**62, None, None, None),
+        (7, None, None, None, None, None, None),
     ],
 )
 def test_a_value_arrow_would_change_goes_through_executemany(odd: tuple[object, ...]) -> None:

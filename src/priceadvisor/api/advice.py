@@ -123,6 +123,8 @@ def _crosses(value: object, crossing: tuple[Kind, str, tuple[type, ...]] | None)
         return value.tzinfo is None  # an aware time would be shifted by executemany
     if isinstance(value, list):
         return all(v is None or isinstance(v, str) for v in value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**53:
+        return False  # exact as int64 and as float64 alike below this
     return isinstance(value, crossing[2])
 
 
