@@ -348,3 +348,58 @@ def test_stale_prices_are_marked_from_the_interval_each_run_recorded(
     text = " ".join(out.split())
     assert code == 0 and "stale: offers not seen for over twice" in text
     assert f"azure ({azure_offers})" in text
+
+
+def _on_terminal(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    db: Path,
+    width: int,
+    *args: str,
+) -> list[str]:
+    """`prices` as a terminal of `width` columns shows it (the Typer command's console)."""
+    from priceadvisor.cli import app
+
+    screen = Console(width=width, record=True, color_system=None, soft_wrap=True)
+    monkeypatch.setattr(app, "out", screen)
+    code, _, err = prices(capsys, db, *args)
+    assert code == 0, err
+    return screen.export_text().splitlines()
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_a_narrow_terminal_keeps_provider_model_and_price_readable(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    offline_db: Path,
+    width: int,
+) -> None:
+    code, out, err = prices(capsys, offline_db, "--format", "json", "--limit", "50")
+    assert code == 0, err
+    offers = json.loads(out)
+    lines = _on_terminal(capsys, monkeypatch, offline_db, width)
+    table = lines[3 : 3 + len(offers)]
+    assert all(len(line) <= width for line in table) and "…" not in "".join(table)
+    for line, offer in zip(table, offers, strict=True):  # each offer whole, on its own line
+        words = line.split()
+        assert words[0] == offer["provider"] and offer["gpu_model"] in words
+        assert layout._cell(offer["price_gpu_hour_usd"], "money") in words
+    header = lines[1].split()
+    if width == 80:  # the whole default table, and no note
+        assert header == ["provider", "region", "GPU", "n", "pricing", "$/GPU-h", "$/h", "avail"]
+        assert not any("narrow terminal" in line for line in lines)
+    else:  # the lower-priority columns go first, and a note says which
+        assert header[0] == "provider" and "GPU" in header and "$/GPU-h" in header
+        assert "avail" not in header and "$/h" not in header and "region" not in header
+        note = " ".join(lines[lines.index(next(ln for ln in lines if "narrow" in ln)) :])
+        assert "narrow terminal: region" in note and "avail left out (--columns)" in note
+
+
+def test_columns_asked_for_are_kept_on_a_narrow_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, offline_db: Path
+) -> None:
+    args = ("--columns", "provider,region,gpu,hour,available", "--limit", "3")
+    lines = _on_terminal(capsys, monkeypatch, offline_db, 40, *args)
+    header = lines[1].split()  # as asked, however squeezed
+    assert len(header) == 5 and header[-2:] == ["$/h", "avail"]
+    assert not any("narrow terminal" in line for line in lines)

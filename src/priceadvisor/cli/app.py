@@ -323,7 +323,7 @@ def prices(
     )
     found = listing(state(ctx), request, _Providers())
     if fmt is Format.TABLE:
-        layout.print_rich(out, found.table, found.title, found.notes, found.noun)
+        layout.print_rich(out, found.table, found.title, found.notes, found.noun, found.narrows)
     else:
         render(found.table, fmt, out)
 

@@ -111,7 +111,11 @@ def _print(found: Listing, fmt: Format) -> None:
     from priceadvisor.cli.consoles import out
 
     if fmt is Format.TABLE:
-        _write(lambda: layout.print_rich(out, found.table, found.title, found.notes, found.noun))
+        _write(
+            lambda: layout.print_rich(
+                out, found.table, found.title, found.notes, found.noun, found.narrows
+            )
+        )
     else:
         from priceadvisor.cli.output import render
 

@@ -52,6 +52,7 @@ class Listing(NamedTuple):
     noun: layout.Noun
     title: str = ""
     notes: Sequence[str] = ()
+    narrows: bool = False  # the default columns: a narrow terminal may show fewer
 
 
 class Providers(Protocol):
@@ -110,7 +111,8 @@ def listing(configured: Configured, request: PricesRequest, providers: Providers
     notes = price_notes(table, sources, providers, request.verbose)
     notes += _recorded_hint(configured.read_settings, sources)
     notes += _other_notes(hidden, stale, noun, flt.pricing)
-    return Listing(table, noun, _title(noun, request.as_of), notes)
+    narrows = request.columns is None and not request.wide
+    return Listing(table, noun, _title(noun, request.as_of), notes, narrows)
 
 
 def _title(noun: layout.Noun, as_of: str | None) -> str:

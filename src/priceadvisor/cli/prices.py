@@ -169,15 +169,53 @@ def to_rich(table: Table, title: str, notes: list[str], noun: Noun = "GPU") -> R
 
 
 def print_rich(
-    console: Console, table: Table, title: str, notes: Sequence[str], noun: Noun = "GPU"
+    console: Console,
+    table: Table,
+    title: str,
+    notes: Sequence[str],
+    noun: Noun = "GPU",
+    narrows: bool = False,
 ) -> None:
     """The `prices` table and its notes on a Rich console: what the Typer command prints, and
-    the light start where it cannot draw the plain table (a terminal, a narrow table)."""
+    the light start where it cannot draw the plain table (a terminal, a narrow table). With
+    `narrows` (the default columns), a terminal narrower than the table gets fewer columns."""
     from rich.text import Text
 
+    if narrows:
+        table, left_out = fit(table, noun, console.width)
+        if left_out:
+            notes = [*notes, f"narrow terminal: {', '.join(left_out)} left out (--columns)"]
     console.print(to_rich(table, title, [], noun))
     for note in notes:  # wrapped at the terminal's width, not the table's
         console.print(Text(clean(note)), soft_wrap=False)
+
+
+# What the default table leaves out first where the terminal is narrower than it: what an
+# offer can best be read without (availability, the whole-instance price while the per-GPU
+# one stays, the region, the count, ...). Provider, model and per-GPU price always stay.
+NARROW_DROPS = ("available", "hour", "region", "term", "n", "pricing")
+
+
+def fit(table: Table, noun: Noun, width: int) -> tuple[Table, list[str]]:
+    """`table` without NARROW_DROPS columns, in that order, until its lines fit `width`
+    (the headers of those left out); unchanged where it fits."""
+    from rich.cells import cell_len
+
+    shown = shown_columns(table, noun)
+    cells = shown_cells(table)
+    widths = [
+        max([cell_len(c.header), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(shown)
+    ]
+    kept = list(range(len(shown)))
+    for name in NARROW_DROPS:
+        if sum(widths[i] for i in kept) + len(kept) - 1 <= width:
+            break
+        column = FIELDS[name].column
+        if column in table.columns:
+            kept.remove(table.columns.index(column))
+    left_out = [shown[i].header for i in range(len(shown)) if i not in kept]
+    rows = [tuple(row[i] for i in kept) for row in table.rows]
+    return Table([table.columns[i] for i in kept], rows, table.total), left_out
 
 
 def _cell(value: Any, kind: Kind) -> str:

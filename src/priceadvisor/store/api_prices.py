@@ -18,6 +18,7 @@ import duckdb
 
 from priceadvisor.llm import catalog_id
 from priceadvisor.records import ApiPrice, FetchResult, RunStatus
+from priceadvisor.store import columns
 
 MILLION = Decimal(1_000_000)
 # The dearest models listed publicly cost a few hundred dollars per 1M tokens (OpenAI's o1-pro:
@@ -26,6 +27,20 @@ MILLION = Decimal(1_000_000)
 MAX_USD_PER_MTOK = Decimal(5_000)
 MAX_FREE_SHARE = 0.5
 _PRICES = ["input_usd_per_mtok", "output_usd_per_mtok", "cached_input_usd_per_mtok", "request_usd"]
+# The columns of core.api_prices that a fetch's rows (_row) fill, in _row's order.
+_NEW: columns.Schema = {
+    "api_provider": "string",
+    "api_model_id": "string",
+    "model_id": "string",
+    "name": "string",
+    "input_usd_per_mtok": "float",
+    "output_usd_per_mtok": "float",
+    "cached_input_usd_per_mtok": "float",
+    "request_usd": "float",
+    "is_free": "bool",
+    "context_length": "int",
+    "run_id": "int",
+}
 
 
 def model_id_for(api_model_id: str) -> str | None:
@@ -100,7 +115,13 @@ def _apply(
         "CREATE OR REPLACE TEMP TABLE _api_new AS SELECT * EXCLUDE (valid_from, valid_to) "
         "FROM core.api_prices LIMIT 0"
     )
-    con.executemany(f"INSERT INTO _api_new VALUES ({', '.join('?' * 11)})", rows)
+    # As Arrow columns, not executemany: DuckDB probes every Python parameter for pandas types
+    # (~2 ms a row of 11 values; OpenRouter lists ~300 models). docs/benchmarks.md.
+    con.register("_api_rows", columns.from_tuples(rows, _NEW))
+    try:
+        con.execute("INSERT INTO _api_new BY NAME SELECT * FROM _api_rows")
+    finally:
+        con.unregister("_api_rows")
     same = " AND ".join(f"c.{p} IS NOT DISTINCT FROM n.{p}" for p in _PRICES)
     unchanged = (
         f"EXISTS (SELECT 1 FROM _api_new n WHERE n.api_model_id = c.api_model_id AND {same})"

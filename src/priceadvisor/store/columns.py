@@ -14,8 +14,14 @@ from typing import Any, Literal
 
 import nanoarrow as na
 
-Kind = Literal["string", "float", "int", "bool"]
-_TYPES = {"string": na.string, "float": na.float64, "int": na.int64, "bool": na.bool_}
+Kind = Literal["string", "float", "int", "bool", "binary"]
+_TYPES = {
+    "string": na.string,
+    "float": na.float64,
+    "int": na.int64,
+    "bool": na.bool_,
+    "binary": na.binary,
+}
 
 Schema = dict[str, Kind]
 
@@ -89,3 +95,8 @@ def _struct(arrays: list[Any], schema: Schema, length: int) -> Any:
 def from_rows(rows: list[dict[str, Any]], schema: Schema) -> Any:
     """The same from row dicts (small tables: catalogs, workloads)."""
     return table({name: [row.get(name) for row in rows] for name in schema}, schema)
+
+
+def from_tuples(rows: Sequence[Sequence[Any]], schema: Schema) -> Any:
+    """The same from rows of values in `schema`'s order (what executemany would take)."""
+    return table({name: [row[i] for row in rows] for i, name in enumerate(schema)}, schema)

@@ -266,7 +266,10 @@ def reader(
         snapshot = asof.naive_utc(as_of) if as_of else None
         with lake.connect(path, True, _reader_base(), snapshot) as con:
             _seal_lake(con, path, writable_dir)
-            schema.check_version(con, path.describe())
+            # A snapshot keeps the schema of its day: older is history, not an upgrade to run.
+            schema.check_version(con, path.describe(), older_ok=snapshot is not None)
+            if snapshot is not None:
+                asof.pad_snapshot_views(con, lake.ALIAS)
             yield con
         return
     if not path.is_file():

@@ -39,14 +39,15 @@ def latest_version() -> int:
     return max(version for version, _ in migrations())
 
 
-def check_version(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
+def check_version(con: duckdb.DuckDBPyConnection, path: Path | str, older_ok: bool = False) -> None:
+    """Refuse a store this version cannot read: none, older (unless `older_ok`) or newer."""
     try:
         row = con.execute("SELECT max(version) FROM core.schema_migrations").fetchone()
     except duckdb.CatalogException:
         raise StoreError(f"{path} is not a priceadvisor database") from None
     version = row[0] if row else None
     latest = latest_version()
-    if version is None or version < latest:
+    if version is None or (version < latest and not older_ok):
         raise StoreError(
             f"database {path} has schema version {version}, this priceadvisor needs "
             f"{latest}: run `priceadvisor fetch` once to upgrade it"
