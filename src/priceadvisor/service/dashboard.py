@@ -71,10 +71,12 @@ def _number(request: Request, name: str) -> float | None:
 
 
 def _page(request: Request) -> int:
-    page = _number(request, "page") or 1
-    if page > MAX_PAGE:
-        raise BadQuery(f"page must be at most {MAX_PAGE}")
-    return max(1, int(page))
+    page = _number(request, "page")
+    if page is None:
+        return 1
+    if not 1 <= page <= MAX_PAGE or page != int(page):
+        raise BadQuery(f"page must be a whole number from 1 to {MAX_PAGE}, not {page:g}")
+    return int(page)
 
 
 def _choice(request: Request, name: str, allowed: tuple[str, ...] | list[str], default: str) -> str:
