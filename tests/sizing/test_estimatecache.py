@@ -198,3 +198,18 @@ def test_a_folder_keeps_the_most_recently_used_workload_files(
     assert estimatecache.read("w0") == {}
     assert estimatecache.read("w4") == {("H100", 1.0): None}
     assert len(list(estimatecache.folder().glob("*.json"))) == 3
+
+
+def test_shapes_new_to_a_workload_are_sized_and_added_to_its_file(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New GPU models among the offers: only those are sized; the file then holds them all."""
+    first = ranking(offline_db, PROFILES[:1])
+    [path] = estimatecache.folder().glob("*.json")
+    kept = estimatecache.read(path.stem)
+    dropped = sorted(kept)[::3]
+    estimatecache.write(path.stem, {s: k for s, k in kept.items() if s not in dropped})
+    sizings = Sizings(monkeypatch)
+    assert repr(ranking(offline_db, PROFILES[:1])) == repr(first)
+    assert sizings.count == len(dropped)
+    assert repr(sorted(estimatecache.read(path.stem).items())) == repr(sorted(kept.items()))

@@ -93,17 +93,19 @@ def write(key: str, entries: Mapping[tuple[str, float], Kept | None]) -> None:
     """Store a workload's kept estimates (replacing its file at once)."""
     body = json.dumps({f"{m}\t{c!r}": _row(k) for (m, c), k in entries.items()})
     target = folder()
+    path = target / f"{key}.json"
     try:
-        new_folder = not target.is_dir()
+        new_folder, new_file = not target.is_dir(), not path.exists()
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(
             "w", dir=target, prefix=".tmp-", suffix=".part", delete=False, encoding="utf-8"
         ) as file:
             file.write(body)
-        os.replace(file.name, target / f"{key}.json")
+        os.replace(file.name, path)  # atomic: a concurrent reader sees all of it or nothing
         if new_folder:
             _remove_least_used(target.parent, _PREFIX, KEEP + 1)
-        _trim(target)
+        if new_file:
+            _trim(target)
     except OSError:
         pass  # a read-only or full cache folder: the next process sizes again
 
