@@ -38,7 +38,7 @@ from priceadvisor.sizing.estimate import Workload
 
 _PREFIX = "estimates-"
 KEEP = 4  # folders of other code versions kept beside the current one
-MAX_FILES = 2_000  # workload files per folder (each ~10-20 KB)
+MAX_FILES = 1_000  # workload files per folder (each ~10-20 KB: at most ~20 MB)
 
 
 class Kept(NamedTuple):
