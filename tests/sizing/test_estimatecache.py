@@ -213,3 +213,15 @@ def test_shapes_new_to_a_workload_are_sized_and_added_to_its_file(
     assert repr(ranking(offline_db, PROFILES[:1])) == repr(first)
     assert sizings.count == len(dropped)
     assert repr(sorted(estimatecache.read(path.stem).items())) == repr(sorted(kept.items()))
+
+
+def test_a_write_left_half_done_is_removed_once_stale() -> None:
+    """A process killed between writing its temporary file and renaming it leaves a `.part`."""
+    estimatecache.write("w0", {("H100-SXM-80GB", 1.0): None})
+    stale = estimatecache.folder() / ".tmp-killed.part"
+    recent = estimatecache.folder() / ".tmp-writing.part"
+    for path in (stale, recent):
+        path.write_text("{")
+    os.utime(stale, (1, 1))
+    estimatecache.write("w1", {("H100-SXM-80GB", 1.0): None})
+    assert not stale.exists() and recent.exists()  # another process may be writing that one

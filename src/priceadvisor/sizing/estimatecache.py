@@ -13,7 +13,8 @@ their shortest repr, which reads back to the same bits.
 
 A file that cannot be read is ignored (sized again, then rewritten); one that cannot be
 written is not kept. Folders of other code versions beyond the `KEEP` most recently used are
-removed, and a folder keeps at most `MAX_FILES` workload files (the least recently used go).
+removed, and a folder keeps at most `MAX_FILES` workload files (the least recently used go)
+and no temporary file a killed write left behind.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -39,6 +41,7 @@ from priceadvisor.sizing.estimate import Workload
 _PREFIX = "estimates-"
 KEEP = 4  # folders of other code versions kept beside the current one
 MAX_FILES = 1_000  # workload files per folder (each ~10-20 KB: at most ~20 MB)
+STALE_SECONDS = 3600.0  # a temporary file this old is no write in progress
 
 
 class Kept(NamedTuple):
@@ -140,7 +143,12 @@ def _shape(name: str) -> tuple[str, float]:
 
 
 def _trim(target: Path) -> None:
-    """At most MAX_FILES workload files: the least recently used go first."""
+    """At most MAX_FILES workload files: the least recently used go first; and no temporary
+    file of a write that was killed before its rename (older than STALE_SECONDS)."""
+    stale = time.time() - STALE_SECONDS
+    for part in target.glob(".tmp-*.part"):
+        if _used_at(part) < stale:
+            part.unlink(missing_ok=True)
     files = list(target.glob("*.json"))
     if len(files) > MAX_FILES:
         for old in sorted(files, key=_used_at)[: len(files) - MAX_FILES]:
