@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from priceadvisor.cli.app import main
 from priceadvisor.config import WorkloadProfile
+from priceadvisor.resources import providers_dir
 from priceadvisor.sizing import advisor, estimatecache
 from priceadvisor.sizing.estimate import Estimate, Workload
 from priceadvisor.sizing.workloads import to_workload
@@ -225,3 +228,24 @@ def test_a_write_left_half_done_is_removed_once_stale() -> None:
     os.utime(stale, (1, 1))
     estimatecache.write("w1", {("H100-SXM-80GB", 1.0): None})
     assert not stale.exists() and recent.exists()  # another process may be writing that one
+
+
+def test_the_digest_follows_the_gpu_catalog_and_the_workload_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    shutil.copy(providers_dir() / "gpus.toml", providers / "gpus.toml")
+    rules = tmp_path / "workload.py"
+    shutil.copy(str(estimatecache.workload_module.__file__), rules)
+    monkeypatch.setattr(estimatecache.scalecache, "providers_dir", lambda: providers)
+    monkeypatch.setattr(estimatecache, "workload_module", SimpleNamespace(__file__=str(rules)))
+    digests = []
+    for changed in (None, providers / "gpus.toml", rules):
+        if changed:
+            with changed.open("a") as file:
+                file.write("\n# one more line\n")
+        estimatecache.inputs_digest.cache_clear()
+        digests.append(estimatecache.inputs_digest())
+    estimatecache.inputs_digest.cache_clear()
+    assert len(set(digests)) == 3
