@@ -132,7 +132,17 @@ def _fields(work: Workload) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "garbage",
-    ["", "{", "[]", '{"H100\\t1.0": [1]}', '{"H100\\t1.0": [1, ["x"], 2, 3]}', '{"x": null}'],
+    [
+        "",
+        "{",
+        "[]",
+        '{"x": null}',
+        '{"H100\\t1.0": [1]}',
+        '{"H100\\t1.0": [1, ["x"], 2, 3]}',
+        '{"H100\\t1.0": [1, ["H100", 1, "fast", null, 2, 3, "memory", 0.1], 2, 3]}',
+        '{"H100\\t1.0": [1, ["H100", 1, 2, null, 2, 3, "memory", 0.1], 2, true]}',
+        '{"H100\\tnan": null}',
+    ],
 )
 def test_an_unreadable_file_is_sized_again_and_rewritten(
     offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch, garbage: str
@@ -249,3 +259,25 @@ def test_the_digest_follows_the_gpu_catalog_and_the_workload_rules(
         digests.append(estimatecache.inputs_digest())
     estimatecache.inputs_digest.cache_clear()
     assert len(set(digests)) == 3
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        '[1, ["H100-SXM-80GB", 1.0, "fast", null, 2.0, 3.0, "memory", 0.1], 2.0, 3]',
+        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory"], 2.0, 3]',
+        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, true]',
+        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], "2", 3]',
+        '[null, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, 3]',
+    ],
+)
+def test_a_row_not_in_the_written_shape_makes_the_file_unread(row: str) -> None:
+    good = '[1.5, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, 3]'
+    estimatecache.write("w", {("H100-SXM-80GB", 1.0): None})
+    path = estimatecache.folder() / "w.json"
+    path.write_text(f'{{"H100-SXM-80GB\\t1.0": {good}}}')
+    assert estimatecache.read("w")[("H100-SXM-80GB", 1.0)] == advisor.Sized(
+        1.5, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, 3
+    )
+    path.write_text(f'{{"H100-SXM-80GB\\t1.0": {good}, "H100-SXM-80GB\\t8.0": {row}}}')
+    assert estimatecache.read("w") == {}

@@ -87,8 +87,9 @@ def read(key: str) -> Entries:
         found = {_shape(name): _kept(value) for name, value in data.items()}
     except (OSError, ValueError, TypeError, AttributeError, IndexError):
         return {}  # missing, unreadable or not ours: sized again
-    with contextlib.suppress(OSError):
-        os.utime(path)  # when it was last used: what eviction reads
+    with contextlib.suppress(OSError):  # when they were last used: what eviction reads
+        os.utime(path)
+        os.utime(path.parent)
     return found
 
 
@@ -119,17 +120,30 @@ def _row(kept: Kept | None) -> list[Any] | None:
     )
 
 
+# The estimate columns (advisor._fields): GPU model, count, tokens/s, hours, TTFT, TPOT,
+# binding, uncertainty; None where a column has no value. JSON keeps an int an int and a float a
+# float, so each reads back as the type it was written with.
+_NUMBER = float | int
+_FIELD_TYPES = (str, _NUMBER, _NUMBER, _NUMBER | None, _NUMBER | None, _NUMBER | None, str, _NUMBER)
+
+
 def _kept(value: Any) -> Kept | None:
     if value is None:
         return None
     factor, fields, tokens_per_s, replicas = value
-    if len(fields) != 8 or not isinstance(fields[0], str):
+    if len(fields) != len(_FIELD_TYPES) or not all(map(_is, fields, _FIELD_TYPES)):
         raise ValueError("not an estimate row")
-    return Kept(_float(factor), tuple(fields), _float(tokens_per_s), int(replicas))
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        raise TypeError("not a replica count")
+    return Kept(_float(factor), tuple(fields), _float(tokens_per_s), replicas)
+
+
+def _is(value: Any, kind: Any) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)  # true is no number here
 
 
 def _float(value: Any) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not _is(value, _NUMBER):
         raise TypeError("not a number")
     return float(value)
 
