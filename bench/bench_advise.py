@@ -2,7 +2,7 @@
 regions, against the row-by-row definition of advise (memoised sizing) run in the same go.
 
     ./uvw run python bench/bench_advise.py [--offers 50000] [--workloads 50] [--repeat 5]
-        [--daemon-settings] [--code DIR] [--quick]
+        [--daemon-settings] [--code DIR] [--quick] [--skip-loop] [--cold-estimates]
 
 Offers: every (provider, region) of the region catalog in turn, each offer a random GPU (raw
 provider spellings, one that stays unmapped), count (1/2/4/8) and pricing (30 % spot, some
@@ -15,8 +15,10 @@ Timed: `advisor.store_advice()`, what `advise` and the daemon run (sizing, ranki
 workload replacing the `advice` table), in a child process so that its peak RSS is its own
 (--daemon-settings: the daemon's DuckDB memory limit, one thread, two malloc arenas); wall and
 CPU time are both reported, the machine being shared. `--code DIR` times another checkout's
-`src` instead (the "before" figures). The parent checks the stored rankings against the
-per-row loop (tests/sizing/per_row.py) and times that loop.
+`src` instead (the "before" figures). The child's first call reads the estimates an earlier run
+kept in the user cache folder (sizing.estimatecache) unless `--cold-estimates` empties it
+first. The parent checks the stored rankings against the per-row loop (tests/sizing/per_row.py)
+and times that loop.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,6 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.sizing.per_row
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import platformdirs
 from gen_snapshot import RAW_NAMES
 
 from priceadvisor import llm
@@ -150,6 +154,14 @@ def measure(db: Path, n_workloads: int, repeat: int, daemon: bool, rows_file: Pa
     print(json.dumps({"timings": timings, "cpu": cpu, "peak_rss_mb": peak}))
 
 
+def empty_estimate_cache() -> None:
+    """Remove every kept estimate of the user cache folder (sizing.estimatecache), whichever
+    code version wrote it: the timed child then sizes as a process before any other did."""
+    cache = Path(platformdirs.user_cache_dir("priceadvisor"))
+    for folder in cache.glob("estimates-*"):
+        shutil.rmtree(folder)
+
+
 def peak_rss_mb() -> float:
     """This process's peak RSS. Linux: VmHWM, which starts afresh at exec; ru_maxrss would keep
     the high-water mark of the parent that spawned the child (the benchmark, after building
@@ -246,6 +258,11 @@ def main() -> None:
     parser.add_argument(
         "--skip-loop", action="store_true", help="time advise only: no per-row loop, no check"
     )
+    parser.add_argument(
+        "--cold-estimates",
+        action="store_true",
+        help="empty the estimate cache before the timed child (its first call sizes everything)",
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rows-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -257,6 +274,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db, rows_file = Path(tmp) / "advise.duckdb", Path(tmp) / "rows.json"
         n_offers = build(db, args.offers, seed=7)
+        if args.cold_estimates:
+            empty_estimate_cache()
         child = timed_child(args, db, rows_file)
         got = json.loads(rows_file.read_text())
         if args.skip_loop:

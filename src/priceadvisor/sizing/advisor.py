@@ -38,14 +38,14 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import duckdb
 import numpy as np
 
 from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.records import TRAINING_TASKS, utcnow
-from priceadvisor.sizing import effective, topk
+from priceadvisor.sizing import effective, estimatecache, topk
 from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
@@ -256,7 +256,7 @@ def size_offer(
     return result if result.fits and result.tokens_per_s > 0 else None
 
 
-def instances(profile: WorkloadProfile, work: Workload, result: Estimate) -> int:
+def instances(profile: WorkloadProfile, work: Workload, result: Estimate | Sized) -> int:
     """Serving: offers of this kind to run, for the profile's replicas (each offer holds
     gpu_count / TP of them) or else for its monthly volume."""
     if profile.replicas:
@@ -271,19 +271,15 @@ def cost_factor(profile: WorkloadProfile, result: Estimate) -> float:
     return 1e6 / (3600 * result.tokens_per_s)
 
 
-class Sized(NamedTuple):
-    """An estimate as advice uses it: cost = effective $/h x factor; fields: the estimate
-    columns that sizing alone decides (GPU model and count to uncertainty)."""
-
-    result: Estimate
-    factor: float
-    fields: tuple[Any, ...]
+# An estimate as advice uses it (what sizing.estimatecache keeps between processes).
+Sized = estimatecache.Kept
 
 
 # Estimates outlive one ranking: the daemon ranks again after every fetch, mostly for the same
 # workloads and GPU shapes. An estimate is a pure function of the key below (the GPU catalog is
 # fixed for the life of the process, the calibration scales are part of the key); the memo is
-# emptied when it reaches MEMO_LIMIT entries (a few KB each).
+# emptied when it reaches MEMO_LIMIT entries (a few hundred bytes each). A process's first
+# ranking reads what earlier processes sized from the estimate cache (sizing.estimatecache).
 MEMO_LIMIT = 20_000
 _memo: dict[tuple[str, str, float], Sized | None] = {}
 
@@ -312,7 +308,8 @@ def _size(
     result = size_offer(work, profile.tensor_parallel, gpu_model, gpu_count)
     if result is None:
         return None
-    return Sized(result, cost_factor(profile, result), _fields(profile, result))
+    factor = cost_factor(profile, result)
+    return Sized(factor, _fields(profile, result), result.tokens_per_s, result.replicas)
 
 
 def _fields(profile: WorkloadProfile, result: Estimate) -> tuple[Any, ...]:
@@ -327,6 +324,26 @@ def _fields(profile: WorkloadProfile, result: Estimate) -> tuple[Any, ...]:
         result.binding,
         result.uncertainty,
     )
+
+
+def _sized_shapes(
+    profile: WorkloadProfile, work: Workload, shapes: list[tuple[str, float]]
+) -> list[Sized | None]:
+    """`sized` for each shape; shapes not in the process's memo are read from the estimate
+    cache first, and what had to be sized is added to it."""
+    key = sizing_key(profile, work)
+    missing = [shape for shape in shapes if (key, *shape) not in _memo]
+    if not missing:
+        return [sized(key, profile, work, *shape) for shape in shapes]
+    disk_key = estimatecache.workload_key(work, profile.tensor_parallel)
+    kept = estimatecache.read(disk_key)
+    for shape in missing:
+        if shape in kept:
+            _memo[(key, *shape)] = kept[shape]
+    found = [sized(key, profile, work, *shape) for shape in shapes]
+    if any(shape not in kept for shape in missing):
+        estimatecache.write(disk_key, kept | dict(zip(shapes, found, strict=True)))
+    return found
 
 
 @dataclass
@@ -374,8 +391,8 @@ def _size_workload(
     """The workload's cost factors and estimate rows on the shapes its constraints allow."""
     work = to_workload(profile)
     plan.works.append(work)
-    key = sizing_key(profile, work)
-    fitting = [(s, found) for s, (m, c) in shapes if (found := sized(key, profile, work, m, c))]
+    found_all = _sized_shapes(profile, work, [shape for _, shape in shapes])
+    fitting = [(s, found) for (s, _), found in zip(shapes, found_all, strict=True) if found]
     if fitting:
         shape_ids = [shape_id for shape_id, _ in fitting]
         first = len(plan.row_sized)
@@ -393,7 +410,7 @@ def _estimates_table(plan: _Plan, profiles: Sequence[WorkloadProfile], used: top
         widx, found = plan.row_workload[row], plan.row_sized[row]
         profile, replicas = profiles[widx], None
         if profile.task not in TRAINING_TASKS:
-            replicas = instances(profile, plan.works[widx], found.result)
+            replicas = instances(profile, plan.works[widx], found)
         rows.append((row, profile.name, profile.task, *found.fields, replicas))
     by_column = zip(*rows, strict=True) if rows else ([] for _ in _ESTIMATE_SCHEMA)
     return columns.table(

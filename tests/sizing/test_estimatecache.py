@@ -1,0 +1,283 @@
+"""What advice reads of each estimate is kept on disk (sizing.estimatecache), so that a later
+process's first ranking reads it instead of sizing: the same rankings, bit for bit, and sized
+afresh whenever the code, the data or the workload changes, or the file is not readable."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from priceadvisor.cli.app import main
+from priceadvisor.config import WorkloadProfile
+from priceadvisor.resources import providers_dir
+from priceadvisor.sizing import advisor, estimatecache
+from priceadvisor.sizing.estimate import Estimate, Workload
+from priceadvisor.sizing.workloads import to_workload
+from priceadvisor.store import connections
+
+PROFILES = [
+    WorkloadProfile(name="chat", task="serve", model="llama-3.1-70b", precision="fp8"),
+    WorkloadProfile(name="tuned", task="lora", model="llama-3.1-8b", train_tokens=2e8),
+    WorkloadProfile(name="jobs", task="batch", model="qwen2.5-7b", concurrency=None),
+]
+
+
+@pytest.fixture(scope="module")
+def offline_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("estimates") / "a.duckdb"
+    with pytest.raises(SystemExit):
+        main(["--db", str(db), "fetch", "--offline"])
+    return db
+
+
+@pytest.fixture
+def new_process() -> Iterator[None]:
+    """As in a new process: nothing sized in memory yet (before and after the test)."""
+    advisor._memo.clear()
+    yield
+    advisor._memo.clear()
+
+
+class Sizings:
+    """Counts the estimates sized in the process (advisor.size_offer)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = advisor.size_offer
+
+        def counted(*args: Any) -> Estimate | None:
+            self.count += 1
+            return real(*args)
+
+        monkeypatch.setattr(advisor, "size_offer", counted)
+
+
+def ranking(db: Path, profiles: list[WorkloadProfile] = PROFILES) -> list[tuple[Any, ...]]:
+    """A first ranking in a new process (the memo emptied), every column but the moment."""
+    advisor._memo.clear()
+    with connections.reader(db) as con:
+        names, rows = advisor.rank(con, profiles, keep=20)
+    moment = names.index("computed_at")
+    return [row[:moment] + row[moment + 1 :] for row in rows]
+
+
+def test_a_later_process_ranks_from_the_cache_with_the_same_rows(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizings = Sizings(monkeypatch)
+    first = ranking(offline_db)
+    assert sizings.count > 0 and len(first) > 20
+    assert len(list(estimatecache.folder().glob("*.json"))) == len(PROFILES)
+    sizings.count = 0
+    assert repr(ranking(offline_db)) == repr(first)  # every column, floats to the last bit
+    assert sizings.count == 0
+
+
+def test_changed_code_or_data_sizes_afresh(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = ranking(offline_db)
+    old = estimatecache.folder()
+    monkeypatch.setattr(estimatecache, "inputs_digest", lambda: "a-changed-sizing-module")
+    sizings = Sizings(monkeypatch)
+    assert repr(ranking(offline_db)) == repr(first)
+    assert sizings.count > 0 and estimatecache.folder() != old
+    assert old.is_dir()  # another install may still use it
+
+
+def test_the_digest_follows_the_sizing_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    estimatecache.inputs_digest.cache_clear()
+    before = estimatecache.inputs_digest()
+    estimatecache.inputs_digest.cache_clear()
+    monkeypatch.setattr(estimatecache.scalecache, "inputs_digest", lambda: "other code")
+    try:
+        assert estimatecache.inputs_digest() != before
+    finally:
+        estimatecache.inputs_digest.cache_clear()
+
+
+def test_a_changed_workload_is_sized_afresh(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ranking(offline_db)
+    sizings = Sizings(monkeypatch)
+    changed = PROFILES[0].model_copy(update={"precision": "bf16"})
+    rows = ranking(offline_db, [changed])
+    assert sizings.count > 0
+    sizings.count = 0
+    assert repr(ranking(offline_db, [changed])) == repr(rows) and sizings.count == 0
+
+
+def test_the_key_reads_every_field_of_the_sizing_input() -> None:
+    work = to_workload(PROFILES[0])
+    keys = {
+        estimatecache.workload_key(work, None),
+        estimatecache.workload_key(work, 2),
+        estimatecache.workload_key(Workload(**{**_fields(work), "input_tokens": 1001}), None),
+        estimatecache.workload_key(Workload(**{**_fields(work), "scales": work.scales}), None),
+    }
+    assert len(keys) == 3  # the last is the same input: the same key
+
+
+def _fields(work: Workload) -> dict[str, Any]:
+    return {name: getattr(work, name) for name in Workload.__dataclass_fields__}
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "",
+        "{",
+        "[]",
+        '{"x": null}',
+        '{"H100\\t1.0": [1]}',
+        '{"H100\\t1.0": [1, ["x"], 2, 3]}',
+        '{"H100\\t1.0": [1, ["H100", 1, "fast", null, 2, 3, "memory", 0.1], 2, 3]}',
+        '{"H100\\t1.0": [1, ["H100", 1, 2, null, 2, 3, "memory", 0.1], 2, true]}',
+        '{"H100\\tnan": null}',
+    ],
+)
+def test_an_unreadable_file_is_sized_again_and_rewritten(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch, garbage: str
+) -> None:
+    first = ranking(offline_db)
+    for path in estimatecache.folder().glob("*.json"):
+        path.write_text(garbage)
+    sizings = Sizings(monkeypatch)
+    assert repr(ranking(offline_db)) == repr(first) and sizings.count > 0
+    sizings.count = 0
+    assert repr(ranking(offline_db)) == repr(first) and sizings.count == 0
+
+
+def test_a_read_only_cache_folder_is_not_used(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    if os.geteuid() == 0:
+        monkeypatch.setattr(estimatecache, "folder", lambda: tmp_path / "a-file" / "below")
+        (tmp_path / "a-file").write_text("not a folder")  # as unwritable as it gets for root
+    else:
+        estimatecache.folder().parent.mkdir(parents=True, exist_ok=True)
+        estimatecache.folder().parent.chmod(0o500)
+    first = ranking(offline_db)
+    sizings = Sizings(monkeypatch)
+    assert repr(ranking(offline_db)) == repr(first) and sizings.count > 0
+
+
+def test_kept_figures_read_back_to_the_same_bits(new_process: None) -> None:
+    """Every field of every shape, NaN and None included, as `_size` made it."""
+    shapes = [
+        (model, count)
+        for model in ("H100-SXM-80GB", "A100-SXM-80GB", "L4-24GB")
+        for count in (1.0, 8.0)
+    ]
+    for profile in PROFILES:
+        work = to_workload(profile)
+        key = estimatecache.workload_key(work, profile.tensor_parallel)
+        made = {shape: advisor._size(profile, work, *shape) for shape in shapes}
+        made[("T4-16GB", 0.5)] = advisor.Sized(
+            math.nan, ("T4-16GB", 0.5, 1.5, None, None, 2.0, "x", 0.1), 1.5, 1
+        )
+        estimatecache.write(key, made)
+        assert repr(estimatecache.read(key)) == repr(made)
+
+
+def test_folders_of_other_versions_beyond_the_kept_ones_are_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[Path] = []
+    for n in range(estimatecache.KEEP + 3):
+        monkeypatch.setattr(estimatecache, "inputs_digest", lambda n=n: f"version-{n}")
+        estimatecache.write("w", {("H100", 1.0): None})
+        made.append(estimatecache.folder())
+        os.utime(made[-1], (n, n))  # used in this order
+    kept = sorted(made[0].parent.glob("estimates-*"))
+    assert len(kept) == estimatecache.KEEP + 1 and made[-1] in kept and made[0] not in kept
+
+
+def test_a_folder_keeps_the_most_recently_used_workload_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(estimatecache, "MAX_FILES", 3)
+    for n in range(5):
+        estimatecache.write(f"w{n}", {("H100", 1.0): None})
+        os.utime(estimatecache.folder() / f"w{n}.json", (n, n))
+    assert estimatecache.read("w0") == {}
+    assert estimatecache.read("w4") == {("H100", 1.0): None}
+    assert len(list(estimatecache.folder().glob("*.json"))) == 3
+
+
+def test_shapes_new_to_a_workload_are_sized_and_added_to_its_file(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New GPU models among the offers: only those are sized; the file then holds them all."""
+    first = ranking(offline_db, PROFILES[:1])
+    [path] = estimatecache.folder().glob("*.json")
+    kept = estimatecache.read(path.stem)
+    dropped = sorted(kept)[::3]
+    estimatecache.write(path.stem, {s: k for s, k in kept.items() if s not in dropped})
+    sizings = Sizings(monkeypatch)
+    assert repr(ranking(offline_db, PROFILES[:1])) == repr(first)
+    assert sizings.count == len(dropped)
+    assert repr(sorted(estimatecache.read(path.stem).items())) == repr(sorted(kept.items()))
+
+
+def test_a_write_left_half_done_is_removed_once_stale() -> None:
+    """A process killed between writing its temporary file and renaming it leaves a `.part`."""
+    estimatecache.write("w0", {("H100-SXM-80GB", 1.0): None})
+    stale = estimatecache.folder() / ".tmp-killed.part"
+    recent = estimatecache.folder() / ".tmp-writing.part"
+    for path in (stale, recent):
+        path.write_text("{")
+    os.utime(stale, (1, 1))
+    estimatecache.write("w1", {("H100-SXM-80GB", 1.0): None})
+    assert not stale.exists() and recent.exists()  # another process may be writing that one
+
+
+def test_the_digest_follows_the_gpu_catalog_and_the_workload_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    shutil.copy(providers_dir() / "gpus.toml", providers / "gpus.toml")
+    rules = tmp_path / "workload.py"
+    shutil.copy(str(estimatecache.workload_module.__file__), rules)
+    monkeypatch.setattr(estimatecache.scalecache, "providers_dir", lambda: providers)
+    monkeypatch.setattr(estimatecache, "workload_module", SimpleNamespace(__file__=str(rules)))
+    digests = []
+    for changed in (None, providers / "gpus.toml", rules):
+        if changed:
+            with changed.open("a") as file:
+                file.write("\n# one more line\n")
+        estimatecache.inputs_digest.cache_clear()
+        digests.append(estimatecache.inputs_digest())
+    estimatecache.inputs_digest.cache_clear()
+    assert len(set(digests)) == 3
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        '[1, ["H100-SXM-80GB", 1.0, "fast", null, 2.0, 3.0, "memory", 0.1], 2.0, 3]',
+        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory"], 2.0, 3]',
+        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, true]',
+        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], "2", 3]',
+        '[null, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, 3]',
+    ],
+)
+def test_a_row_not_in_the_written_shape_makes_the_file_unread(row: str) -> None:
+    good = '[1.5, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, 3]'
+    estimatecache.write("w", {("H100-SXM-80GB", 1.0): None})
+    path = estimatecache.folder() / "w.json"
+    path.write_text(f'{{"H100-SXM-80GB\\t1.0": {good}}}')
+    assert estimatecache.read("w")[("H100-SXM-80GB", 1.0)] == advisor.Sized(
+        1.5, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, 3
+    )
+    path.write_text(f'{{"H100-SXM-80GB\\t1.0": {good}, "H100-SXM-80GB\\t8.0": {row}}}')
+    assert estimatecache.read("w") == {}
