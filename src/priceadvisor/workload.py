@@ -46,6 +46,7 @@ Stack = Literal[
     "torchtune",
     "llm-foundry",
     "megatron-2021",
+    "hf-trainer",
 ]
 # Activation recomputation of training, and how MoE training hides its expert all-to-all
 # (sizing.estimate explains what each costs).
@@ -57,6 +58,10 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 STACKS: tuple[str, ...] = get_args(Stack)
 RECOMPUTE: tuple[str, ...] = get_args(Recompute)
 MOE_OVERLAP: tuple[str, ...] = get_args(MoeOverlap)
+# Stacks that run the model's PyTorch code eagerly, each elementwise op its own kernel
+# (sizing.estimate.eager_elementwise_seconds): "hf-trainer" is the Hugging Face Trainer (PEFT
+# for LoRA) on the model's modeling code, without torch.compile or fused-kernel patches.
+EAGER_STACKS: tuple[str, ...] = ("hf-trainer",)
 # Earlier name of the unknown training stack, still accepted.
 STACK_ALIASES = {"modern": UNKNOWN}
 # Largest tensor-parallel group engines run in practice: one NVL72 rack.
@@ -173,7 +178,9 @@ class WorkloadSpec(BaseModel):
     stack: Annotated[Stack, _choice("stack", STACKS, STACK_ALIASES)] = Field(
         "unknown",
         description="training software (megatron-core covers NeMo/Megatron-Bridge; "
-        "megatron-2021 is also the A100 TP+PP layout with full recomputation); unknown: pooled "
+        "megatron-2021 is also the A100 TP+PP layout with full recomputation; hf-trainer: the "
+        "Hugging Face Trainer/PEFT on eager PyTorch, which also pays its unfused elementwise "
+        "ops at memory bandwidth); unknown: pooled "
         "efficiency, wider range. A stack gets its own fitted factor only where two or more "
         "publications measure it",
     )

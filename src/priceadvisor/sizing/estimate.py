@@ -53,6 +53,7 @@ from priceadvisor.records import TRAINING_TASKS, Precision, Task
 from priceadvisor.sizing.memo import per_pass, sizing_pass
 from priceadvisor.workload import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
+    EAGER_STACKS,
     MAX_TENSOR_PARALLEL,
     STACK_ALIASES,
     UNKNOWN,
@@ -603,6 +604,83 @@ def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
 def dense_seconds(gpu: GpuSpec, precision: str, flops: float) -> float:
     """Seconds of `flops` of dense training work at the precision's peak and prior."""
     return flops / (peak_flops(gpu, precision) * dense_training_mfu(gpu, precision))
+
+
+# Stacks that run the model's PyTorch code eagerly (priceadvisor.workload.EAGER_STACKS): every
+# elementwise op of a decoder layer is its own kernel, reading its inputs from HBM and writing
+# its output back. Fused stacks (Transformer Engine, torch.compile, Triton) keep those tensors
+# in registers, so the term is theirs alone; an unknown stack keeps today's pooled prediction
+# (its fitted factors already average over both kinds). Bytes per token per layer, as (forward,
+# backward) per element, 16-bit activations, d = hidden, f = MLP width; the op sequence is
+# Hugging Face transformers' models/llama/modeling_llama.py (LlamaRMSNorm.forward,
+# apply_rotary_pos_emb and rotate_half, LlamaMLP.forward, LlamaDecoderLayer.forward) and PEFT's
+# tuners/lora/layer.py (Linear.forward), each op's backward the autograd formula of that op:
+# - RMSNorm, twice per layer, per element of d: forward cast to fp32 (2+4), square (4+4), mean
+#   (4), scale by the rsqrt (4+4), cast back (4+2), weight multiply (2+2) = 36; backward the
+#   same chain in reverse (weight multiply 4, cast 6, the rsqrt multiply's two gradients 8+16,
+#   mean 4, square 12, summing x's two gradients 12, cast 6) = 68;
+# - rotary, per element of q and of k: forward multiply by cos (2 elements moved),
+#   rotate_half's negate and concatenate (3), multiply by sin (2), add (3) = 10 elements, 20
+#   bytes; backward the two multiplies (4+4), the negate (2), summing the two gradients (6) = 16;
+# - gated MLP (SwiGLU), per element of f: silu (2+2) and the multiply (6) = 10; backward silu
+#   (6) and the multiply's two gradients (10) = 16; a plain MLP's activation alone 4, 6;
+# - the two residual adds, per element of d: 12 forward; backward sums the gradients of each
+#   residual's two consumers, 12;
+# - LoRA on every linear layer (the modules a run adapts are not an input): per element of a
+#   module's input, dropout (read, write, a one-byte mask) = 5, backward dropout (5) and adding
+#   the branch's gradient to the input's (6) = 11; per element of its output, the scaling (4)
+#   and the add to the frozen layer's output (6) = 10, backward the scaling alone, 4.
+# Full recomputation (HF's gradient checkpointing) runs the forward once more. Left out: the
+# loss head's casts and softmax (per token, not per layer), norm weight gradients of full
+# fine-tuning, and layout copies (transposes before attention).
+EAGER_NORM_BYTES = (36, 68)
+EAGER_ROTARY_BYTES = (20, 16)
+EAGER_GATED_MLP_BYTES = (10, 16)
+EAGER_PLAIN_MLP_BYTES = (4, 6)
+EAGER_RESIDUAL_BYTES = (12, 12)
+LORA_INPUT_BYTES = (5, 11)
+LORA_OUTPUT_BYTES = (10, 4)
+# Memory-bound kernels reach the same share of the HBM peak as the quantisation casts above.
+ELEMENTWISE_BANDWIDTH_SHARE = QUANTISATION_BANDWIDTH_SHARE
+
+
+def eager_elementwise_seconds(work: Workload, gpu: GpuSpec) -> float:
+    """Seconds per trained token of the unfused elementwise kernels of an eager stack, at the
+    GPU's memory bandwidth; 0 on fused and unknown stacks."""
+    if work.stack not in EAGER_STACKS:
+        return 0.0
+    forward = 2 if recompute_mode(work) == "full" else 1
+    traffic = sum(
+        elements * (forward * pair[0] + pair[1]) for elements, pair in eager_layer_ops(work)
+    )
+    return work.arch.layers * traffic / (bandwidth(gpu) * ELEMENTWISE_BANDWIDTH_SHARE)
+
+
+def eager_layer_ops(work: Workload) -> list[tuple[int, tuple[int, int]]]:
+    """One eager decoder layer's elementwise ops per token: (elements, (forward, backward)
+    bytes per element), as counted above."""
+    arch = work.arch
+    d, q, kv = arch.hidden, arch.heads * arch.dim_head, arch.kv_heads * arch.dim_head
+    width = mlp_width(arch)
+    ops = [
+        (2 * d, EAGER_NORM_BYTES),
+        (q + kv, EAGER_ROTARY_BYTES),
+        (width, EAGER_GATED_MLP_BYTES if arch.gated else EAGER_PLAIN_MLP_BYTES),
+        (d, EAGER_RESIDUAL_BYTES),
+    ]
+    if work.task in ("lora", "qlora"):
+        up = 2 if arch.gated else 1
+        inputs = 3 * d + q + up * d + width  # q, k, v, o, gate/up, down
+        outputs = q + 2 * kv + d + up * width + d
+        ops += [(inputs, LORA_INPUT_BYTES), (outputs, LORA_OUTPUT_BYTES)]
+    return ops
+
+
+def mlp_width(arch: Architecture) -> int:
+    """MLP width a token passes through per layer: its routed experts' on a MoE model."""
+    if arch.is_moe:
+        return (arch.expert_ffn or arch.ffn) * arch.experts_per_token
+    return arch.ffn
 
 
 def sixteen_bit(precision: str) -> str:
@@ -1308,7 +1386,13 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None)
     if gpus > 1 and not has_fast_interconnect(gpu):
         scale *= 0.8
         result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
-    compute = prior_compute_seconds(work, gpu) / scale
+    eager = eager_elementwise_seconds(work, gpu)
+    compute = prior_compute_seconds(work, gpu) / scale + eager
+    if eager:
+        result.notes.append(
+            f"eager stack: unfused elementwise ops take {eager / compute:.0%} of the compute "
+            "time, at memory bandwidth (fused kernels would skip most of it)"
+        )
     communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
     communication += exposed_tensor_parallel_seconds(work, gpu, gpus, compute)
     communication += data_parallel_seconds(work, gpu, gpus, compute)
