@@ -405,12 +405,36 @@ def _open(
         try:
             return quiet(duckdb.connect(str(path), read_only=read_only, config=config))
         except duckdb.IOException as exc:
-            if not any(m in str(exc) for m in _LOCK_MARKERS):
+            if _being_created(path, exc):
+                wait.holder = " (creating the file)"
+            elif any(m in str(exc) for m in _LOCK_MARKERS):
+                wait.holder = _holder(str(exc))
+            else:
                 raise _unopenable(path, exc) from None
-            wait.holder = _holder(str(exc))
         except duckdb.Error as exc:
             raise _unopenable(path, exc) from None
         wait.pause()
+
+
+# DuckDB creates a new file, then takes its lock and writes its three 4 KiB headers: a second
+# process opening the file in between reads it short and calls it "not a valid DuckDB database
+# file". A short file that was just written is therefore waited for like a held lock; an old
+# one (an empty file a user made, a truncated copy) fails at once.
+_NOT_DUCKDB = "not a valid DuckDB database file"
+_HEADERS_BYTES = 3 * 4096
+_CREATION_SECONDS = 5.0
+
+
+def _being_created(path: Path, exc: duckdb.Error) -> bool:
+    """Whether `exc` is another process creating `path` right now (see _NOT_DUCKDB)."""
+    if _NOT_DUCKDB not in str(exc):
+        return False
+    try:
+        stat = path.stat()
+    except OSError:
+        return False
+    young = time.time() - stat.st_mtime < _CREATION_SECONDS
+    return stat.st_size < _HEADERS_BYTES and young
 
 
 def _unopenable(path: Path, exc: duckdb.Error) -> StoreError:
