@@ -43,6 +43,9 @@ class Architecture:
     mla_kv_dim: int = 0
     routed_groups: int = 0  # node-limited routing: a token reaches at most this many groups
     dense_layers: int = 0  # MoE: the first layers, whose MLP is dense (no experts, no routing)
+    # Whether a published active count includes the input embedding table: gpt-oss's model
+    # card counts the unembedding alone (see models.toml), every other published count both.
+    active_counts_input_embedding: bool = True
     aliases: tuple[str, ...] = field(default=())
     # Derived once at construction: sizing reads the totals in every formula.
     _total_params: float = field(init=False, repr=False, compare=False)
@@ -82,6 +85,19 @@ class Architecture:
     @property
     def active_params(self) -> float:
         return self._active_params
+
+    @property
+    def lm_head_params(self) -> float:
+        """The output (vocabulary) projection V·d: tied or not, one GEMM per token."""
+        return float(self.vocab * self.hidden)
+
+    @property
+    def block_params(self) -> float:
+        """Active parameters inside the transformer blocks: the active count less the input
+        embedding and LM head it includes (one V·d matrix when tied). Norms and biases stay in:
+        they are noise. Never below zero for explicit numbers that leave the embeddings out."""
+        tables = 1 if self.tied or not self.active_counts_input_embedding else 2
+        return max(0.0, self.active_params - tables * self.lm_head_params)
 
     def kv_bytes_per_token(self, bytes_per_value: float) -> float:
         """2·L·n_kv·d_h·bytes; MLA models cache one latent per layer instead."""

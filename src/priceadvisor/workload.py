@@ -199,7 +199,8 @@ class WorkloadSpec(BaseModel):
         None,
         description="training: activation recomputation — none keeps 34·s·h bytes of "
         "activations per layer (FlashAttention), selective the same, full 2·s·h at one more "
-        "forward pass (6ND → 8ND); default full for megatron-2021, else the least that fits "
+        "forward pass of the transformer layers (6 → 8 FLOPs per block parameter; the LM head "
+        "runs once); default full for megatron-2021, else the least that fits "
         "(none, selective, full), stated in the estimate",
     )
     moe_overlap: Annotated[MoeOverlap | None, _choice("moe_overlap", MOE_OVERLAP)] = Field(

@@ -1278,13 +1278,17 @@ def attention_length(work: Workload) -> int:
 
 
 # Activation recomputation (`Workload.recompute`, one of priceadvisor.workload.RECOMPUTE):
-# "full" re-runs every layer's forward pass in the backward pass — 8ND executed for 6ND of
-# model FLOPs in full training (Megatron-LM 2021 reports hardware FLOPs of that count), 6ND for
-# LoRA's 4ND; "selective" (Korthikanti et al. 2022) re-runs only the attention core, a few
-# percent that FlashAttention's backward pays anyway, so it adds no GEMM FLOPs; "none" keeps
-# every activation (`activation_bytes_per_token` gives what each keeps). Unset, `_train`
-# settles it first (`choose_recompute`): megatron-2021 recomputes in full, every other stack
-# takes the least recomputation whose memory fits.
+# "full" re-runs every transformer layer's forward pass in the backward pass — 8 FLOPs per
+# block parameter executed for 6 of model FLOPs in full training (Megatron-LM 2021 reports
+# hardware FLOPs of that count), 6 for LoRA's 4; "selective" (Korthikanti et al. 2022) re-runs
+# only the attention core, a few percent that FlashAttention's backward pays anyway, so it adds
+# no GEMM FLOPs; "none" keeps every activation (`activation_bytes_per_token` gives what each
+# keeps). Full recomputation checkpoints the transformer layers alone: Hugging Face's
+# `gradient_checkpointing` wraps each decoder layer (the layer's forward under
+# torch.utils.checkpoint), and Megatron-LM's `--recompute-granularity full` recomputes the
+# transformer layers (TransformerBlock), not the output layer, so the LM head never runs twice.
+# Unset, `_train` settles it first (`choose_recompute`): megatron-2021 recomputes in full,
+# every other stack takes the least recomputation whose memory fits.
 def recompute_mode(work: Workload) -> str:
     """The activation recomputation a training run uses: as given (or settled by
     `choose_recompute`), else the stack's layout."""
@@ -1293,14 +1297,24 @@ def recompute_mode(work: Workload) -> str:
     return "full" if work.stack == "megatron-2021" else "none"
 
 
+# FLOPs per trained token by component, as Megatron-LM counts them (Narayanan et al. 2021,
+# "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", appendix
+# "Floating-Point Operations": 96·B·s·l·h²·(1 + s/6h + V/16lh) with full recomputation, whose
+# last term is the logit layer's 6·B·s·h·V, run once; Korthikanti et al. 2022, "Reducing
+# Activation Recomputation in Large Transformer Models", §6 counts it alike): the transformer
+# blocks k·N_blocks (k = 6 for full training: forward, input and weight gradients; 4 with
+# frozen weights), plus 2·N_blocks with full recomputation; the LM head k·V·d, never
+# recomputed — and frozen under LoRA, so 4·V·d; the input embedding nothing (a row lookup, its
+# gradient a scatter-add: no GEMM); a tied matrix still runs the LM-head GEMM once; the
+# attention scores as `attention_training_flops`.
 def executed_training_flops(work: Workload) -> float:
-    """FLOPs executed per trained token: 6·N (LoRA 4·N: frozen weights need no weight
-    gradients, ~4ND) plus the attention scores, and with full recomputation one more forward
-    pass (2·N and a third of the attention FLOPs). Throughput counts trained tokens, so
+    """FLOPs executed per trained token: the blocks' k·N_blocks plus the attention scores
+    (with full recomputation one more forward pass of both: 2·N_blocks and a third of the
+    attention FLOPs) and the LM head's k·V·d. Throughput counts trained tokens, so
     recomputation shows as a lower model-FLOPs utilisation at the same hardware efficiency."""
     arch = work.arch
     attention = attention_training_flops(arch, attention_length(work))
-    return _executed_flops(work, arch.active_params, attention)
+    return _block_flops(work, arch.block_params, attention) + _lm_head_flops(work)
 
 
 def sixteen_bit_training_flops(work: Workload) -> float:
@@ -1310,21 +1324,26 @@ def sixteen_bit_training_flops(work: Workload) -> float:
     to the linear layers within the Transformer block", Megatron-Bridge performance tuning
     guide, "Low Precision Training"): the dot-product attention (Transformer Engine's FP8
     attention is off by default: recipe option `fp8_dpa=False`) and the vocabulary
-    projection (Megatron's output layer is not a Transformer Engine module; the embedding
-    counts with it, as in 6·N) stay 16-bit.
+    projection (Megatron's output layer is not a Transformer Engine module) stay 16-bit.
     Dense models; MoE training's prior splits its time its own way (`moe_compute_seconds`)."""
-    arch = work.arch
-    vocabulary = arch.vocab * arch.hidden * (1 if arch.tied else 2)
-    attention = attention_training_flops(arch, attention_length(work))
-    return _executed_flops(work, vocabulary, attention)
+    attention = attention_training_flops(work.arch, attention_length(work))
+    return _block_flops(work, 0.0, attention) + _lm_head_flops(work)
 
 
-def _executed_flops(work: Workload, params: float, attention: float) -> float:
-    k = 6 if work.task in ("pretrain", "finetune") else 4
-    useful = k * params + attention
+def _gemm_flops_per_param(work: Workload) -> int:
+    """6 with trained weights (forward, input and weight gradients), 4 with frozen ones."""
+    return 6 if work.task in ("pretrain", "finetune") else 4
+
+
+def _block_flops(work: Workload, params: float, attention: float) -> float:
+    useful = _gemm_flops_per_param(work) * params + attention
     if recompute_mode(work) != "full":
         return useful
     return useful + 2 * params + attention / 3
+
+
+def _lm_head_flops(work: Workload) -> float:
+    return _gemm_flops_per_param(work) * work.arch.lm_head_params
 
 
 def pipeline_bubble(work: Workload) -> float:
