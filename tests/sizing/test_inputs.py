@@ -254,5 +254,27 @@ def test_calibrate_prints_the_error_per_regime(capsys: pytest.CaptureFixture[str
     check_only = sum(1 for case in calibration.cases() if case.check_only)
     assert rows["all-stated"]["cases"] == rows["all"]["cases"] - check_only > 0
     for name, row in rows.items():  # the range estimate states covers the held-out p90
-        if not name.startswith("all"):  # in whole percent: at most half a point below the p90
+        if not name.startswith(("all", "slice:")):  # in whole percent: half a point below at most
             assert row["stated_range_pct"] >= row["p90_abs_error_pct"] - 0.5
+
+
+def test_calibrate_reports_amd_multi_gpu_serving_and_multi_node_training_on_their_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, out, _ = cli(capsys, "calibrate", "--format", "json")
+    rows = {row["regime"]: row for row in json.loads(out)}
+    amd = rows["slice: serving on 2+ AMD GPUs"]
+    nodes = rows["slice: training beyond one node"]
+    every = calibration.cases()
+    assert amd["cases"] == sum(
+        1
+        for c in every
+        if c.gpu.startswith("MI")
+        and c.gpus > 1
+        and c.regime in ("decode", "prefill", "serve-throughput", "kv")
+    )
+    assert amd["sources"] >= 2  # AMD's own page and at least one publication independent of it
+    assert nodes["cases"] == sum(
+        1 for c in every if c.gpus > 8 and c.metric in ("tokens_per_s_per_gpu", "gpu_hours_total")
+    )
+    assert amd["stated_range_pct"] is None  # a slice states no range of its own

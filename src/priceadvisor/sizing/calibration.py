@@ -280,8 +280,31 @@ def summary(rows: Sequence[Row] | None = None) -> list[Summary]:
     their error is partly the assumption's): median and p90 |error|, share inside the range."""
     rows = list(report() if rows is None else rows)
     stated = [r for r in rows if not r.case.check_only]
-    groups = by_regime(rows) | {"all": rows, "all-stated": stated}
-    return [_summarise(name, group, rows) for name, group in groups.items()]
+    groups = by_regime(rows) | slices(rows) | {"all": rows, "all-stated": stated}
+    return [_summarise(name, group, rows) for name, group in groups.items() if group]
+
+
+SERVING_REGIMES = ("decode", "prefill", "serve-throughput", "kv")
+
+
+def slices(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    """Coverage the regimes mix with other cases, reported on their own (each row stays in its
+    regime too): serving on more than one AMD GPU, whose collectives run over the xGMI mesh
+    rather than NVLink, and training on more than one node (beyond 8 GPUs), where the network
+    between nodes and the whole run's restarts come in."""
+    vendor = {gpu_id: spec.vendor.lower() for gpu_id, spec in gpu_catalog().gpus.items()}
+    return {
+        "slice: serving on 2+ AMD GPUs": [
+            r
+            for r in rows
+            if r.case.regime in SERVING_REGIMES
+            and r.case.gpus > 1
+            and vendor.get(r.case.gpu) == "amd"
+        ],
+        "slice: training beyond one node": [
+            r for r in rows if r.case.regime not in SERVING_REGIMES and r.case.gpus > 8
+        ],
+    }
 
 
 def held_out_uncertainty(row: Row, rows: Sequence[Row], floor: bool = True) -> float:
