@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -89,6 +90,44 @@ DUPLICATE_KEY = "duplicate key in the snapshot (collapsed into the cheapest)"
 def quotes_table(quotes: Sequence[RawQuote], positions: Sequence[int]) -> Any:
     """The quotes as an Arrow table, with their positions in the snapshot (`quote_index`)."""
     return columns.from_objects(quotes, _QUOTE_SCHEMA, ("quote_index", positions))
+
+
+@dataclass(frozen=True)
+class StagedQuotes:
+    """A snapshot's quotes as Arrow tables of HANDOFF_BATCH quotes each (quotes_table), in
+    snapshot order: what the ingest reads, twice (the snapshot, then the quotes of the keys to
+    write). Either made up front (`tables`, stage_quotes: at 100,000 quotes they take about
+    half the memory of the RawQuote objects) or each when read from `quotes`, which the
+    caller keeps."""
+
+    count: int
+    tables: list[Any] = field(default_factory=list)
+    quotes: Sequence[RawQuote] = ()
+
+    def starts(self) -> range:
+        """Each batch's first position in the snapshot."""
+        return range(0, self.count, HANDOFF_BATCH)
+
+    def table(self, start: int) -> Any:
+        """The batch that starts at `start`."""
+        if self.tables:
+            return self.tables[start // HANDOFF_BATCH]
+        stop = min(start + HANDOFF_BATCH, self.count)
+        return quotes_table(self.quotes[start:stop], range(start, stop))
+
+
+def stage_quotes(quotes: list[RawQuote]) -> StagedQuotes:
+    """Take the quotes out of `quotes`, batch by batch: each batch leaves the list as its Arrow
+    table is made, so a caller holding no other reference (the fetch path) never holds all the
+    objects and all their tables at once, and holds no object through the ingest
+    (docs/benchmarks.md). The list is empty afterwards."""
+    tables, count = [], 0
+    while quotes:
+        batch = quotes[:HANDOFF_BATCH]
+        del quotes[:HANDOFF_BATCH]
+        tables.append(quotes_table(batch, range(count, count + len(batch))))
+        count += len(batch)
+    return StagedQuotes(count, tables)
 
 
 # The values resolved or looked up once each, distinct as DuckDB compares them, in one scan:
@@ -399,9 +438,7 @@ _VANISHED_SQL = f"""
 INSERT INTO _changes BY NAME
 SELECT {_KEYS}, previous_first_seen, change, stale FROM _verdicts WHERE change = 'vanished'
 """
-_WANTED_SQL = """
-SELECT quote_index FROM _verdicts WHERE quote_index >= ? AND quote_index < ? ORDER BY quote_index
-"""
+_WANTED_SQL = "SELECT count(*) FROM _verdicts WHERE quote_index >= ? AND quote_index < ?"
 _CLOSING = "c.change IN ('changed', 'vanished')"
 
 # The (region, pricing) pairs this run saw and covers: it is their latest sighting.
@@ -510,14 +547,19 @@ def ingest(
     manifest: Manifest,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
     allow_flagged: Sequence[str] = (),
+    staged: StagedQuotes | None = None,
 ) -> IngestSummary:
     """Merge one fetch result in a single transaction and finish its fetch_runs row.
-    `allow_flagged` is the config's allow-list for the offer guard (store.guard)."""
+    `allow_flagged` is the config's allow-list for the offer guard (store.guard). `staged`:
+    the result's quotes, already taken out of it by stage_quotes (the fetch path); without it
+    each batch's table is made from the result's quotes when read, and they stay in it."""
     started = time.perf_counter()
     observed = result.finished_at or utcnow()
+    if staged is None:
+        staged = StagedQuotes(len(result.quotes), quotes=result.quotes)
     with transactions.atomic(con):
         counts, status, error = _merge(
-            con, run_id, result, manifest, observed, min_offer_share, allow_flagged
+            con, run_id, result, staged, manifest, observed, min_offer_share, allow_flagged
         )
         summary = _finish_run(con, run_id, result, status, error, counts, observed, started)
     # The snapshot's table, dropped inside the transaction, is kept for a rollback until COMMIT
@@ -551,6 +593,7 @@ def _merge(
     con: duckdb.DuckDBPyConnection,
     run_id: int,
     result: FetchResult,
+    staged: StagedQuotes,
     manifest: Manifest,
     now: Any,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
@@ -558,14 +601,14 @@ def _merge(
 ) -> tuple[dict[str, int], RunStatus, str | None]:
     newer = _latest_observation(con, result.provider)
     if result.status in (RunStatus.OK, RunStatus.PARTIAL) and newer is not None and newer >= now:
-        return _superseded(result, newer)
+        return _superseded(staged.count, newer)
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
     if manifest.kind == "api":
         return merge_api_prices(con, run_id, result, now)
     # Each large step's freed memory is returned before the next (store.allocator), so the
     # ingest's peak is its largest step, not their sum.
-    _normalise(con, result.quotes, manifest, now)
+    _normalise(con, staged, manifest, now)
     allocator.return_freed_pages()
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
@@ -584,7 +627,7 @@ def _merge(
         placeholders = manifest.guard.placeholder_prices
         counts["flagged"] = flag_offers(con, result.provider, placeholders, allow_flagged)
         allocator.return_freed_pages()
-        counts |= _apply_changes(con, result, manifest, status, params | {"now": now})
+        counts |= _apply_changes(con, result, staged, manifest, status, params | {"now": now})
         counts["seen"] = offers
     return counts, status, error
 
@@ -598,41 +641,42 @@ HANDOFF_BATCH = 50_000
 
 
 def _normalise(
-    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
+    con: duckdb.DuckDBPyConnection, staged: StagedQuotes, manifest: Manifest, now: Any
 ) -> None:
     """The snapshot as the temp table _snap: each quote normalised, with its reject reason.
     Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
     batch normalises exactly as it would within the whole snapshot."""
     sql = _NORMALISE_FIRST_SQL
     known: dict[tuple[Any, ...], Any] = {}  # resolutions, shared by the batches
-    for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
-        positions = range(start, min(start + HANDOFF_BATCH, len(quotes)))
-        _normalise_batch(con, quotes[start : positions.stop], positions, manifest, now, sql, known)
+    for start in staged.starts():
+        _normalise_batch(con, staged.table(start), manifest, now, sql, known)
         sql = _NORMALISE_MORE_SQL
+    if sql is _NORMALISE_FIRST_SQL:  # no quotes: the table is created all the same
+        _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
     con.execute(_SPOT_CHECK_SQL)
 
 
 def _changes_table(
-    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
+    con: duckdb.DuckDBPyConnection, staged: StagedQuotes, manifest: Manifest, now: Any
 ) -> None:
     """_changes: the quotes of the keys to write (_verdicts.quote_index), normalised again in
-    full, batch by batch of the snapshot's positions; then the vanished keys."""
+    full (the statement joins each batch to _verdicts), batch by batch of the snapshot; then
+    the vanished keys."""
     sql = _CHANGES_FIRST_SQL
     known: dict[tuple[Any, ...], Any] = {}
-    for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
-        wanted = [
-            row[0] for row in con.execute(_WANTED_SQL, [start, start + HANDOFF_BATCH]).fetchall()
-        ]
-        if wanted or sql is _CHANGES_FIRST_SQL:  # the first creates the table, even empty
-            _normalise_batch(con, [quotes[i] for i in wanted], wanted, manifest, now, sql, known)
+    for start in staged.starts():
+        wanted = con.execute(_WANTED_SQL, [start, start + HANDOFF_BATCH]).fetchone()
+        if (wanted and wanted[0]) or sql is _CHANGES_FIRST_SQL:  # the first creates the table
+            _normalise_batch(con, staged.table(start), manifest, now, sql, known)
             sql = _CHANGES_MORE_SQL
+    if sql is _CHANGES_FIRST_SQL:  # no quotes at all
+        _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
     con.execute(_VANISHED_SQL)
 
 
 def _normalise_batch(
     con: duckdb.DuckDBPyConnection,
-    quotes: Sequence[RawQuote],
-    positions: Sequence[int],
+    table: Any,
     manifest: Manifest,
     now: Any,
     sql: str,
@@ -643,12 +687,12 @@ def _normalise_batch(
     # them would create views, and a view dropped inside the ingest's transaction keeps its
     # Arrow data alive until COMMIT (kept for a rollback): ~12 MB at 100,000 quotes held
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
-    _raw = quotes_table(quotes, positions)
+    _raw = table
     distinct = con.execute(_DISTINCT_SQL).fetchall()
     _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known)
     fx_table(con, now, [r[3] for r in distinct if not r[4]])
     con.execute(sql)
-    del _raw, _resolved  # _snap holds all the rest needs; the batch's Arrow copy can go now
+    del _raw, _resolved
 
 
 def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
@@ -660,10 +704,10 @@ def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
     return row[0] if row else None
 
 
-def _superseded(result: FetchResult, newer: Any) -> tuple[dict[str, int], RunStatus, str | None]:
+def _superseded(quotes: int, newer: Any) -> tuple[dict[str, int], RunStatus, str | None]:
     """A snapshot that arrives after a later one was merged: merging it would close newer
     intervals in the past or bring back older prices, so it changes nothing."""
-    counts = {"total": len(result.quotes), "rejected": 0, "unmapped": 0}
+    counts = {"total": quotes, "rejected": 0, "unmapped": 0}
     error = f"a snapshot observed later ({newer:%Y-%m-%d %H:%M:%S} UTC) is already merged"
     return counts, RunStatus.SUPERSEDED, error + "; nothing changed"
 
@@ -738,6 +782,7 @@ def _check_expectations(
 def _apply_changes(
     con: duckdb.DuckDBPyConnection,
     result: FetchResult,
+    staged: StagedQuotes,
     manifest: Manifest,
     status: RunStatus,
     params: dict[str, Any],
@@ -750,7 +795,7 @@ def _apply_changes(
     con.execute(_FLAGS_SQL)
     con.execute("DROP VIEW _good; DROP TABLE _snap")
     allocator.return_freed_pages()
-    _changes_table(con, result.quotes, manifest, params["now"])
+    _changes_table(con, staged, manifest, params["now"])
     allocator.return_freed_pages()
     row = con.execute(
         "SELECT count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'),"
