@@ -381,38 +381,66 @@ _AVAILABILITY = (
 # The snapshot's valid quotes, one per key (duplicates are marked in _snap by then).
 _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
 
+# The names of the snapshot's keys (its regions, zones and instance types), numbered: the
+# classification joins the snapshot to the table on these numbers, so its hash table (built on
+# the snapshot's side) carries three integers a row instead of the three strings (~8 MB less at
+# 100,000 quotes: docs/benchmarks.md). Exact: two names are equal exactly when their numbers
+# are, and a stored name the snapshot does not have gets none, so that offer matches no quote.
+_KEY_NAMES_SQL = """
+CREATE OR REPLACE TEMP TABLE _key_names AS
+SELECT name, CAST(row_number() OVER () AS INTEGER) AS id
+FROM (SELECT DISTINCT unnest([region, zone, instance_type]) AS name FROM _good)
+"""
+_NAMED_KEY = ("region", "zone", "instance_type")
+_NUMBERED_KEYS = ", ".join(f"n_{c}.id AS {c}_id" for c in _NAMED_KEY)
+
+
+def _numbered(t: str, join: str) -> str:
+    """`join`s of the table `t` to the key names: one per named key column."""
+    return " ".join(f"{join} _key_names AS n_{c} ON n_{c}.name = {t}.{c}" for c in _NAMED_KEY)
+
+
+def _numbered_match(left: str, right: str) -> str:
+    columns = (*(f"{c}_id" for c in _NAMED_KEY), "pricing", "term_months")
+    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in columns)
+
+
 # Each key of the snapshot against its open interval: new, same price, or changed; and each
 # open interval this run covers but did not see: vanished (a partial run closes only inside
 # its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
 # the run does not cover it (then its own last_seen must move); core.provider_coverage records
-# the sighting of the others. The join carries only keys, prices, availability and an
-# attributes hash, and only the keys to write are kept (at 2 % change per hour a few thousand of
-# 100,000).
+# the sighting of the others. The snapshot's side carries only the key's numbers, prices,
+# availability, an attributes hash and its coverage; the key's names come from the table's side
+# (a vanished key has no quote; every other key's quote has them, _CHANGES_SELECT); and only the
+# keys to write are kept (at 2 % change per hour a few thousand of 100,000).
 _CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _verdicts AS
 WITH classified AS (
-    SELECT {", ".join(f"coalesce(g.{c}, h.{c}) AS {c}" for c in _KEY_COLUMNS)},
+    SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)},
         g.quote_index, h.first_seen AS previous_first_seen,
         CASE
-            WHEN g.region IS NULL THEN 'vanished'
+            WHEN g.quote_index IS NULL THEN 'vanished'
             WHEN h.provider IS NULL THEN 'new'
             WHEN h.price_hour_original = g.node_original AND h.currency = g.currency
                 AND {_AVAILABILITY} THEN 'same'
             ELSE 'changed'
         END AS change,
-        NOT {_COVERED.format(t="g")} OR h.attributes <> g.attributes AS outdated,
-        {_COVERED.format(t="h")} AS covered
+        NOT g.covered OR h.attributes <> g.attributes AS outdated,
+        h.covered
     FROM (
-        SELECT {_KEYS}, quote_index, node_original, currency, available, stock,
-            {_SNAPSHOT_ATTRIBUTES}
-        FROM _good
+        SELECT {_NUMBERED_KEYS}, s.pricing, s.term_months, s.quote_index, s.node_original,
+            s.currency, s.available, s.stock, {_SNAPSHOT_ATTRIBUTES},
+            {_COVERED.format(t="s")} AS covered
+        FROM _good AS s {_numbered("s", "JOIN")}
     ) AS g
     FULL JOIN (
-        SELECT {_KEYS}, provider, first_seen, price_hour_original, currency, available, stock,
-            {_STORED_ATTRIBUTES}
-        FROM core.current_offers WHERE provider = $provider
+        SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)}, {_NUMBERED_KEYS}, h.provider,
+            h.first_seen, h.price_hour_original, h.currency, h.available, h.stock,
+            {_STORED_ATTRIBUTES}, {_COVERED.format(t="h")} AS covered
+        FROM core.current_offers AS h {_numbered("h", "LEFT JOIN")}
+        WHERE h.provider = $provider
     ) AS h
-        ON {_key_match("h", "g")}
+        ON {_numbered_match("h", "g")}
 )
 SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
 WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
@@ -789,11 +817,12 @@ def _apply_changes(
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
     con.execute(_GOOD_SQL)
+    con.execute(_KEY_NAMES_SQL)
     _run(con, _CLASSIFY_SQL, params)
     allocator.return_freed_pages()
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
-    con.execute("DROP VIEW _good; DROP TABLE _snap")
+    con.execute("DROP TABLE _key_names; DROP VIEW _good; DROP TABLE _snap")
     allocator.return_freed_pages()
     _changes_table(con, staged, manifest, params["now"])
     allocator.return_freed_pages()
