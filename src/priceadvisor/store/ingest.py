@@ -115,6 +115,14 @@ class StagedQuotes:
         stop = min(start + HANDOFF_BATCH, self.count)
         return quotes_table(self.quotes[start:stop], range(start, stop))
 
+    def picked(self, start: int, positions: list[int]) -> Any:
+        """A table holding at least the quotes at `positions` of the batch at `start`: the
+        staged table itself (the statement that reads it picks them), or one of those quotes
+        alone made from the caller's list (cheaper than the whole batch's)."""
+        if self.tables:
+            return self.tables[start // HANDOFF_BATCH]
+        return quotes_table([self.quotes[i] for i in positions], positions)
+
 
 def stage_quotes(quotes: list[RawQuote]) -> StagedQuotes:
     """Take the quotes out of `quotes`, batch by batch: each batch leaves the list as its Arrow
@@ -469,7 +477,9 @@ _VANISHED_SQL = f"""
 INSERT INTO _changes BY NAME
 SELECT {_KEYS}, previous_first_seen, change, stale FROM _verdicts WHERE change = 'vanished'
 """
-_WANTED_SQL = "SELECT count(*) FROM _verdicts WHERE quote_index >= ? AND quote_index < ?"
+_WANTED_SQL = """
+SELECT quote_index FROM _verdicts WHERE quote_index >= ? AND quote_index < ? ORDER BY quote_index
+"""
 _CLOSING = "c.change IN ('changed', 'vanished')"
 
 # The (region, pricing) pairs this run saw and covers: it is their latest sighting.
@@ -696,9 +706,11 @@ def _changes_table(
     sql = _CHANGES_FIRST_SQL
     known: dict[tuple[Any, ...], Any] = {}
     for start in staged.starts():
-        wanted = con.execute(_WANTED_SQL, [start, start + HANDOFF_BATCH]).fetchone()
-        if (wanted and wanted[0]) or sql is _CHANGES_FIRST_SQL:  # the first creates the table
-            _normalise_batch(con, staged.table(start), manifest, now, sql, known)
+        wanted = [
+            row[0] for row in con.execute(_WANTED_SQL, [start, start + HANDOFF_BATCH]).fetchall()
+        ]
+        if wanted or sql is _CHANGES_FIRST_SQL:  # the first creates the table, even empty
+            _normalise_batch(con, staged.picked(start, wanted), manifest, now, sql, known)
             sql = _CHANGES_MORE_SQL
     if sql is _CHANGES_FIRST_SQL:  # no quotes at all
         _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
