@@ -2,6 +2,7 @@
 batches (store.ingest.HANDOFF_BATCH) beside the same ingest handed over in one go.
 
     uv run python bench/bench_ingest_memory.py [--offers 100000] [--batches 50000 0] [--pairs 3]
+        [--held]
 
 Each measurement is a fresh child process with the daemon's DuckDB and allocator bounds
 (service.daemon._bound_memory): it builds a snapshot of `--offers` quotes (bench/gen_snapshot.py),
@@ -12,6 +13,11 @@ checkpoint). Reported per child: RSS holding the quotes before the timed ingest,
 (VmHWM, reset just before it) over the timed session, and the session's CPU time. A batch
 size of 0 means one go (a batch as large as the snapshot), the comparator. Children run
 alternately (batched, one go, batched, ...), `--pairs` times; medians at the end.
+
+The timed result is handed over as the fetch path hands it (collect.fetch.ingest_results): its
+quotes staged (store.ingest.stage_quotes), the result holding the only list of them. With
+`--held` the benchmark keeps its own list through the ingest as well (what it did before
+staging; no adapter does).
 """
 
 from __future__ import annotations
