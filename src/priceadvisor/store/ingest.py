@@ -673,11 +673,12 @@ def _merge(
     return counts, status, error
 
 
-# Quotes handed to DuckDB per Arrow table: the snapshot goes in batch by batch so only one
-# batch's Arrow copy exists at a time (~7 MB instead of ~150 MB at 1,000,000 quotes). Smaller
-# batches cost more CPU for little memory (each batch runs the normalising statement and its
-# look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU than one go, 50,000
-# ~10-20 % (docs/benchmarks.md).
+# Quotes handed to DuckDB per Arrow table: staged (stage_quotes), each batch's objects are gone
+# once its table is made, so objects and tables of the whole snapshot never exist at once; read
+# in place, only one batch's table exists at a time (~7 MB instead of ~150 MB at 1,000,000
+# quotes). Smaller batches cost more CPU for little memory (each batch runs the normalising
+# statement and its look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU
+# than one go, 50,000 ~10-20 % (docs/benchmarks.md).
 HANDOFF_BATCH = 50_000
 
 
