@@ -2,6 +2,7 @@
 batches (store.ingest.HANDOFF_BATCH) beside the same ingest handed over in one go.
 
     uv run python bench/bench_ingest_memory.py [--offers 100000] [--batches 50000 0] [--pairs 3]
+        [--held]
 
 Each measurement is a fresh child process with the daemon's DuckDB and allocator bounds
 (service.daemon._bound_memory): it builds a snapshot of `--offers` quotes (bench/gen_snapshot.py),
@@ -12,6 +13,11 @@ checkpoint). Reported per child: RSS holding the quotes before the timed ingest,
 (VmHWM, reset just before it) over the timed session, and the session's CPU time. A batch
 size of 0 means one go (a batch as large as the snapshot), the comparator. Children run
 alternately (batched, one go, batched, ...), `--pairs` times; medians at the end.
+
+The timed result is handed over as the fetch path hands it (collect.fetch.ingest_results): its
+quotes staged (store.ingest.stage_quotes), the result holding the only list of them. With
+`--held` the benchmark keeps its own list through the ingest as well (what it did before
+staging; no adapter does).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -40,12 +47,24 @@ def status_mb(field: str) -> float:
     raise SystemExit(f"no {field} in /proc/self/status (Linux only)")
 
 
-def child(offers: int, batch: int) -> dict[str, float]:
-    """One measurement, in this (fresh) process."""
+def _ingest(ingest_module: Any, con: Any, run_id: int, result: Any) -> Any:
+    """As the fetch path (collect.fetch.ingest_results) hands a result to the store: its quotes
+    staged first where the tree has staging (a tree before it ingests the result's list)."""
+    from bench_ingest import MANIFEST  # noqa: PLC0415
+
+    stage = getattr(ingest_module, "stage_quotes", None)
+    if stage is None:
+        return ingest_module.ingest(con, run_id, result, MANIFEST)
+    return ingest_module.ingest(con, run_id, result, MANIFEST, staged=stage(result.quotes))
+
+
+def child(offers: int, batch: int, held: bool) -> dict[str, float]:
+    """One measurement, in this (fresh) process. `held`: the producer keeps its own list of
+    the quotes through the ingest (no adapter does: the fetch path's result holds the only
+    list); otherwise the result holds the only reference, as in the fetch path."""
     from priceadvisor.service.daemon import _bound_memory  # noqa: PLC0415 - child only
 
     _bound_memory()
-    from bench_ingest import MANIFEST  # noqa: PLC0415
     from gen_snapshot import base_quotes, next_snapshot  # noqa: PLC0415
 
     from priceadvisor.records import FetchResult, RunStatus  # noqa: PLC0415
@@ -62,25 +81,30 @@ def child(offers: int, batch: int) -> dict[str, float]:
                 quotes, _ = next_snapshot(quotes, 0.02, random.Random(2))
             with connections.writer(db) as con:
                 run_id = start_run(con, "bench")
-            held = status_mb("VmRSS")
+            holding = status_mb("VmRSS")
             Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here on
             cpu = time.process_time()
+            # The result's list is staged away by the ingest: the first snapshot's own list is
+            # kept for the next one, and a `held` producer keeps its own through the ingest.
+            handed = quotes if hour and not held else list(quotes)
             result = FetchResult(
-                "bench", RunStatus.OK, quotes, finished_at=START + dt.timedelta(hours=hour)
+                "bench", RunStatus.OK, handed, finished_at=START + dt.timedelta(hours=hour)
             )
+            if hour and not held:
+                del quotes, handed  # as the fetch path: the list lives in the result alone
             with connections.writer(db, vacuum=vacuum) as con:
-                summary = ingest_module.ingest(con, run_id, result, MANIFEST)
+                summary = _ingest(ingest_module, con, run_id, result)
         assert summary.status == RunStatus.OK, summary.error
         return {
-            "held": held,
+            "held": holding,
             "peak": status_mb("VmHWM"),
             "cpu": time.process_time() - cpu,
             "changed": summary.offers_changed,
         }
 
 
-def measure(offers: int, batch: int) -> dict[str, float]:
-    command = [sys.executable, __file__, "--child", str(offers), str(batch)]
+def measure(offers: int, batch: int, held: bool) -> dict[str, float]:
+    command = [sys.executable, __file__, "--child", str(offers), str(batch), str(int(held))]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"child failed:\n{done.stderr}")
@@ -96,15 +120,19 @@ def main() -> None:
     parser.add_argument("--offers", type=int, default=100_000)
     parser.add_argument("--batches", type=int, nargs="+", default=[50_000, 0])
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--child", type=int, nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--held", action="store_true", help="the producer keeps its own list of the quotes"
+    )
+    parser.add_argument("--child", type=int, nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(*args.child)))
+        offers, batch, held = args.child
+        print(json.dumps(child(offers, batch, bool(held))))
         return
     runs: dict[int, list[dict[str, float]]] = {batch: [] for batch in args.batches}
     for _ in range(args.pairs):
         for batch in args.batches:
-            got = measure(args.offers, batch)
+            got = measure(args.offers, batch, args.held)
             runs[batch].append(got)
             print(
                 f"{args.offers:,} offers, {label(batch)}: holding the quotes {got['held']:.0f} MB, "

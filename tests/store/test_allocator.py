@@ -4,12 +4,18 @@ allocator's decay (read from that allocator's own statistics)."""
 from __future__ import annotations
 
 import ctypes
+import datetime as dt
 import sys
+from pathlib import Path
 
 import duckdb
 import pytest
 
-from priceadvisor.store import allocator
+from priceadvisor.manifest import manifest
+from priceadvisor.records import FetchResult, RawQuote, RunStatus
+from priceadvisor.store import allocator, connections
+from priceadvisor.store.ingest import ingest
+from priceadvisor.store.runs import start_run
 
 
 def _dirty_pages() -> int:
@@ -31,3 +37,20 @@ def test_the_pages_of_a_finished_join_are_returned() -> None:
     assert _dirty_pages() > 0  # the join's hash table, freed and still held
     allocator.return_freed_pages()
     assert _dirty_pages() == 0
+
+
+def test_an_ingest_returns_its_snapshots_pages_once_committed(tmp_path: Path) -> None:
+    """The snapshot's table is dropped inside the ingest's transaction and freed only by its
+    COMMIT: the ingest hands those pages back before it returns, so the writer session's
+    checkpoint does not run on top of them."""
+    quotes = [
+        RawQuote(f"region-{i % 7}", f"type-{i}", "on_demand", 1.0 + i % 50, gpu_name_raw="H100")
+        for i in range(20_000)
+    ]
+    db = tmp_path / "pages.duckdb"
+    with connections.writer(db) as con:
+        run_id = start_run(con, "azure")
+        result = FetchResult("azure", RunStatus.OK, quotes, finished_at=dt.datetime(2026, 11, 1))
+        summary = ingest(con, run_id, result, manifest("azure"))
+        assert summary.offers_new == len(quotes)
+        assert _dirty_pages() == 0

@@ -1,5 +1,6 @@
 """A snapshot handed to DuckDB in batches (store.ingest.HANDOFF_BATCH) merges exactly as in one
-go: same history, same rejections and duplicates, same run summaries."""
+go: same history, same rejections and duplicates, same run summaries; and so does one whose
+quotes were staged up front (store.ingest.stage_quotes, the fetch path's way)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def snapshot(step: int) -> list[RawQuote]:
     return quotes
 
 
-def ingest_series(db: Path, batch: int, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def ingest_series(
+    db: Path, batch: int, monkeypatch: pytest.MonkeyPatch, staged: bool = False
+) -> list[Any]:
     monkeypatch.setattr(ingest_module, "HANDOFF_BATCH", batch)
     summaries = []
     for step in range(3):
@@ -58,7 +61,8 @@ def ingest_series(db: Path, batch: int, monkeypatch: pytest.MonkeyPatch) -> list
             result = FetchResult(
                 "azure", RunStatus.OK, snapshot(step), finished_at=START + dt.timedelta(hours=step)
             )
-            summary = ingest_module.ingest(con, run_id, result, manifest("azure"))
+            staging = ingest_module.stage_quotes(result.quotes) if staged else None
+            summary = ingest_module.ingest(con, run_id, result, manifest("azure"), staged=staging)
         summaries.append(dataclasses.replace(summary, duration_s=0.0))
     return summaries
 
@@ -78,3 +82,22 @@ def test_batched_hand_off_stores_the_same_history_as_one_batch(
     assert whole[0].offers_duplicate == 1 and whole[0].offers_rejected >= 3
     assert whole[1].offers_closed == 2  # the vanished key was closed
     assert stored(tmp_path / "batched.duckdb") == stored(tmp_path / "whole.duckdb")
+
+
+@pytest.mark.parametrize("batch", [1, 4, 10_000])
+def test_staged_quotes_store_the_same_history_as_quotes_read_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    in_place = ingest_series(tmp_path / "in_place.duckdb", batch, monkeypatch)
+    staged = ingest_series(tmp_path / "staged.duckdb", batch, monkeypatch, staged=True)
+    assert staged == in_place
+    assert stored(tmp_path / "staged.duckdb") == stored(tmp_path / "in_place.duckdb")
+
+
+def test_staging_takes_the_quotes_out_of_their_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ingest_module, "HANDOFF_BATCH", 4)
+    quotes = snapshot(0)
+    count = len(quotes)
+    staged = ingest_module.stage_quotes(quotes)
+    assert quotes == []  # the caller's list no longer keeps a quote alive
+    assert staged.count == count and len(staged.tables) == -(-count // 4)

@@ -167,3 +167,31 @@ def test_an_attribute_set_after_runs_without_it_updates_the_open_interval(
     assert (summary.offers_changed, summary.offers_new) == (0, 0)
     assert query(db_path, f"SELECT {column}, first_seen FROM offers") == [(stored, T0)]
     assert query(db_path, "SELECT count(*) FROM price_history") == [(1,)]
+
+
+def test_keys_match_by_each_name_in_its_own_column(db_path: Path) -> None:
+    """The classification joins on numbered names (one numbering for regions, zones and
+    instance types alike): a name is matched only in its own column, and a stored key with a
+    name the snapshot lacks matches nothing and closes."""
+    crossed = [
+        dataclasses.replace(BARE, region="eastus", zone="westus"),
+        dataclasses.replace(BARE, region="westus", zone="eastus", price=4.0),
+        dataclasses.replace(BARE, region="japaneast", instance_type="eastus", price=5.0),
+    ]
+    run(db_path, 0, crossed)
+    later = [
+        dataclasses.replace(crossed[0], price=3.5),  # changed
+        crossed[1],  # same
+        dataclasses.replace(BARE, region="eastus", instance_type="westus", price=6.0),  # new
+    ]  # crossed[2] vanished: its region is a name the new snapshot has nowhere
+    summary = run(db_path, 1, later)
+    assert (summary.offers_changed, summary.offers_new, summary.offers_closed) == (1, 1, 1)
+    assert query(
+        db_path,
+        "SELECT region, zone, instance_type, price_hour_original FROM core.current_offers"
+        " ORDER BY ALL",
+    ) == [
+        ("eastus", "", "westus", 6.0),
+        ("eastus", "westus", BARE.instance_type, 3.5),
+        ("westus", "eastus", BARE.instance_type, 4.0),
+    ]

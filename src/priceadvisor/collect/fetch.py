@@ -46,7 +46,7 @@ from priceadvisor.store.http_cache import (
     load_validators,
     save_validators,
 )
-from priceadvisor.store.ingest import ingest
+from priceadvisor.store.ingest import ingest, stage_quotes
 
 log = logging.getLogger(__name__)
 
@@ -271,14 +271,7 @@ def ingest_results(
         # no vacuum at the end: the next cycle's run start reclaims the closed rows' space
         with store.writer(give_up=give_up, vacuum=False) as con:
             summaries = {
-                result.provider: transactions.retry_conflicts(ingest)(
-                    con,
-                    run_id,
-                    result,
-                    manifest(result.provider),
-                    settings.provider(result.provider).min_offer_share,
-                    settings.provider(result.provider).allow_flagged,
-                )
+                result.provider: _ingest_one(con, settings, run_id, result)
                 for run_id, result in ordered
             }
             for cache in caches:
@@ -293,6 +286,24 @@ def ingest_results(
         _finish_unfinished(store, run_ids, exc, gave_up=False)
         raise errors.StoreError(f"ingest failed: {errors.first_line(exc)}") from exc
     return [_whole_run(summaries[r.provider], r) for r in results]
+
+
+def _ingest_one(
+    con: duckdb.DuckDBPyConnection, settings: Settings, run_id: int, result: FetchResult
+) -> IngestSummary:
+    """One result merged. Its quotes leave the result as they are handed to the store
+    (store.ingest.stage_quotes): nothing here needs them after the ingest, and a retried ingest
+    reads the same staged batches."""
+    staged = stage_quotes(result.quotes)
+    return transactions.retry_conflicts(ingest)(
+        con,
+        run_id,
+        result,
+        manifest(result.provider),
+        settings.provider(result.provider).min_offer_share,
+        settings.provider(result.provider).allow_flagged,
+        staged,
+    )
 
 
 def _record_intervals(

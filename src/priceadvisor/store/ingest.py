@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -89,6 +90,52 @@ DUPLICATE_KEY = "duplicate key in the snapshot (collapsed into the cheapest)"
 def quotes_table(quotes: Sequence[RawQuote], positions: Sequence[int]) -> Any:
     """The quotes as an Arrow table, with their positions in the snapshot (`quote_index`)."""
     return columns.from_objects(quotes, _QUOTE_SCHEMA, ("quote_index", positions))
+
+
+@dataclass(frozen=True)
+class StagedQuotes:
+    """A snapshot's quotes as Arrow tables of HANDOFF_BATCH quotes each (quotes_table), in
+    snapshot order: what the ingest reads, twice (the snapshot, then the quotes of the keys to
+    write). Either made up front (`tables`, stage_quotes: at 100,000 quotes they take about
+    half the memory of the RawQuote objects) or each when read from `quotes`, which the
+    caller keeps."""
+
+    count: int
+    tables: list[Any] = field(default_factory=list)
+    quotes: Sequence[RawQuote] = ()
+
+    def starts(self) -> range:
+        """Each batch's first position in the snapshot."""
+        return range(0, self.count, HANDOFF_BATCH)
+
+    def table(self, start: int) -> Any:
+        """The batch that starts at `start`."""
+        if self.tables:
+            return self.tables[start // HANDOFF_BATCH]
+        stop = min(start + HANDOFF_BATCH, self.count)
+        return quotes_table(self.quotes[start:stop], range(start, stop))
+
+    def picked(self, start: int, positions: list[int]) -> Any:
+        """A table holding at least the quotes at `positions` of the batch at `start`: the
+        staged table itself (the statement that reads it picks them), or one of those quotes
+        alone made from the caller's list (cheaper than the whole batch's)."""
+        if self.tables:
+            return self.tables[start // HANDOFF_BATCH]
+        return quotes_table([self.quotes[i] for i in positions], positions)
+
+
+def stage_quotes(quotes: list[RawQuote]) -> StagedQuotes:
+    """Take the quotes out of `quotes`, batch by batch: each batch leaves the list as its Arrow
+    table is made, so a caller holding no other reference (the fetch path) never holds all the
+    objects and all their tables at once, and holds no object through the ingest
+    (docs/benchmarks.md). The list is empty afterwards."""
+    tables, count = [], 0
+    while quotes:
+        batch = quotes[:HANDOFF_BATCH]
+        del quotes[:HANDOFF_BATCH]
+        tables.append(quotes_table(batch, range(count, count + len(batch))))
+        count += len(batch)
+    return StagedQuotes(count, tables)
 
 
 # The values resolved or looked up once each, distinct as DuckDB compares them, in one scan:
@@ -342,38 +389,66 @@ _AVAILABILITY = (
 # The snapshot's valid quotes, one per key (duplicates are marked in _snap by then).
 _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
 
+# The names of the snapshot's keys (its regions, zones and instance types), numbered: the
+# classification joins the snapshot to the table on these numbers, so its hash table (built on
+# the snapshot's side) carries three integers a row instead of the three strings (~8 MB less at
+# 100,000 quotes: docs/benchmarks.md). Exact: two names are equal exactly when their numbers
+# are, and a stored name the snapshot does not have gets none, so that offer matches no quote.
+_KEY_NAMES_SQL = """
+CREATE OR REPLACE TEMP TABLE _key_names AS
+SELECT name, CAST(row_number() OVER () AS INTEGER) AS id
+FROM (SELECT DISTINCT unnest([region, zone, instance_type]) AS name FROM _good)
+"""
+_NAMED_KEY = ("region", "zone", "instance_type")
+_NUMBERED_KEYS = ", ".join(f"n_{c}.id AS {c}_id" for c in _NAMED_KEY)
+
+
+def _numbered(t: str, join: str) -> str:
+    """`join`s of the table `t` to the key names: one per named key column."""
+    return " ".join(f"{join} _key_names AS n_{c} ON n_{c}.name = {t}.{c}" for c in _NAMED_KEY)
+
+
+def _numbered_match(left: str, right: str) -> str:
+    columns = (*(f"{c}_id" for c in _NAMED_KEY), "pricing", "term_months")
+    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in columns)
+
+
 # Each key of the snapshot against its open interval: new, same price, or changed; and each
 # open interval this run covers but did not see: vanished (a partial run closes only inside
 # its complete scopes). A same-price row is rewritten (`stale`) only when an attribute moved or
 # the run does not cover it (then its own last_seen must move); core.provider_coverage records
-# the sighting of the others. The join carries only keys, prices, availability and an
-# attributes hash, and only the keys to write are kept (at 2 % change per hour a few thousand of
-# 100,000).
+# the sighting of the others. The snapshot's side carries only the key's numbers, prices,
+# availability, an attributes hash and its coverage; the key's names come from the table's side
+# (a vanished key has no quote; every other key's quote has them, _CHANGES_SELECT); and only the
+# keys to write are kept (at 2 % change per hour a few thousand of 100,000).
 _CLASSIFY_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _verdicts AS
 WITH classified AS (
-    SELECT {", ".join(f"coalesce(g.{c}, h.{c}) AS {c}" for c in _KEY_COLUMNS)},
+    SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)},
         g.quote_index, h.first_seen AS previous_first_seen,
         CASE
-            WHEN g.region IS NULL THEN 'vanished'
+            WHEN g.quote_index IS NULL THEN 'vanished'
             WHEN h.provider IS NULL THEN 'new'
             WHEN h.price_hour_original = g.node_original AND h.currency = g.currency
                 AND {_AVAILABILITY} THEN 'same'
             ELSE 'changed'
         END AS change,
-        NOT {_COVERED.format(t="g")} OR h.attributes <> g.attributes AS outdated,
-        {_COVERED.format(t="h")} AS covered
+        NOT g.covered OR h.attributes <> g.attributes AS outdated,
+        h.covered
     FROM (
-        SELECT {_KEYS}, quote_index, node_original, currency, available, stock,
-            {_SNAPSHOT_ATTRIBUTES}
-        FROM _good
+        SELECT {_NUMBERED_KEYS}, s.pricing, s.term_months, s.quote_index, s.node_original,
+            s.currency, s.available, s.stock, {_SNAPSHOT_ATTRIBUTES},
+            {_COVERED.format(t="s")} AS covered
+        FROM _good AS s {_numbered("s", "JOIN")}
     ) AS g
     FULL JOIN (
-        SELECT {_KEYS}, provider, first_seen, price_hour_original, currency, available, stock,
-            {_STORED_ATTRIBUTES}
-        FROM core.current_offers WHERE provider = $provider
+        SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)}, {_NUMBERED_KEYS}, h.provider,
+            h.first_seen, h.price_hour_original, h.currency, h.available, h.stock,
+            {_STORED_ATTRIBUTES}, {_COVERED.format(t="h")} AS covered
+        FROM core.current_offers AS h {_numbered("h", "LEFT JOIN")}
+        WHERE h.provider = $provider
     ) AS h
-        ON {_key_match("h", "g")}
+        ON {_numbered_match("h", "g")}
 )
 SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
 WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
@@ -382,7 +457,10 @@ WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
 # the quotes of the keys to write normalised again (the same statement as _snap's, over those
 # quotes only), with the guard's verdict; then the vanished keys, which have no quote.
 _WRITTEN = (*_DETAILS, "currency", "node_original", "price_basis", "available", "stock")
-_CHANGES_SELECT = f"""{_NORMALISE_CTES}
+# Only the batch's quotes of keys to write go through the normalising joins (a few thousand of
+# 100,000): the rest of the batch's table is skipped by its position.
+_WANTED_QUOTES = "(SELECT * FROM _raw SEMI JOIN _verdicts USING (quote_index))"
+_CHANGES_SELECT = f"""{_NORMALISE_CTES.replace("FROM _raw AS r", f"FROM {_WANTED_QUOTES} AS r")}
 SELECT {", ".join(f"d.{c}" for c in _KEY_COLUMNS + _WRITTEN)}, f.flag, f.flag_reason,
     v.previous_first_seen, v.change, v.stale
 FROM usd AS d JOIN _verdicts AS v ON v.quote_index = d.quote_index
@@ -510,16 +588,26 @@ def ingest(
     manifest: Manifest,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
     allow_flagged: Sequence[str] = (),
+    staged: StagedQuotes | None = None,
 ) -> IngestSummary:
     """Merge one fetch result in a single transaction and finish its fetch_runs row.
-    `allow_flagged` is the config's allow-list for the offer guard (store.guard)."""
+    `allow_flagged` is the config's allow-list for the offer guard (store.guard). `staged`:
+    the result's quotes, already taken out of it by stage_quotes (the fetch path); without it
+    each batch's table is made from the result's quotes when read, and they stay in it."""
     started = time.perf_counter()
     observed = result.finished_at or utcnow()
+    if staged is None:
+        staged = StagedQuotes(len(result.quotes), quotes=result.quotes)
     with transactions.atomic(con):
         counts, status, error = _merge(
-            con, run_id, result, manifest, observed, min_offer_share, allow_flagged
+            con, run_id, result, staged, manifest, observed, min_offer_share, allow_flagged
         )
-        return _finish_run(con, run_id, result, status, error, counts, observed, started)
+        summary = _finish_run(con, run_id, result, status, error, counts, observed, started)
+    # The snapshot's table, dropped inside the transaction, is kept for a rollback until COMMIT
+    # frees it: its pages go back now, before the writer session's checkpoint, which otherwise
+    # ran on top of them and was the ingest's peak (docs/benchmarks.md).
+    allocator.return_freed_pages()
+    return summary
 
 
 def _merge_fx(
@@ -546,6 +634,7 @@ def _merge(
     con: duckdb.DuckDBPyConnection,
     run_id: int,
     result: FetchResult,
+    staged: StagedQuotes,
     manifest: Manifest,
     now: Any,
     min_offer_share: float = DEFAULT_MIN_OFFER_SHARE,
@@ -553,14 +642,14 @@ def _merge(
 ) -> tuple[dict[str, int], RunStatus, str | None]:
     newer = _latest_observation(con, result.provider)
     if result.status in (RunStatus.OK, RunStatus.PARTIAL) and newer is not None and newer >= now:
-        return _superseded(result, newer)
+        return _superseded(staged.count, newer)
     if manifest.kind == "fx":
         return _merge_fx(con, result, now)
     if manifest.kind == "api":
         return merge_api_prices(con, run_id, result, now)
     # Each large step's freed memory is returned before the next (store.allocator), so the
     # ingest's peak is its largest step, not their sum.
-    _normalise(con, result.quotes, manifest, now)
+    _normalise(con, staged, manifest, now)
     allocator.return_freed_pages()
     params = {"provider": result.provider, "run": run_id}
     _run(con, _REJECTED_SQL, params)
@@ -579,55 +668,59 @@ def _merge(
         placeholders = manifest.guard.placeholder_prices
         counts["flagged"] = flag_offers(con, result.provider, placeholders, allow_flagged)
         allocator.return_freed_pages()
-        counts |= _apply_changes(con, result, manifest, status, params | {"now": now})
+        counts |= _apply_changes(con, result, staged, manifest, status, params | {"now": now})
         counts["seen"] = offers
     return counts, status, error
 
 
-# Quotes handed to DuckDB per Arrow table: the snapshot goes in batch by batch so only one
-# batch's Arrow copy exists at a time (~7 MB instead of ~150 MB at 1,000,000 quotes). Smaller
-# batches cost more CPU for little memory (each batch runs the normalising statement and its
-# look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU than one go, 50,000
-# ~10-20 % (docs/benchmarks.md).
+# Quotes handed to DuckDB per Arrow table: staged (stage_quotes), each batch's objects are gone
+# once its table is made, so objects and tables of the whole snapshot never exist at once; read
+# in place, only one batch's table exists at a time (~7 MB instead of ~150 MB at 1,000,000
+# quotes). Smaller batches cost more CPU for little memory (each batch runs the normalising
+# statement and its look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU
+# than one go, 50,000 ~10-20 % (docs/benchmarks.md).
 HANDOFF_BATCH = 50_000
 
 
 def _normalise(
-    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
+    con: duckdb.DuckDBPyConnection, staged: StagedQuotes, manifest: Manifest, now: Any
 ) -> None:
     """The snapshot as the temp table _snap: each quote normalised, with its reject reason.
     Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
     batch normalises exactly as it would within the whole snapshot."""
     sql = _NORMALISE_FIRST_SQL
     known: dict[tuple[Any, ...], Any] = {}  # resolutions, shared by the batches
-    for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
-        positions = range(start, min(start + HANDOFF_BATCH, len(quotes)))
-        _normalise_batch(con, quotes[start : positions.stop], positions, manifest, now, sql, known)
+    for start in staged.starts():
+        _normalise_batch(con, staged.table(start), manifest, now, sql, known)
         sql = _NORMALISE_MORE_SQL
+    if sql is _NORMALISE_FIRST_SQL:  # no quotes: the table is created all the same
+        _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
     con.execute(_SPOT_CHECK_SQL)
 
 
 def _changes_table(
-    con: duckdb.DuckDBPyConnection, quotes: list[RawQuote], manifest: Manifest, now: Any
+    con: duckdb.DuckDBPyConnection, staged: StagedQuotes, manifest: Manifest, now: Any
 ) -> None:
     """_changes: the quotes of the keys to write (_verdicts.quote_index), normalised again in
-    full, batch by batch of the snapshot's positions; then the vanished keys."""
+    full (the statement joins each batch to _verdicts), batch by batch of the snapshot; then
+    the vanished keys."""
     sql = _CHANGES_FIRST_SQL
     known: dict[tuple[Any, ...], Any] = {}
-    for start in range(0, max(len(quotes), 1), HANDOFF_BATCH):
+    for start in staged.starts():
         wanted = [
             row[0] for row in con.execute(_WANTED_SQL, [start, start + HANDOFF_BATCH]).fetchall()
         ]
         if wanted or sql is _CHANGES_FIRST_SQL:  # the first creates the table, even empty
-            _normalise_batch(con, [quotes[i] for i in wanted], wanted, manifest, now, sql, known)
+            _normalise_batch(con, staged.picked(start, wanted), manifest, now, sql, known)
             sql = _CHANGES_MORE_SQL
+    if sql is _CHANGES_FIRST_SQL:  # no quotes at all
+        _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
     con.execute(_VANISHED_SQL)
 
 
 def _normalise_batch(
     con: duckdb.DuckDBPyConnection,
-    quotes: Sequence[RawQuote],
-    positions: Sequence[int],
+    table: Any,
     manifest: Manifest,
     now: Any,
     sql: str,
@@ -638,12 +731,12 @@ def _normalise_batch(
     # them would create views, and a view dropped inside the ingest's transaction keeps its
     # Arrow data alive until COMMIT (kept for a rollback): ~12 MB at 100,000 quotes held
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
-    _raw = quotes_table(quotes, positions)
+    _raw = table
     distinct = con.execute(_DISTINCT_SQL).fetchall()
     _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known)
     fx_table(con, now, [r[3] for r in distinct if not r[4]])
     con.execute(sql)
-    del _raw, _resolved  # _snap holds all the rest needs; the batch's Arrow copy can go now
+    del _raw, _resolved
 
 
 def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
@@ -655,10 +748,10 @@ def _latest_observation(con: duckdb.DuckDBPyConnection, provider: str) -> Any:
     return row[0] if row else None
 
 
-def _superseded(result: FetchResult, newer: Any) -> tuple[dict[str, int], RunStatus, str | None]:
+def _superseded(quotes: int, newer: Any) -> tuple[dict[str, int], RunStatus, str | None]:
     """A snapshot that arrives after a later one was merged: merging it would close newer
     intervals in the past or bring back older prices, so it changes nothing."""
-    counts = {"total": len(result.quotes), "rejected": 0, "unmapped": 0}
+    counts = {"total": quotes, "rejected": 0, "unmapped": 0}
     error = f"a snapshot observed later ({newer:%Y-%m-%d %H:%M:%S} UTC) is already merged"
     return counts, RunStatus.SUPERSEDED, error + "; nothing changed"
 
@@ -733,19 +826,21 @@ def _check_expectations(
 def _apply_changes(
     con: duckdb.DuckDBPyConnection,
     result: FetchResult,
+    staged: StagedQuotes,
     manifest: Manifest,
     status: RunStatus,
     params: dict[str, Any],
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
     con.execute(_GOOD_SQL)
+    con.execute(_KEY_NAMES_SQL)
     _run(con, _CLASSIFY_SQL, params)
     allocator.return_freed_pages()
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
-    con.execute("DROP VIEW _good; DROP TABLE _snap")
+    con.execute("DROP TABLE _key_names; DROP VIEW _good; DROP TABLE _snap")
     allocator.return_freed_pages()
-    _changes_table(con, result.quotes, manifest, params["now"])
+    _changes_table(con, staged, manifest, params["now"])
     allocator.return_freed_pages()
     row = con.execute(
         "SELECT count(*) FILTER (WHERE change = 'changed'), count(*) FILTER (WHERE change = 'new'),"
