@@ -906,6 +906,7 @@ SIZING_SPECS = (
 )
 
 
+@per_pass(objects=1)  # asked by every estimate: once per GPU model in a pass (a refusal raises)
 def check_sizable(gpu: GpuSpec) -> None:
     """Refuse a model the efficiency priors have no published basis for (Trainium, Inferentia):
     a number from GPU-calibrated priors would look precise and be wrong; and a model whose
@@ -1020,17 +1021,41 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayou
     figures `_serve` gives it — the same helpers, without building an estimate: only the
     chosen layout is built."""
     ranked: list[tuple[float, int, int, RankedLayout]] = []
-    stages: dict[int, Workload] = {}  # the workload per depth, asked of the pass once a depth
-    for tp, pp in serving_layouts(work, gpus):
-        if pp not in stages:
-            stages[pp] = with_stages(work, pp)
-        staged = stages[pp]
-        batch = fitting_batch(staged, gpu, tp)
-        if batch is not None:
-            speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
+    for tp, pp in layouts_in_pass(work, gpus):
+        figures = layout_figures(work, gpu, tp, pp)
+        if figures is not None:
+            staged, batch, step = figures
+            speed = replicas_of(gpus, tp, pp) * batch / step  # as `serving_tokens_per_s`
             ranked.append((-speed, tp * pp, len(ranked), RankedLayout(tp, staged, batch, speed)))
     ranked.sort(key=lambda entry: entry[:3])
     return [layout for *_, layout in ranked]
+
+
+@per_pass(objects=1)  # asked for every GPU model of a workload: once per GPU count in a pass
+def layouts_in_pass(work: Workload, gpus: int) -> tuple[tuple[int, int], ...]:
+    """`serving_layouts`, as a tuple the pass can share."""
+    return tuple(serving_layouts(work, gpus))
+
+
+@per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
+def layout_figures(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> LayoutFigures | None:
+    """What the search ranks a layout of TP x PP by, whatever the GPU count: the workload in
+    its `pp` stages, the batch a replica runs (`fitting_batch`) and its saturated step
+    (`saturated_step_seconds`); None when the layout does not fit or misses a latency target.
+    One memo entry per layout, so that the search asks the pass once per layout and count."""
+    staged = with_stages(work, pp)
+    batch = fitting_batch(staged, gpu, tp)
+    if batch is None:
+        return None
+    return LayoutFigures(staged, batch, saturated_step_seconds(staged, gpu, tp, batch))
+
+
+class LayoutFigures(NamedTuple):
+    """A fitting layout's figures for the search (`layout_figures`)."""
+
+    work: Workload
+    batch: int
+    step: float
 
 
 def _runner_up(layout: RankedLayout, gpu: GpuSpec) -> tuple[str, float, float]:
