@@ -1674,9 +1674,7 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     available = usable_gib(gpu, SERVING_MEMORY_UTILISATION)
     capacity = kv_tokens(work, gpu, tp)
     max_concurrency = max_requests(work, capacity)
-    regime = (
-        "decode" if work.task == "serve" and (work.concurrency or 0) <= 4 else "serve-throughput"
-    )
+    regime = serving_regime(work)
     result = Estimate(
         gpu.id,
         gpus,
@@ -1706,9 +1704,8 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
         result.binding = "memory"
         return result
     requested = requested_batch(work, gpu, max_concurrency)
-    batch, binding = replica_batch(work, gpu, tp)
-    if binding != "latency target" and max_concurrency < requested:
-        binding = "kv capacity"
+    batch, binding = serving_binding(work, gpu, tp, max_concurrency)
+    if binding == "kv capacity":
         result.notes.append(
             f"KV cache holds {max_concurrency} requests per replica of the {requested} requested"
         )
@@ -1718,6 +1715,64 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     _finish_serving(result, work, gpu, tp, batch, binding)
     _note_wave(result, work, gpu, tp, batch)
     return result
+
+
+def serving_regime(work: Workload) -> str:
+    """The regime whose fitted range a serving estimate states."""
+    return "decode" if work.task == "serve" and (work.concurrency or 0) <= 4 else "serve-throughput"
+
+
+def serving_binding(work: Workload, gpu: GpuSpec, tp: int, admitted: int) -> tuple[int, str]:
+    """A fitting replica's batch and what binds it: `replica_batch`'s, or the KV capacity when
+    it admits fewer requests than asked and no latency target binds first."""
+    batch, binding = replica_batch(work, gpu, tp)
+    if binding != "latency target" and admitted < requested_batch(work, gpu, admitted):
+        binding = "kv capacity"
+    return batch, binding
+
+
+class ServingFigures(NamedTuple):
+    """What advice reads of a serving estimate (`fastest_figures`), as the estimate has it."""
+
+    gpu_model: str
+    replicas: int
+    tokens_per_s: float
+    ttft_ms: float
+    tpot_ms: float
+    binding: str
+    uncertainty: float
+
+
+def fastest_figures(work: Workload, gpu_model: str, gpus: int) -> ServingFigures | None:
+    """`estimate(work, gpu_model, gpus)`'s figures that advice reads, for serving on whole GPUs
+    with no layout given, without building the estimate (its memory parts, notes and the
+    reasons for its layout and batch, which advice never reads): the fastest layout's, as
+    `_serve` gives them. None when no layout fits: the estimate then says why. Raises
+    SizingError where `estimate` does."""
+    gpu = gpu_catalog().gpus[gpu_model]
+    check_sizable(gpu)
+    check_pipeline(work, gpus)
+    with sizing_pass():
+        ranked = fitting_layouts(work, gpu, gpus)
+        if not ranked:
+            return None
+        best = ranked[0]
+        return _figures(best.work, gpu, gpus, best.tp)
+
+
+def _figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
+    admitted = max_requests(work, kv_tokens(work, gpu, tp))
+    batch, binding = serving_binding(work, gpu, tp, admitted)
+    replicas = replicas_of(gpus, tp, work.pipeline_parallel)
+    return ServingFigures(
+        gpu.id,
+        replicas,
+        serving_tokens_per_s(work, gpu, tp, batch, replicas),
+        ttft_seconds(work, gpu, tp) * 1000,
+        _tpot_ms(work, gpu, tp, batch),
+        binding,
+        _uncertainty(work, gpu, serving_regime(work)),
+    )
 
 
 def holds_a_request(work: Workload, gpu: GpuSpec, tp: int) -> bool:
