@@ -84,7 +84,8 @@ def main() -> None:
                 size(profile, work, models)
         cpu.append(time.process_time() - started)
     print(
-        f"{'advice of' if args.advice else 'sizing'} {len(cases)} workloads x {len(models)} GPU models x {len(COUNTS)} counts: "
+        f"{'advice of' if args.advice else 'sizing'} {len(cases)} workloads x "
+        f"{len(models)} GPU models x {len(COUNTS)} counts: "
         f"CPU median {statistics.median(cpu):.3f} s (min {min(cpu):.3f}) over {args.rounds}"
     )
 

@@ -324,9 +324,7 @@ def _size(
     return Sized(factor, _fields(profile, result), result.tokens_per_s, result.replicas)
 
 
-def _fastest(
-    profile: WorkloadProfile, work: Workload, gpu_model: str, gpus: int
-) -> Sized | None:
+def _fastest(profile: WorkloadProfile, work: Workload, gpu_model: str, gpus: int) -> Sized | None:
     """Serving with the layout left to sizing, from the fastest layout's figures alone (the
     estimate's own, `fastest_figures`); None when no layout fits or it cannot be sized, which
     `size_offer` then answers."""

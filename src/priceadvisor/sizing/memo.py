@@ -64,6 +64,8 @@ def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     hashable). Positional calls only are memoised."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        if objects == 1:  # (workload or GPU, ...): keyed without a loop
+            return functools.wraps(function)(_keyed_by_one(function))
         if objects == 2:  # (workload, GPU, ...): the common case, keyed without a loop
             return functools.wraps(function)(_keyed_by_two(function))
 
@@ -82,6 +84,23 @@ def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return memoised
 
     return decorate
+
+
+def _keyed_by_one(function: Callable[..., R]) -> Callable[..., R]:
+    """`per_pass(objects=1)`'s wrapper with its object named (as `_keyed_by_two`)."""
+
+    def memoised(first: object, *rest: Any, **kwargs: Any) -> R:
+        current = _current.get()
+        if current is None or kwargs:
+            return function(first, *rest, **kwargs)
+        key = (function, id(first), *rest)
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            found = current.found[key] = function(first, *rest)
+            current.alive.append((first,))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
 
 
 def _keyed_by_two(function: Callable[..., R]) -> Callable[..., R]:
