@@ -31,10 +31,12 @@ Contents, in the order a workload's path goes through them:
    `regime_factor`, with `prior_uncertainty` for the stated range.
 
 Serving with no layout given (`fastest_layout`) ranks every valid TP x PP layout by the helpers
-`_serve` uses (`fitting_layouts`: `fitting_batch`, `serving_tokens_per_s`) and builds only the
-chosen one. Helpers marked `per_pass` are computed once per distinct call inside a sizing pass
-(`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per workload, so
-that a workload's layouts and GPU counts share their figures.
+`_serve` uses (`fitting_layouts`: `layout_figures`, one memo entry per layout with its
+`fitting_batch` and saturated step) and builds only the chosen one; advice, which reads a few of
+the estimate's figures, takes them from the chosen layout without building it
+(`fastest_figures`). Helpers marked `per_pass` are computed once per distinct call inside a
+sizing pass (`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per
+workload, so that a workload's layouts and GPU counts share their figures.
 """
 
 from __future__ import annotations
@@ -1065,10 +1067,10 @@ def _runner_up(layout: RankedLayout, gpu: GpuSpec) -> tuple[str, float, float]:
     return _layout_name(layout.tp, layout.work.pipeline_parallel), layout.tokens_per_s, tpot
 
 
-@per_pass(objects=2)
 def fitting_batch(work: Workload, gpu: GpuSpec, tp: int) -> int | None:
     """The batch a replica of TP x `work.pipeline_parallel` runs when it fits and meets the
-    latency targets, else None; a replica whose memory holds no request is not sized further."""
+    latency targets, else None; a replica whose memory holds no request is not sized further.
+    Not memoised: `layout_figures`, its caller, is (once per layout in a pass)."""
     if not holds_a_request(work, gpu, tp):
         return None
     batch, _ = replica_batch(work, gpu, tp)
