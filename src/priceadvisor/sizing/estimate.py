@@ -1755,11 +1755,65 @@ def fastest_figures(work: Workload, gpu_model: str, gpus: int) -> ServingFigures
     check_sizable(gpu)
     check_pipeline(work, gpus)
     with sizing_pass():
-        ranked = fitting_layouts(work, gpu, gpus)
-        if not ranked:
-            return None
-        best = ranked[0]
-        return _figures(best.work, gpu, gpus, best.tp)
+        best = fastest_fitting(work, gpu, gpus)
+        return None if best is None else _figures(best.work, gpu, gpus, best.tp)
+
+
+def fastest_fitting(work: Workload, gpu: GpuSpec, gpus: int) -> RankedLayout | None:
+    """`fitting_layouts(work, gpu, gpus)[0]` (None when none fits) without sizing the layouts
+    that cannot win: they are sized in the order of an upper bound on their tokens/s
+    (`replica_speed_bound` x replicas) until the next one's bound is below the fastest found.
+    The same layout as the full search: one left out is slower than the one chosen, never tied
+    with it."""
+    bounded = []
+    for index, (tp, pp) in enumerate(layouts_in_pass(work, gpus)):
+        bound = replica_speed_bound(work, gpu, tp, pp)
+        if bound is not None:
+            bounded.append((-bound * replicas_of(gpus, tp, pp), index, tp, pp))
+    bounded.sort()
+    best: tuple[tuple[float, int, int], RankedLayout] | None = None
+    for negative_bound, index, tp, pp in bounded:
+        if best is not None and -negative_bound < best[1].tokens_per_s:
+            break
+        figures = layout_figures(work, gpu, tp, pp)
+        if figures is not None:
+            speed = replicas_of(gpus, tp, pp) * figures.batch / figures.step
+            key = (-speed, tp * pp, index)  # `fitting_layouts`' order
+            if best is None or key < best[0]:
+                best = key, RankedLayout(tp, figures.work, figures.batch, speed)
+    return None if best is None else best[1]
+
+
+# Covers the rounding of the bound's few operations against the exact figures' (~1e-15 each).
+SPEED_BOUND_MARGIN = 1 + 1e-6
+
+
+@per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
+def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float | None:
+    """An upper bound on the output tokens/s of one replica of TP x PP (`serving_tokens_per_s`
+    at the layout's batch, over its replicas), from the replica's memory and the decode rates;
+    None when a replica holds no request (the layout does not fit). A saturated step
+    of B requests (`saturated_step_seconds`) is at least the parts of its decode step and
+    prefill that every layout pays: the weights one request routes to over TP GPUs and the
+    KV of B requests at the mean context, read at the decode bandwidth, the layers' launches,
+    and 2·N_active FLOPs for each decode token of its ceil(B/PP) ≥ B/PP micro-batch and each
+    prompt token prefilled per step, over TP x PP GPUs; all-reduces, sends and preempted
+    tokens only add. So B / step ≤ B / (a + b·B), which grows with B, and B is at most the
+    batch asked of a replica within what its KV cache admits."""
+    staged = with_stages(work, pp)
+    if not holds_a_request(staged, gpu, tp):
+        return None
+    admitted = max_requests(staged, kv_tokens(staged, gpu, tp))
+    batch = max(1, min(requested_batch(staged, gpu, admitted), admitted))
+    rates = decode_rates(staged, gpu)
+    context = staged.input_tokens + staged.output_tokens / 2
+    tokens = 1 + staged.input_tokens / max(1, staged.output_tokens)  # per decode token
+    fixed = weights_read(staged, 1) / tp / rates.bytes_per_s + rates.launch_seconds
+    per_request = context * kv_per_token(staged, tp) / rates.bytes_per_s + (
+        2 * staged.arch.active_params * tokens / (tp * pp * rates.peak_flops * rates.mfu)
+    )
+    step = fixed + per_request * batch
+    return batch / step * SPEED_BOUND_MARGIN
 
 
 def _figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
