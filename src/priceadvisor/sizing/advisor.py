@@ -48,11 +48,13 @@ from priceadvisor.records import TRAINING_TASKS, utcnow
 from priceadvisor.sizing import effective, estimatecache, topk
 from priceadvisor.sizing.estimate import (
     Estimate,
+    ServingFigures,
     SizingError,
     Workload,
     estimate,
     fastest_figures,
     replicas_for,
+    unfit_for_certain,
 )
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
@@ -314,9 +316,14 @@ def _size(
 ) -> Sized | None:
     whole = gpu_count >= 1 and float(gpu_count).is_integer()
     if profile.task not in TRAINING_TASKS and profile.tensor_parallel is None and whole:
-        found = _fastest(profile, work, gpu_model, int(gpu_count))
-        if found is not None:
-            return found
+        try:
+            figures = fastest_figures(work, gpu_model, int(gpu_count))
+        except SizingError:
+            return None  # as `size_offer`: `estimate` raises the same
+        if figures is not None:
+            return _from_figures(figures, int(gpu_count))
+        if unfit_for_certain(work, gpu_model, int(gpu_count)):
+            return None
     result = size_offer(work, profile.tensor_parallel, gpu_model, gpu_count)
     if result is None:
         return None
@@ -324,16 +331,11 @@ def _size(
     return Sized(factor, _fields(profile, result), result.tokens_per_s, result.replicas)
 
 
-def _fastest(profile: WorkloadProfile, work: Workload, gpu_model: str, gpus: int) -> Sized | None:
+def _from_figures(figures: ServingFigures, gpus: int) -> Sized | None:
     """Serving with the layout left to sizing, from the fastest layout's figures alone (the
-    estimate's own, `fastest_figures`); None when no layout fits or it cannot be sized, which
-    `size_offer` then answers."""
-    try:
-        figures = fastest_figures(work, gpu_model, gpus)
-    except SizingError:
-        return None
-    if figures is None or not figures.tokens_per_s > 0:
-        return None
+    estimate's own, `fastest_figures`): what `_size` keeps of the whole estimate."""
+    if not figures.tokens_per_s > 0:
+        return None  # as `size_offer`
     fields = (
         figures.gpu_model,
         float(gpus),

@@ -1759,6 +1759,18 @@ def fastest_figures(work: Workload, gpu_model: str, gpus: int) -> ServingFigures
         return None if best is None else _figures(best.work, gpu, gpus, best.tp)
 
 
+def unfit_for_certain(work: Workload, gpu_model: str, gpus: int) -> bool:
+    """When `fastest_figures` found no layout that fits: whether the estimate does not fit
+    either. It falls back to the smallest TP that holds the workload
+    (`default_tensor_parallel`) at the workload's stages; when that layout is one the search
+    tried, the search found it holds no request or misses a latency target, and so does the
+    estimate. Else (a TP the search leaves out) only the estimate can say."""
+    gpu = gpu_catalog().gpus[gpu_model]
+    with sizing_pass():
+        tp = default_tensor_parallel(work, gpu, gpus)
+        return (tp, work.pipeline_parallel) in layouts_in_pass(work, gpus)
+
+
 def fastest_fitting(work: Workload, gpu: GpuSpec, gpus: int) -> RankedLayout | None:
     """`fitting_layouts(work, gpu, gpus)[0]` (None when none fits) without sizing the layouts
     that cannot win: they are sized in the order of an upper bound on their tokens/s
