@@ -2,9 +2,11 @@
 1, 2, 4 and 8 GPUs (11,400 inputs), one sizing pass per workload as `advise` opens them, timed
 in CPU over several rounds in one process; `--digest` prints instead a SHA-256 of every
 estimate's `repr` (each input sized in its workload's pass, then alone), so that two trees can
-be checked to give bit-identical estimates (run each with PYTHONPATH=<tree>/src).
+be checked to give bit-identical estimates (run each with PYTHONPATH=<tree>/src). `--advice`
+times instead what `advise` keeps of each input (`advisor._size`: the cost factor and the
+estimate's columns), which for serving with the layout left to sizing needs no whole estimate.
 
-    ./uvw run python bench/bench_sizing.py [--rounds 7] [--digest]
+    ./uvw run python bench/bench_sizing.py [--rounds 7] [--digest] [--advice]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from bench_advise import workloads
 
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.gpu_specs import gpu_catalog
+from priceadvisor.sizing import advisor
 from priceadvisor.sizing.advisor import size_offer
 from priceadvisor.sizing.estimate import SizingError, Workload
 from priceadvisor.sizing.memo import sizing_pass
@@ -43,6 +46,13 @@ def size_all(profile: WorkloadProfile, work: Workload, models: list[str]) -> lis
     return out
 
 
+def advice_all(profile: WorkloadProfile, work: Workload, models: list[str]) -> None:
+    """Every (GPU model, count) of one workload as `advise` sizes it (no process memo)."""
+    for model in models:
+        for count in COUNTS:
+            advisor._size(profile, work, model, count)
+
+
 def digest(cases: list[tuple[WorkloadProfile, Workload]], models: list[str]) -> str:
     lines = []
     for profile, work in cases:
@@ -58,6 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--digest", action="store_true")
+    parser.add_argument("--advice", action="store_true", help="time advise's figures")
     args = parser.parse_args()
     models = sorted(gpu_catalog().gpus)
     cases = [(profile, to_workload(profile)) for profile in workloads(50)]
@@ -65,14 +76,16 @@ def main() -> None:
         print(digest(cases, models))
         return
     cpu = []
+    size = advice_all if args.advice else size_all
     for _ in range(args.rounds):
         started = time.process_time()
         for profile, work in cases:
             with sizing_pass():
-                size_all(profile, work, models)
+                size(profile, work, models)
         cpu.append(time.process_time() - started)
     print(
-        f"sizing {len(cases)} workloads x {len(models)} GPU models x {len(COUNTS)} counts: "
+        f"{'advice of' if args.advice else 'sizing'} {len(cases)} workloads x "
+        f"{len(models)} GPU models x {len(COUNTS)} counts: "
         f"CPU median {statistics.median(cpu):.3f} s (min {min(cpu):.3f}) over {args.rounds}"
     )
 

@@ -18,7 +18,7 @@ from priceadvisor.cli.app import main
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.resources import providers_dir
 from priceadvisor.sizing import advisor, estimatecache
-from priceadvisor.sizing.estimate import Estimate, Workload
+from priceadvisor.sizing.estimate import Workload
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import connections
 
@@ -46,17 +46,18 @@ def new_process() -> Iterator[None]:
 
 
 class Sizings:
-    """Counts the estimates sized in the process (advisor.size_offer)."""
+    """Counts the shapes sized in the process (advisor._size: the estimate or, for serving
+    with the layout left to sizing, its figures)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = advisor.size_offer
+        real = advisor._size
 
-        def counted(*args: Any) -> Estimate | None:
+        def counted(*args: Any) -> advisor.Sized | None:
             self.count += 1
             return real(*args)
 
-        monkeypatch.setattr(advisor, "size_offer", counted)
+        monkeypatch.setattr(advisor, "_size", counted)
 
 
 def ranking(db: Path, profiles: list[WorkloadProfile] = PROFILES) -> list[tuple[Any, ...]]:

@@ -82,6 +82,70 @@ def test_the_search_chooses_what_sizing_every_layout_chooses() -> None:
     assert "x PP2" in reasons and "TP8" in reasons
 
 
+def test_the_bounded_search_chooses_what_sizing_every_layout_chooses() -> None:
+    """Advice's search (`fastest_fitting`) sizes only the layouts whose bound on tokens/s can
+    still beat the fastest found; it must choose the exhaustive reference's layout with the
+    same batch and tokens/s, alone or in a pass, and skip some layouts on this grid."""
+    cases = _grid()
+    expected = [exhaustive(*case) for case in cases]
+    alone = [sizing.fastest_fitting(*case) for case in cases]
+    with sizing_pass():
+        shared = [sizing.fastest_fitting(*case) for case in cases]
+    for case, want, got_alone, got_shared in zip(cases, expected, alone, shared, strict=True):
+        for got in (got_alone, got_shared):
+            if not want.fits:
+                assert got is None, case
+                continue
+            assert got is not None, case
+            layout = (got.tp, got.work.pipeline_parallel, got.batch, repr(got.tokens_per_s))
+            wanted = (want.tensor_parallel, want.pipeline_parallel, want.batch)
+            assert layout == (*wanted, repr(want.tokens_per_s)), case
+    sized = Counter[str]()
+    with sizing_pass():
+        for work, gpu, gpus in cases:
+            sized["fitting"] += len(sizing.fitting_layouts(work, gpu, gpus))
+    sized_by_bound = _layouts_sized_by(sizing.fastest_fitting, cases)
+    assert 0 < sized_by_bound < sized["fitting"]  # the bound skipped layouts here
+
+
+def _layouts_sized_by(search: object, cases: list[tuple[Workload, GpuSpec, int]]) -> int:
+    """Layouts the search sized in full (`layout_figures` computed), each case in its pass."""
+    count = 0
+    real = sizing.layout_figures.__wrapped__  # type: ignore[attr-defined]
+
+    def counted(*args: object) -> object:
+        nonlocal count
+        count += 1
+        return real(*args)
+
+    patched = per_pass(objects=2)(counted)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sizing, "layout_figures", patched)
+        for case in cases:
+            with sizing_pass():
+                search(*case)  # type: ignore[operator]
+    return count
+
+
+def test_the_speed_bound_is_above_every_fitting_layouts_speed() -> None:
+    """`replica_speed_bound` x replicas is an upper bound on every fitting layout's tokens/s
+    (what lets the search skip a layout), and None exactly where a replica holds no request."""
+    checked = 0
+    for work, gpu, gpus in _grid():
+        for tp, pp in sizing.serving_layouts(work, gpus):
+            staged = dataclasses.replace(work, pipeline_parallel=pp)
+            bound = sizing.replica_speed_bound(staged, gpu, tp, pp)
+            assert (bound is None) == (not sizing.holds_a_request(staged, gpu, tp))
+            figures = sizing.layout_figures(staged, gpu, tp, pp)
+            if figures is None or bound is None:
+                continue
+            replicas = sizing.replicas_of(gpus, tp, pp)
+            speed = sizing.serving_tokens_per_s(figures.work, gpu, tp, figures.batch, replicas)
+            assert speed <= bound * replicas, (work, gpu.id, gpus, tp, pp)
+            checked += 1
+    assert checked > 100
+
+
 def _kind(found: Estimate) -> str:
     if not found.fits:
         return "none fits"

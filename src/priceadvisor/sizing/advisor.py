@@ -46,7 +46,16 @@ import numpy as np
 from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.records import TRAINING_TASKS, utcnow
 from priceadvisor.sizing import effective, estimatecache, topk
-from priceadvisor.sizing.estimate import Estimate, SizingError, Workload, estimate, replicas_for
+from priceadvisor.sizing.estimate import (
+    Estimate,
+    ServingFigures,
+    SizingError,
+    Workload,
+    estimate,
+    fastest_figures,
+    replicas_for,
+    unfit_for_certain,
+)
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
 from priceadvisor.store import columns, freshness, interruption, reads, transactions
@@ -305,11 +314,40 @@ def sized(
 def _size(
     profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
 ) -> Sized | None:
+    whole = gpu_count >= 1 and float(gpu_count).is_integer()
+    if profile.task not in TRAINING_TASKS and profile.tensor_parallel is None and whole:
+        try:
+            figures = fastest_figures(work, gpu_model, int(gpu_count))
+        except SizingError:
+            return None  # as `size_offer`: `estimate` raises the same
+        if figures is not None:
+            return _from_figures(figures, int(gpu_count))
+        if unfit_for_certain(work, gpu_model, int(gpu_count)):
+            return None
     result = size_offer(work, profile.tensor_parallel, gpu_model, gpu_count)
     if result is None:
         return None
     factor = cost_factor(profile, result)
     return Sized(factor, _fields(profile, result), result.tokens_per_s, result.replicas)
+
+
+def _from_figures(figures: ServingFigures, gpus: int) -> Sized | None:
+    """Serving with the layout left to sizing, from the fastest layout's figures alone (the
+    estimate's own, `fastest_figures`): what `_size` keeps of the whole estimate."""
+    if not figures.tokens_per_s > 0:
+        return None  # as `size_offer`
+    fields = (
+        figures.gpu_model,
+        float(gpus),
+        figures.tokens_per_s,
+        None,
+        figures.ttft_ms,
+        figures.tpot_ms,
+        figures.binding,
+        figures.uncertainty,
+    )
+    factor = 1e6 / (3600 * figures.tokens_per_s)  # as `cost_factor` for serving
+    return Sized(factor, fields, figures.tokens_per_s, figures.replicas)
 
 
 def _fields(profile: WorkloadProfile, result: Estimate) -> tuple[Any, ...]:

@@ -31,10 +31,12 @@ Contents, in the order a workload's path goes through them:
    `regime_factor`, with `prior_uncertainty` for the stated range.
 
 Serving with no layout given (`fastest_layout`) ranks every valid TP x PP layout by the helpers
-`_serve` uses (`fitting_layouts`: `fitting_batch`, `serving_tokens_per_s`) and builds only the
-chosen one. Helpers marked `per_pass` are computed once per distinct call inside a sizing pass
-(`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per workload, so
-that a workload's layouts and GPU counts share their figures.
+`_serve` uses (`fitting_layouts`: `layout_figures`, one memo entry per layout with its
+`fitting_batch` and saturated step) and builds only the chosen one; advice, which reads a few of
+the estimate's figures, takes them from the chosen layout without building it
+(`fastest_figures`). Helpers marked `per_pass` are computed once per distinct call inside a
+sizing pass (`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per
+workload, so that a workload's layouts and GPU counts share their figures.
 """
 
 from __future__ import annotations
@@ -984,6 +986,7 @@ SIZING_SPECS = (
 )
 
 
+@per_pass(objects=1)  # asked by every estimate: once per GPU model in a pass (a refusal raises)
 def check_sizable(gpu: GpuSpec) -> None:
     """Refuse a model the efficiency priors have no published basis for (Trainium, Inferentia):
     a number from GPU-calibrated priors would look precise and be wrong; and a model whose
@@ -1098,17 +1101,41 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayou
     figures `_serve` gives it — the same helpers, without building an estimate: only the
     chosen layout is built."""
     ranked: list[tuple[float, int, int, RankedLayout]] = []
-    stages: dict[int, Workload] = {}  # the workload per depth, asked of the pass once a depth
-    for tp, pp in serving_layouts(work, gpus):
-        if pp not in stages:
-            stages[pp] = with_stages(work, pp)
-        staged = stages[pp]
-        batch = fitting_batch(staged, gpu, tp)
-        if batch is not None:
-            speed = serving_tokens_per_s(staged, gpu, tp, batch, replicas_of(gpus, tp, pp))
+    for tp, pp in layouts_in_pass(work, gpus):
+        figures = layout_figures(work, gpu, tp, pp)
+        if figures is not None:
+            staged, batch, step = figures
+            speed = replicas_of(gpus, tp, pp) * batch / step  # as `serving_tokens_per_s`
             ranked.append((-speed, tp * pp, len(ranked), RankedLayout(tp, staged, batch, speed)))
     ranked.sort(key=lambda entry: entry[:3])
     return [layout for *_, layout in ranked]
+
+
+@per_pass(objects=1)  # asked for every GPU model of a workload: once per GPU count in a pass
+def layouts_in_pass(work: Workload, gpus: int) -> tuple[tuple[int, int], ...]:
+    """`serving_layouts`, as a tuple the pass can share."""
+    return tuple(serving_layouts(work, gpus))
+
+
+@per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
+def layout_figures(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> LayoutFigures | None:
+    """What the search ranks a layout of TP x PP by, whatever the GPU count: the workload in
+    its `pp` stages, the batch a replica runs (`fitting_batch`) and its saturated step
+    (`saturated_step_seconds`); None when the layout does not fit or misses a latency target.
+    One memo entry per layout, so that the search asks the pass once per layout and count."""
+    staged = with_stages(work, pp)
+    batch = fitting_batch(staged, gpu, tp)
+    if batch is None:
+        return None
+    return LayoutFigures(staged, batch, saturated_step_seconds(staged, gpu, tp, batch))
+
+
+class LayoutFigures(NamedTuple):
+    """A fitting layout's figures for the search (`layout_figures`)."""
+
+    work: Workload
+    batch: int
+    step: float
 
 
 def _runner_up(layout: RankedLayout, gpu: GpuSpec) -> tuple[str, float, float]:
@@ -1118,10 +1145,10 @@ def _runner_up(layout: RankedLayout, gpu: GpuSpec) -> tuple[str, float, float]:
     return _layout_name(layout.tp, layout.work.pipeline_parallel), layout.tokens_per_s, tpot
 
 
-@per_pass(objects=2)
 def fitting_batch(work: Workload, gpu: GpuSpec, tp: int) -> int | None:
     """The batch a replica of TP x `work.pipeline_parallel` runs when it fits and meets the
-    latency targets, else None; a replica whose memory holds no request is not sized further."""
+    latency targets, else None; a replica whose memory holds no request is not sized further.
+    Not memoised: `layout_figures`, its caller, is (once per layout in a pass)."""
     if not holds_a_request(work, gpu, tp):
         return None
     batch, _ = replica_batch(work, gpu, tp)
@@ -1752,9 +1779,7 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     available = usable_gib(gpu, SERVING_MEMORY_UTILISATION)
     capacity = kv_tokens(work, gpu, tp)
     max_concurrency = max_requests(work, capacity)
-    regime = (
-        "decode" if work.task == "serve" and (work.concurrency or 0) <= 4 else "serve-throughput"
-    )
+    regime = serving_regime(work)
     result = Estimate(
         gpu.id,
         gpus,
@@ -1784,9 +1809,8 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
         result.binding = "memory"
         return result
     requested = requested_batch(work, gpu, max_concurrency)
-    batch, binding = replica_batch(work, gpu, tp)
-    if binding != "latency target" and max_concurrency < requested:
-        binding = "kv capacity"
+    batch, binding = serving_binding(work, gpu, tp, max_concurrency)
+    if binding == "kv capacity":
         result.notes.append(
             f"KV cache holds {max_concurrency} requests per replica of the {requested} requested"
         )
@@ -1796,6 +1820,130 @@ def _serve(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> Estimate:
     _finish_serving(result, work, gpu, tp, batch, binding)
     _note_wave(result, work, gpu, tp, batch)
     return result
+
+
+def serving_regime(work: Workload) -> str:
+    """The regime whose fitted range a serving estimate states."""
+    return "decode" if work.task == "serve" and (work.concurrency or 0) <= 4 else "serve-throughput"
+
+
+def serving_binding(work: Workload, gpu: GpuSpec, tp: int, admitted: int) -> tuple[int, str]:
+    """A fitting replica's batch and what binds it: `replica_batch`'s, or the KV capacity when
+    it admits fewer requests than asked and no latency target binds first."""
+    batch, binding = replica_batch(work, gpu, tp)
+    if binding != "latency target" and admitted < requested_batch(work, gpu, admitted):
+        binding = "kv capacity"
+    return batch, binding
+
+
+class ServingFigures(NamedTuple):
+    """What advice reads of a serving estimate (`fastest_figures`), as the estimate has it."""
+
+    gpu_model: str
+    replicas: int
+    tokens_per_s: float
+    ttft_ms: float
+    tpot_ms: float
+    binding: str
+    uncertainty: float
+
+
+def fastest_figures(work: Workload, gpu_model: str, gpus: int) -> ServingFigures | None:
+    """`estimate(work, gpu_model, gpus)`'s figures that advice reads, for serving on whole GPUs
+    with no layout given, without building the estimate (its memory parts, notes and the
+    reasons for its layout and batch, which advice never reads): the fastest layout's, as
+    `_serve` gives them. None when no layout fits: the estimate then says why. Raises
+    SizingError where `estimate` does."""
+    gpu = gpu_catalog().gpus[gpu_model]
+    check_sizable(gpu)
+    check_pipeline(work, gpus)
+    with sizing_pass():
+        best = fastest_fitting(work, gpu, gpus)
+        return None if best is None else _figures(best.work, gpu, gpus, best.tp)
+
+
+def unfit_for_certain(work: Workload, gpu_model: str, gpus: int) -> bool:
+    """When `fastest_figures` found no layout that fits: whether the estimate does not fit
+    either. It falls back to the smallest TP that holds the workload
+    (`default_tensor_parallel`) at the workload's stages; when that layout is one the search
+    tried, the search found it holds no request or misses a latency target, and so does the
+    estimate. Else (a TP the search leaves out) only the estimate can say."""
+    gpu = gpu_catalog().gpus[gpu_model]
+    with sizing_pass():
+        tp = default_tensor_parallel(work, gpu, gpus)
+        return (tp, work.pipeline_parallel) in layouts_in_pass(work, gpus)
+
+
+def fastest_fitting(work: Workload, gpu: GpuSpec, gpus: int) -> RankedLayout | None:
+    """`fitting_layouts(work, gpu, gpus)[0]` (None when none fits) without sizing the layouts
+    that cannot win: they are sized in the order of an upper bound on their tokens/s
+    (`replica_speed_bound` x replicas) until the next one's bound is below the fastest found.
+    The same layout as the full search: one left out is slower than the one chosen, never tied
+    with it."""
+    bounded = []
+    for index, (tp, pp) in enumerate(layouts_in_pass(work, gpus)):
+        bound = replica_speed_bound(work, gpu, tp, pp)
+        if bound is not None:
+            bounded.append((-bound * replicas_of(gpus, tp, pp), index, tp, pp))
+    bounded.sort()
+    best: tuple[tuple[float, int, int], RankedLayout] | None = None
+    for negative_bound, index, tp, pp in bounded:
+        if best is not None and -negative_bound < best[1].tokens_per_s:
+            break
+        figures = layout_figures(work, gpu, tp, pp)
+        if figures is not None:
+            speed = replicas_of(gpus, tp, pp) * figures.batch / figures.step
+            key = (-speed, tp * pp, index)  # `fitting_layouts`' order
+            if best is None or key < best[0]:
+                best = key, RankedLayout(tp, figures.work, figures.batch, speed)
+    return None if best is None else best[1]
+
+
+# Covers the rounding of the bound's few operations against the exact figures' (~1e-15 each).
+SPEED_BOUND_MARGIN = 1 + 1e-6
+
+
+@per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
+def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float | None:
+    """An upper bound on the output tokens/s of one replica of TP x PP (`serving_tokens_per_s`
+    at the layout's batch, over its replicas), from the replica's memory and the decode rates;
+    None when a replica holds no request (the layout does not fit). A saturated step
+    of B requests (`saturated_step_seconds`) is at least the parts of its decode step and
+    prefill that every layout pays: the weights one request routes to over TP GPUs and the
+    KV of B requests at the mean context, read at the decode bandwidth, the layers' launches,
+    and 2·N_active FLOPs for each decode token of its ceil(B/PP) ≥ B/PP micro-batch and each
+    prompt token prefilled per step, over TP x PP GPUs; all-reduces, sends and preempted
+    tokens only add. So B / step ≤ B / (a + b·B), which grows with B, and B is at most the
+    batch asked of a replica within what its KV cache admits."""
+    staged = with_stages(work, pp)
+    if not holds_a_request(staged, gpu, tp):
+        return None
+    admitted = max_requests(staged, kv_tokens(staged, gpu, tp))
+    batch = max(1, min(requested_batch(staged, gpu, admitted), admitted))
+    rates = decode_rates(staged, gpu)
+    context = staged.input_tokens + staged.output_tokens / 2
+    tokens = 1 + staged.input_tokens / max(1, staged.output_tokens)  # per decode token
+    fixed = weights_read(staged, 1) / tp / rates.bytes_per_s + rates.launch_seconds
+    per_request = context * kv_per_token(staged, tp) / rates.bytes_per_s + (
+        2 * staged.arch.active_params * tokens / (tp * pp * rates.peak_flops * rates.mfu)
+    )
+    step = fixed + per_request * batch
+    return batch / step * SPEED_BOUND_MARGIN
+
+
+def _figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
+    admitted = max_requests(work, kv_tokens(work, gpu, tp))
+    batch, binding = serving_binding(work, gpu, tp, admitted)
+    replicas = replicas_of(gpus, tp, work.pipeline_parallel)
+    return ServingFigures(
+        gpu.id,
+        replicas,
+        serving_tokens_per_s(work, gpu, tp, batch, replicas),
+        ttft_seconds(work, gpu, tp) * 1000,
+        _tpot_ms(work, gpu, tp, batch),
+        binding,
+        _uncertainty(work, gpu, serving_regime(work)),
+    )
 
 
 def holds_a_request(work: Workload, gpu: GpuSpec, tp: int) -> bool:

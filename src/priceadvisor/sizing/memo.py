@@ -18,14 +18,12 @@ Callers must not mutate a memoised result (the helpers return floats, tuples and
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
+from contextvars import ContextVar, Token
 from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
 
 _MISSING = object()
 
@@ -41,17 +39,23 @@ class _Pass:
 _current: ContextVar[_Pass | None] = ContextVar("priceadvisor_sizing_pass", default=None)
 
 
-@contextmanager
-def sizing_pass() -> Iterator[None]:
-    """Memoise `per_pass` helpers until the block ends; inside an open pass, join it."""
-    if _current.get() is not None:
-        yield
-        return
-    token = _current.set(_Pass())
-    try:
-        yield
-    finally:
-        _current.reset(token)
+class sizing_pass:  # lower case: read as a function, `with sizing_pass():`
+    """Memoise `per_pass` helpers until the block ends; inside an open pass, join it. A class
+    rather than a generator: every serving estimate opens one (joined inside the advisor's),
+    and joining must cost next to nothing."""
+
+    __slots__ = ("_token",)
+
+    def __init__(self) -> None:
+        self._token: Token[_Pass | None] | None = None
+
+    def __enter__(self) -> None:
+        if _current.get() is None:
+            self._token = _current.set(_Pass())
+
+    def __exit__(self, *_: object) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
 
 
 def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -60,15 +64,17 @@ def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     hashable). Positional calls only are memoised."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        if objects == 1:  # (workload or GPU, ...): keyed without a loop
+            return functools.wraps(function)(_keyed_by_one(function))
+        if objects == 2:  # (workload, GPU, ...): the common case, keyed without a loop
+            return functools.wraps(function)(_keyed_by_two(function))
+
         @functools.wraps(function)
         def memoised(*args: P.args, **kwargs: P.kwargs) -> R:
             current = _current.get()
             if current is None or kwargs:
                 return function(*args, **kwargs)
-            if objects == 2:  # (workload, GPU, ...): the common case, keyed without a loop
-                key = (function, id(args[0]), id(args[1]), *args[2:])
-            else:
-                key = (function, *map(id, args[:objects]), *args[objects:])
+            key = (function, *map(id, args[:objects]), *args[objects:])
             found = current.found.get(key, _MISSING)
             if found is _MISSING:
                 found = current.found[key] = function(*args, **kwargs)
@@ -78,3 +84,38 @@ def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return memoised
 
     return decorate
+
+
+def _keyed_by_one(function: Callable[..., R]) -> Callable[..., R]:
+    """`per_pass(objects=1)`'s wrapper with its object named (as `_keyed_by_two`)."""
+
+    def memoised(first: object, *rest: Any, **kwargs: Any) -> R:
+        current = _current.get()
+        if current is None or kwargs:
+            return function(first, *rest, **kwargs)
+        key = (function, id(first), *rest)
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            found = current.found[key] = function(first, *rest)
+            current.alive.append((first,))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
+
+
+def _keyed_by_two(function: Callable[..., R]) -> Callable[..., R]:
+    """`per_pass(objects=2)`'s wrapper with its two objects named: the hot path of a sizing
+    pass (hundreds of thousands of hits), so the hit is a key, a lookup and a return."""
+
+    def memoised(first: object, second: object, *rest: Any, **kwargs: Any) -> R:
+        current = _current.get()
+        if current is None or kwargs:
+            return function(first, second, *rest, **kwargs)
+        key = (function, id(first), id(second), *rest)
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            found = current.found[key] = function(first, second, *rest)
+            current.alive.append((first, second))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
