@@ -282,3 +282,23 @@ def test_a_row_not_in_the_written_shape_makes_the_file_unread(row: str) -> None:
     )
     path.write_text(f'{{"H100-SXM-80GB\\t1.0": {good}, "H100-SXM-80GB\\t8.0": {row}}}')
     assert estimatecache.read("w") == {}
+
+
+def test_a_ranking_tidies_the_cache_once_after_writing_its_files(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold ranking writes a file per workload and keeps the folder within MAX_FILES once,
+    after them (not per file)."""
+    tidied = []
+    real = estimatecache.tidy_up
+    monkeypatch.setattr(estimatecache, "tidy_up", lambda: tidied.append(real()))
+    monkeypatch.setattr(estimatecache, "MAX_FILES", 2)
+    ranking(offline_db)
+    assert len(tidied) == 1
+    assert len(list(estimatecache.folder().glob("*.json"))) == 2
+    monkeypatch.setattr(estimatecache, "MAX_FILES", 3)
+    ranking(offline_db)  # the file trimmed away is written again, then tidied once more
+    assert len(tidied) == 2
+    ranking(offline_db)  # every file read from the cache: nothing written, nothing tidied
+    assert len(tidied) == 2
+    assert len(list(estimatecache.folder().glob("*.json"))) == 3

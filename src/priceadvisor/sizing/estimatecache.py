@@ -93,25 +93,32 @@ def read(key: str) -> Entries:
     return found
 
 
-def write(key: str, entries: Mapping[tuple[str, float], Kept | None]) -> None:
-    """Store a workload's kept estimates (replacing its file at once)."""
+def write(key: str, entries: Mapping[tuple[str, float], Kept | None], tidy: bool = True) -> None:
+    """Store a workload's kept estimates (replacing its file at once). With `tidy` the cache is
+    then kept within its bounds (`tidy`); a caller writing many files tidies once after them."""
     body = json.dumps({f"{m}\t{c!r}": _row(k) for (m, c), k in entries.items()})
     target = folder()
     path = target / f"{key}.json"
     try:
-        new_folder, new_file = not target.is_dir(), not path.exists()
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(
             "w", dir=target, prefix=".tmp-", suffix=".part", delete=False, encoding="utf-8"
         ) as file:
             file.write(body)
         os.replace(file.name, path)  # atomic: a concurrent reader sees all of it or nothing
-        if new_folder:
-            _remove_least_used(target.parent, _PREFIX, KEEP + 1)
-        if new_file:
-            _trim(target)
     except OSError:
-        pass  # a read-only or full cache folder: the next process sizes again
+        return  # a read-only or full cache folder: the next process sizes again
+    if tidy:
+        tidy_up()
+
+
+def tidy_up() -> None:
+    """Keep the cache within its bounds: the folders of the `KEEP` most recently used other
+    code versions, `MAX_FILES` workload files in this one, no stale temporary file."""
+    target = folder()
+    with contextlib.suppress(OSError):
+        _remove_least_used(target.parent, _PREFIX, KEEP + 1)
+        _trim(target)
 
 
 def _row(kept: Kept | None) -> list[Any] | None:
