@@ -51,7 +51,7 @@ def ranked(db: Path, chosen: list[WorkloadProfile]) -> list[tuple[Any, ...]]:
     with connections.writer(db) as con:
         names, rows = advisor.rank(con, chosen, keep=30)
         [(setting,)] = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()
-        assert setting == ""  # restored
+        assert setting == ""  # as it was
     moment = names.index("computed_at")
     return [row[:moment] + row[moment + 1 :] for row in rows]
 
@@ -71,3 +71,11 @@ def test_a_sealed_reader_ranks_without_changing_its_settings(offline_db: Path) -
     with connections.reader(offline_db) as con:
         names, rows = advisor.rank(con, profiles(0), keep=10)
     assert rows and "rank" in names
+
+
+def test_optimizers_the_connection_had_disabled_stay_disabled(offline_db: Path) -> None:
+    with connections.writer(offline_db) as con:
+        con.execute("SET disabled_optimizers = 'top_n'")
+        _, rows = advisor.rank(con, profiles(1), keep=10)
+        [(setting,)] = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()
+    assert rows and setting == "top_n"

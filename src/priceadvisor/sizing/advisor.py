@@ -639,15 +639,23 @@ def _joins_as_written(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     filtered offers is a fraction of the real count, so it would build its hash table on the
     offers and probe with the regions (30 ms of the statement's 45 at 50k offers, against 1 ms
     the other way). Only the join sides change, never a row; a sealed reader keeps its plan."""
-    [(sealed,)] = con.execute("SELECT current_setting('lock_configuration')").fetchall()
+    [(sealed, disabled)] = con.execute(
+        "SELECT current_setting('lock_configuration'), current_setting('disabled_optimizers')"
+    ).fetchall()
     if sealed:
         yield
         return
-    con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    con.execute("SET disabled_optimizers = $0", [_with_optimizer_off(disabled)])
     try:
         yield
     finally:
-        con.execute("RESET disabled_optimizers")
+        con.execute("SET disabled_optimizers = $0", [disabled])
+
+
+def _with_optimizer_off(disabled: str) -> str:
+    """The setting's list with the build/probe-side choice added (others set are kept)."""
+    names = [name.strip() for name in disabled.split(",") if name.strip()]
+    return ",".join([*names, "build_side_probe_side"])
 
 
 def rank(
