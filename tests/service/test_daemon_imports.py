@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,44 @@ def test_only_a_daemon_with_workloads_imports_the_advisor_and_then_at_start(
         "started without workloads": False,
         "started with workloads": True,
     }
+
+
+LAZY = """
+import asyncio, json, sys
+import priceadvisor.cli.app, priceadvisor.service.daemon, priceadvisor.service.web
+from priceadvisor.config import EmailSettings
+from priceadvisor.notify import DeliveryError, Message
+from priceadvisor.notify.email import EmailChannel
+from priceadvisor.notify.render import environment
+
+LAZY = ("jinja2", "aiosmtplib")
+loaded = {"at start": sorted(m for m in LAZY if m in sys.modules)}
+assert environment().from_string("{{ 1.5 | usd }}").render() == "$1.50"
+settings = EmailSettings(host="127.0.0.1", port=int(sys.argv[1]), sender="a@b.c",
+                         recipients=["d@e.f"], security="none", timeout=5)
+try:
+    asyncio.run(EmailChannel(settings, None).send(Message("k", "s", "t", "<p>h</p>")))
+except DeliveryError:
+    pass
+loaded["after a render and a mail"] = sorted(m for m in LAZY if m in sys.modules)
+print(json.dumps(loaded))
+"""
+
+
+def test_the_daemon_loads_jinja_and_smtp_only_when_it_renders_or_mails(tmp_path: Path) -> None:
+    """The daemon's start (its modules and the web server's) imports neither Jinja nor
+    aiosmtplib: each loads with the first page or message rendered and the first mail sent."""
+    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
+    with socket.socket() as closed:  # a port nothing listens on: the send fails, after importing
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY, str(port)],
+        env=clean | {"PRICEADVISOR_CONFIG": str(tmp_path / "absent.toml")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == {"at start": [], "after a render and a mail": ["aiosmtplib", "jinja2"]}
