@@ -5,7 +5,8 @@ batches (store.ingest.HANDOFF_BATCH) beside the same ingest handed over in one g
         [--held]
 
 Each measurement is a fresh child process with the daemon's DuckDB and allocator bounds
-(service.daemon._bound_memory): it builds a snapshot of `--offers` quotes (bench/gen_snapshot.py),
+(service.daemon._bound_memory) and the modules `priceadvisor run` imports (the CLI's and the
+web server's too): it builds a snapshot of `--offers` quotes (bench/gen_snapshot.py),
 ingests it into a fresh DuckDB file (the first, all-new ingest), starts the next run in a session
 of its own (as the daemon starts runs before fetching), builds the next snapshot (2 % of the
 prices moved) and ingests it in a writer session as the daemon's fetch does (no vacuum at the
@@ -58,6 +59,16 @@ def _ingest(ingest_module: Any, con: Any, run_id: int, result: Any) -> Any:
     return ingest_module.ingest(con, run_id, result, MANIFEST, staged=stage(result.quotes))
 
 
+def _import_as_the_daemon() -> None:
+    """What `priceadvisor run` has imported before its first fetch besides the daemon's module:
+    the CLI (Typer, Rich) and the web server's (uvicorn, Starlette, the dashboard's routes), so
+    the process holds what the daemon's does."""
+    import priceadvisor.cli.app  # noqa: PLC0415
+    import priceadvisor.service.dashboard  # noqa: PLC0415
+    import priceadvisor.service.opencost  # noqa: PLC0415
+    import priceadvisor.service.web  # noqa: F401, PLC0415
+
+
 def child(offers: int, batch: int, held: bool) -> dict[str, float]:
     """One measurement, in this (fresh) process. `held`: the producer keeps its own list of
     the quotes through the ingest (no adapter does: the fetch path's result holds the only
@@ -65,6 +76,7 @@ def child(offers: int, batch: int, held: bool) -> dict[str, float]:
     from priceadvisor.service.daemon import _bound_memory  # noqa: PLC0415 - child only
 
     _bound_memory()
+    _import_as_the_daemon()
     from gen_snapshot import base_quotes, next_snapshot  # noqa: PLC0415
 
     from priceadvisor.records import FetchResult, RunStatus  # noqa: PLC0415

@@ -14,7 +14,6 @@ import hashlib
 from email.message import EmailMessage
 from email.utils import format_datetime
 
-import aiosmtplib
 from pydantic import SecretStr
 
 from priceadvisor.config import EmailSettings
@@ -52,6 +51,9 @@ class EmailChannel:
     async def send(self, message: Message, skip: int = 0) -> None:
         if skip:  # an email is one part: already accepted
             return
+        # aiosmtplib loads with the first mail: a daemon that sends none never imports it.
+        import aiosmtplib  # noqa: PLC0415
+
         s = self.settings
         try:
             await aiosmtplib.send(

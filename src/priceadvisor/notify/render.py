@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
-import jinja2
-
 from priceadvisor.resources import templates_dir
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 def usd(value: float | None, digits: int = 2) -> str:
@@ -52,6 +53,10 @@ def with_page(query: str, page: int) -> str:
 
 @cache
 def environment() -> jinja2.Environment:
+    # Jinja loads with the first render, not with this module: the daemon imports the
+    # formatters above (the dashboard's labels) and renders only when a page or message is made.
+    import jinja2  # noqa: PLC0415
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir()),
         # ".html.j2" too: select_autoescape matches name endings; ".j2" alone is not HTML.

@@ -63,6 +63,8 @@ from priceadvisor.store.pricegauges import PriceGauges, read_gauges
 from priceadvisor.store.runs import abandon_own_runs
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
     from priceadvisor.service.web import HealthServer
 
 log = logging.getLogger("priceadvisor.service.daemon")
@@ -512,17 +514,22 @@ class Daemon:
             }
         return all(d["fresh"] for d in detail.values()), {"providers": detail}
 
+    def _dashboard_routes(self) -> list[BaseRoute]:
+        from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
+
+        mode = "recorded responses (--offline)" if self.offline else "live"
+        return Dashboard(self.store, mode).routes()
+
     async def _start_health(self) -> HealthServer:
         # The web stack (uvicorn, Starlette) loads here, in the daemon, not for every CLI command.
+        # The dashboard's routes only when it is on (`[daemon] dashboard`).
         from priceadvisor.service import web  # noqa: PLC0415
-        from priceadvisor.service.dashboard import Dashboard  # noqa: PLC0415
         from priceadvisor.service.opencost import OpenCostRoutes  # noqa: PLC0415
 
         daemon = self.settings.daemon
         routes = web.health_routes(self.metrics, self.health) + OpenCostRoutes(self.store).routes()
         if daemon.dashboard:
-            mode = "recorded responses (--offline)" if self.offline else "live"
-            routes += Dashboard(self.store, mode).routes()
+            routes += self._dashboard_routes()
         token = lookup_secret(self.settings, daemon.web_token_env)
         app = web.build_app(routes, token)
         server = await web.serve(daemon.health_host, daemon.health_port, app)

@@ -33,6 +33,7 @@ from priceadvisor.records import utcnow
 from priceadvisor.resources import templates_dir
 from priceadvisor.service import labels
 from priceadvisor.service.openapi import SPEC
+from priceadvisor.service.webreads import READ_LOCK_TIMEOUT, BadQuery
 from priceadvisor.store import dashboard_reads as queries
 from priceadvisor.store import errors
 from priceadvisor.store.handle import Store
@@ -41,17 +42,11 @@ from priceadvisor.store.sharedreader import SharedReader
 from priceadvisor.store.spreadsheet import csv_cell
 
 T = TypeVar("T")
-# A page waits at most this long for the writer's turn; past it the reader gets 503, not a hang.
-READ_LOCK_TIMEOUT = 5.0
 # The GPU chart draws this many series at first (the cheapest now), each in its own colour;
 # the rest wait behind a toggle. More than ~8 colours cannot be told apart.
 CHART_SERIES_SHOWN = 8
 # Far past any real result (200 rows a page), small enough that its row offset is a valid BIGINT.
 MAX_PAGE = 10**9
-
-
-class BadQuery(ValueError):
-    """A query-string value the dashboard cannot use; answered with 400 and this message."""
 
 
 def _one(request: Request, name: str) -> str | None:

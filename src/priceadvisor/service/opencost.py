@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from priceadvisor.records import utcnow
-from priceadvisor.service.dashboard import READ_LOCK_TIMEOUT, BadQuery
+from priceadvisor.service.webreads import READ_LOCK_TIMEOUT, BadQuery
 from priceadvisor.store import opencost
 from priceadvisor.store.errors import StoreError
 from priceadvisor.store.handle import Store

@@ -32,9 +32,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from priceadvisor.service.dashboard import BadQuery
 from priceadvisor.service.metrics import HealthCheck, Metrics
 from priceadvisor.service.webguard import Guard
+from priceadvisor.service.webreads import BadQuery
 
 MAX_CONNECTIONS = 64
 # From a connection's first byte (or the previous answer) to the last byte of its request body.
