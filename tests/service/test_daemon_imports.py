@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SCRIPT = """
 import json, sys
@@ -30,16 +31,7 @@ print(json.dumps(loaded))
 def test_only_a_daemon_with_workloads_imports_the_advisor_and_then_at_start(
     tmp_path: Path,
 ) -> None:
-    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        env=clean | {"PRICEADVISOR_CONFIG": str(tmp_path / "absent.toml")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = _printed(tmp_path, SCRIPT)
     assert loaded == {
         "imported": False,
         "started without workloads": False,
@@ -72,19 +64,10 @@ print(json.dumps(loaded))
 def test_the_daemon_loads_jinja_and_smtp_only_when_it_renders_or_mails(tmp_path: Path) -> None:
     """The daemon's start (its modules and the web server's) imports neither Jinja nor
     aiosmtplib: each loads with the first page or message rendered and the first mail sent."""
-    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
     with socket.socket() as closed:  # a port nothing listens on: the send fails, after importing
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    done = subprocess.run(
-        [sys.executable, "-c", LAZY, str(port)],
-        env=clean | {"PRICEADVISOR_CONFIG": str(tmp_path / "absent.toml")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = _printed(tmp_path, LAZY, str(port))
     assert loaded == {"at start": [], "after a render and a mail": ["aiosmtplib", "jinja2"]}
 
 
@@ -108,9 +91,16 @@ print(json.dumps(loaded))
 def test_the_web_server_imports_the_dashboard_only_when_it_is_on(tmp_path: Path) -> None:
     """/healthz, /metrics and OpenCost are served without the dashboard's module (nor Jinja);
     with the dashboard on its routes load, and Jinja still waits for the first page."""
+    loaded = _printed(tmp_path, SERVER, str(tmp_path / "web.duckdb"))
+    assert loaded == {"dashboard off": [], "dashboard on": ["priceadvisor.service.dashboard"]}
+
+
+def _printed(tmp_path: Path, script: str, *args: str) -> Any:
+    """What `script` prints last, as JSON, run in a fresh interpreter with no priceadvisor
+    settings from the environment (and no config file)."""
     clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PRICEADVISOR_")}
     done = subprocess.run(
-        [sys.executable, "-c", SERVER, str(tmp_path / "web.duckdb")],
+        [sys.executable, "-c", script, *args],
         env=clean | {"PRICEADVISOR_CONFIG": str(tmp_path / "absent.toml")},
         capture_output=True,
         text=True,
@@ -118,5 +108,4 @@ def test_the_web_server_imports_the_dashboard_only_when_it_is_on(tmp_path: Path)
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
-    assert loaded == {"dashboard off": [], "dashboard on": ["priceadvisor.service.dashboard"]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
