@@ -756,17 +756,8 @@ def exposed_tensor_parallel_seconds(
 def check_training_layout(work: Workload, gpus: int) -> None:
     """Refuse a stated training tensor-parallel degree that the GPUs (with the pipeline
     stages) or the model's heads cannot take."""
-    tp, pp = work.tensor_parallel, work.pipeline_parallel
-    if not tp:
-        return
-    if gpus % (tp * pp):
-        raise SizingError(
-            f"{gpus} GPUs cannot be split into groups of TP{tp} x PP{pp} (TP·PP must divide)"
-        )
-    try:
-        check_tensor_parallel_limit(tp, work.arch.heads)
-    except WorkloadError as exc:
-        raise SizingError(str(exc)) from None
+    if work.tensor_parallel:
+        check_tensor_parallel(work, gpus, work.tensor_parallel, unit="groups")
 
 
 def data_parallel_seconds(work: Workload, gpu: GpuSpec, gpus: int, compute: float) -> float:
@@ -1034,13 +1025,16 @@ def fractional_gpu(gpu: GpuSpec, share: float) -> GpuSpec:
     return dataclasses.replace(gpu, memory_gb=gpu.memory_gb * share, specs=specs)
 
 
-def check_tensor_parallel(work: Workload, gpus: int, tp: int) -> None:
+def check_tensor_parallel(work: Workload, gpus: int, tp: int, unit: str = "replicas") -> None:
+    """Refuse a tensor-parallel degree (with the workload's pipeline stages) that `gpus` GPUs
+    cannot be split into `unit` of (serving replicas, training model-parallel groups), or that
+    the model's attention heads cannot take."""
     pp = work.pipeline_parallel
     if tp < 1 or gpus % (tp * pp):
         layout = f"{tp}" if pp == 1 else f"TP{tp} x PP{pp}"
         must = "TP" if pp == 1 else "TP·PP"
         raise SizingError(
-            f"{gpus} GPUs cannot be split into replicas of {layout} ({must} must divide)"
+            f"{gpus} GPUs cannot be split into {unit} of {layout} ({must} must divide)"
         )
     try:
         check_tensor_parallel_limit(tp, work.arch.heads)
