@@ -8,7 +8,7 @@ supported by nanoarrow's builders: pass them as JSON text and parse them in SQL 
 Columns of objects (`from_objects`) whose values repeat, such as a snapshot's regions, instance
 types and GPU names, are dictionary-encoded: each distinct value once and a 16-bit code a row,
 which DuckDB reads back as the plain type (VARCHAR, DOUBLE). At 100,000 quotes the staged
-tables take ~6 MB instead of ~13 MB, held through the ingest (docs/benchmarks.md).
+tables take ~5 MB instead of ~14 MB, held through the ingest (docs/benchmarks.md).
 """
 
 from __future__ import annotations
