@@ -112,6 +112,10 @@ class RawQuote:
         self.zone = share(self.zone, self.zone)
         self.instance_type = share(self.instance_type, self.instance_type)
         self.gpu_name_raw = share(self.gpu_name_raw, self.gpu_name_raw)
+        # Parsed from each row by some sources (Azure's and Verda's currency, RunPod's, Cudo's,
+        # Scaleway's and TensorDock's stock level): ~50 bytes a quote each otherwise.
+        self.currency = share(self.currency, self.currency)
+        self.stock = share(self.stock, self.stock)
         self.gpu_count = share(self.gpu_count, self.gpu_count)
         self.gpu_memory_gb = share(self.gpu_memory_gb, self.gpu_memory_gb)
         self.vcpus = share(self.vcpus, self.vcpus)

@@ -1,11 +1,15 @@
 """Columns of Python objects handed to DuckDB: an attribute no object sets arrives as nulls of
-its declared type, like one that some objects set."""
+its declared type, like one that some objects set; repeated values are dictionary-encoded and
+read back exactly as the plain columns."""
 
 from __future__ import annotations
 
+import gc
+import math
 from dataclasses import dataclass
 
 import duckdb
+import nanoarrow as na
 import pytest
 
 from priceadvisor.store import columns
@@ -65,3 +69,55 @@ def test_positions_arrive_as_a_last_integer_column() -> None:
         (None, 3),
         ("c", 11),
     ]
+
+
+ENCODED: columns.Schema = {"text": "string", "number": "shared_float", "count": "int"}
+
+
+def _scan_table(table: object) -> tuple[list[tuple[object, ...]], list[str]]:
+    con = duckdb.connect()
+    con.register("t", table)
+    types = [row[1] for row in con.execute("DESCRIBE t").fetchall()]
+    # repr: a NaN equals itself only as text
+    return [tuple(map(repr, row)) for row in con.execute("FROM t").fetchall()], types
+
+
+def _encoded_and_plain(rows: list[Row]) -> tuple[object, object]:
+    plain = {name: [getattr(row, name) for row in rows] for name in ENCODED}
+    return columns.from_objects(rows, ENCODED), columns.table(plain, ENCODED)
+
+
+def _dictionaries(table: object) -> list[bool]:
+    """Whether each column of a table is dictionary-encoded."""
+    array = na.c_array(table)
+    return [array.child(i).dictionary is not None for i in range(array.n_children)]
+
+
+def test_repeated_values_are_dictionary_encoded_and_read_back_as_given() -> None:
+    texts = ["eu-west", None, "", "ü-ñ 日本", "eu-west", None, "us"]
+    numbers = [8.0, None, 0.5, math.nan, 8, None, -0.5]
+    rows = [Row(t, n, i) for i, (t, n) in enumerate(zip(texts * 40, numbers * 40, strict=True))]
+    encoded, plain = _encoded_and_plain(rows)
+    assert _dictionaries(encoded) == [True, True, False]
+    assert _scan_table(encoded) == _scan_table(plain)
+    assert _scan_table(encoded)[1] == ["VARCHAR", "DOUBLE", "BIGINT"]
+
+
+def test_values_too_many_to_number_in_16_bits_stay_a_plain_column() -> None:
+    rows = [Row(f"machine-{i}", float(i % 3), i) for i in range(40_000)]
+    encoded, plain = _encoded_and_plain(rows)
+    assert _dictionaries(encoded) == [False, True, False]
+    assert _scan_table(encoded) == _scan_table(plain)
+
+
+def test_an_encoded_table_reads_back_after_its_builders_are_gone() -> None:
+    """The ingest scans a staged table twice, long after it was made."""
+    rows = [Row(f"r{i % 5}", float(i % 4), i) for i in range(1000)]
+    con = duckdb.connect()
+    con.register("t", columns.from_objects(rows, ENCODED))
+    del rows
+    gc.collect()
+    for _ in range(2):
+        assert con.execute(
+            "SELECT count(*), count(DISTINCT text), sum(number) FROM t"
+        ).fetchall() == [(1000, 5, 1500.0)]

@@ -10,11 +10,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from priceadvisor.manifest import manifest
 from priceadvisor.records import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import connections
+from priceadvisor.store import columns, connections
 from priceadvisor.store import ingest as ingest_module
 from priceadvisor.store.runs import start_run
 from tests.conftest import query
@@ -101,3 +102,61 @@ def test_staging_takes_the_quotes_out_of_their_list(monkeypatch: pytest.MonkeyPa
     staged = ingest_module.stage_quotes(quotes)
     assert quotes == []  # the caller's list no longer keeps a quote alive
     assert staged.count == count and len(staged.tables) == -(-count // 4)
+
+
+def test_dictionary_encoded_quotes_store_the_same_history_as_plain_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encoded = ingest_series(tmp_path / "encoded.duckdb", 4, monkeypatch, staged=True)
+    monkeypatch.setattr(columns, "_ENCODED", frozenset())  # every column a plain array
+    plain = ingest_series(tmp_path / "plain.duckdb", 4, monkeypatch, staged=True)
+    assert encoded == plain
+    assert stored(tmp_path / "encoded.duckdb") == stored(tmp_path / "plain.duckdb")
+
+
+def _same(read: object, given: object) -> bool:
+    return read == given or (read != read and given != given)  # NaN is NaN
+
+
+def test_a_staged_table_reads_back_every_field_of_every_quote() -> None:
+    quotes = snapshot(0)
+    quotes.append(
+        RawQuote(
+            "eu-north",
+            "gpu-8x",
+            "reserved",
+            9.5,
+            "gpu",
+            "EUR",
+            "b",
+            "H100",
+            8.0,
+            80.0,
+            96.0,
+            1024.0,
+            True,
+            "high",
+            0.05,
+            "https://x.test/o/1",
+            3,
+            9.0,
+            "2026-11-01",
+            12,
+            100.0,
+            8.0,
+            0.1,
+            0.02,
+            "50 % of on-demand",
+            "not in stock",
+        )
+    )
+    given = [[getattr(q, name) for name in ingest_module._QUOTE_SCHEMA] for q in quotes]
+    staged = ingest_module.stage_quotes(quotes)
+    con = duckdb.connect()
+    rows = []
+    for start in staged.starts():
+        _staged = staged.table(start)  # read by the query below (a replacement scan)
+        rows += con.execute("SELECT * EXCLUDE (quote_index) FROM _staged").fetchall()
+    assert len(rows) == len(given)
+    for read, values in zip(rows, given, strict=True):
+        assert all(map(_same, read, values)), (read, values)

@@ -63,10 +63,10 @@ _QUOTE_SCHEMA: columns.Schema = {
     "price_basis": "string",
     "currency": "string",
     "gpu_name_raw": "string",
-    "gpu_count": "float",
-    "gpu_memory_gb": "float",
-    "vcpus": "float",
-    "ram_gb": "float",
+    "gpu_count": "shared_float",
+    "gpu_memory_gb": "shared_float",
+    "vcpus": "shared_float",
+    "ram_gb": "shared_float",
     "available": "bool",
     "stock": "string",
     "interruption_rate": "float",
@@ -96,9 +96,9 @@ def quotes_table(quotes: Sequence[RawQuote], positions: Sequence[int]) -> Any:
 class StagedQuotes:
     """A snapshot's quotes as Arrow tables of HANDOFF_BATCH quotes each (quotes_table), in
     snapshot order: what the ingest reads, twice (the snapshot, then the quotes of the keys to
-    write). Either made up front (`tables`, stage_quotes: at 100,000 quotes they take about
-    half the memory of the RawQuote objects) or each when read from `quotes`, which the
-    caller keeps."""
+    write). Either made up front (`tables`, stage_quotes: at 100,000 quotes, their repeated
+    values dictionary-encoded, they take about a quarter of the RawQuote objects' memory) or
+    each when read from `quotes`, which the caller keeps."""
 
     count: int
     tables: list[Any] = field(default_factory=list)
