@@ -1853,7 +1853,7 @@ def fastest_figures(work: Workload, gpu_model: str, gpus: int) -> ServingFigures
     check_pipeline(work, gpus)
     with sizing_pass():
         best = fastest_fitting(work, gpu, gpus)
-        return None if best is None else _figures(best.work, gpu, gpus, best.tp)
+        return None if best is None else chosen_figures(best.work, gpu, gpus, best.tp)
 
 
 def unfit_for_certain(work: Workload, gpu_model: str, gpus: int) -> bool:
@@ -1880,6 +1880,19 @@ def fastest_fitting(work: Workload, gpu: GpuSpec, gpus: int) -> RankedLayout | N
         if bound is not None:
             bounded.append((-bound * replicas_of(gpus, tp, pp), index, tp, pp))
     bounded.sort()
+    return fastest_of_bounded(work, gpu, gpus, bounded)
+
+
+# A layout the search may size: (-bound on its tokens/s, its index in `serving_layouts`, TP, PP).
+BoundedLayout = tuple[float, int, int, int]
+
+
+def fastest_of_bounded(
+    work: Workload, gpu: GpuSpec, gpus: int, bounded: list[BoundedLayout]
+) -> RankedLayout | None:
+    """`fastest_fitting`'s search over the layouts that hold a request, sorted by their bound
+    (highest first): each is sized in full until the next one's bound is below the fastest
+    found."""
     best: tuple[tuple[float, int, int], RankedLayout] | None = None
     for negative_bound, index, tp, pp in bounded:
         if best is not None and -negative_bound < best[1].tokens_per_s:
@@ -1925,7 +1938,9 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float
     return batch / step * SPEED_BOUND_MARGIN
 
 
-def _figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
+def chosen_figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
+    """What advice reads of the estimate of `gpus` GPUs in replicas of TP x PP (the chosen
+    layout's `_serve`)."""
     admitted = max_requests(work, kv_tokens(work, gpu, tp))
     batch, binding = serving_binding(work, gpu, tp, admitted)
     replicas = replicas_of(gpus, tp, work.pipeline_parallel)
