@@ -1609,10 +1609,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     context = work.input_tokens + work.output_tokens / 2
     kv = pp * micro * context * kv_per_token(work, tp) * kv_reads(work, gpu, tp)
     memory = (weights_read(work, micro) / tp + kv) / rates.bytes_per_s
-    layers = arch.layers or 32
-    memory += rates.launch_seconds + (
-        2 * layers * allreduce_latency(work, gpu, tp) if tp > 1 else 0
-    )
+    memory += rates.launch_seconds + reduce_latency(work, gpu, tp)
     memory += tp_allreduce_seconds(work, gpu, tp, micro)
     memory += pipeline_send_seconds(work, gpu, tp, pp * micro)
     compute = 2 * arch.active_params * micro / (tp * rates.peak_flops * rates.mfu)
@@ -1917,11 +1914,12 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float
     None when a replica holds no request (the layout does not fit). A saturated step
     of B requests (`saturated_step_seconds`) is at least the parts of its decode step and
     prefill that every layout pays: the weights one request routes to over TP GPUs and the
-    KV of B requests at the mean context, read at the decode bandwidth, the layers' launches,
-    and 2·N_active FLOPs for each decode token of its ceil(B/PP) ≥ B/PP micro-batch and each
-    prompt token prefilled per step, over TP x PP GPUs; all-reduces, sends and preempted
-    tokens only add. So B / step ≤ B / (a + b·B), which grows with B, and B is at most the
-    batch asked of a replica within what its KV cache admits."""
+    KV of B requests at the mean context, read at the decode bandwidth, the layers' launches
+    and, under TP, their small all-reduces' latency (`reduce_latency`), and 2·N_active FLOPs
+    for each decode token of its ceil(B/PP) ≥ B/PP micro-batch and each prompt token
+    prefilled per step, over TP x PP GPUs; the all-reduces' bytes, sends and preempted tokens
+    only add. So B / step ≤ B / (a + b·B), which grows with B, and B is at most the batch
+    asked of a replica within what its KV cache admits."""
     staged = with_stages(work, pp)
     if not holds_a_request(staged, gpu, tp):
         return None
@@ -1931,11 +1929,20 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float
     context = staged.input_tokens + staged.output_tokens / 2
     tokens = 1 + staged.input_tokens / max(1, staged.output_tokens)  # per decode token
     fixed = weights_read(staged, 1) / tp / rates.bytes_per_s + rates.launch_seconds
+    fixed += reduce_latency(staged, gpu, tp)
     per_request = context * kv_per_token(staged, tp) / rates.bytes_per_s + (
         2 * staged.arch.active_params * tokens / (tp * pp * rates.peak_flops * rates.mfu)
     )
     step = fixed + per_request * batch
     return batch / step * SPEED_BOUND_MARGIN
+
+
+def reduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:
+    """The latency of a decode step's small all-reduces, two per layer under TP (the term of
+    `decode_seconds`)."""
+    if tp <= 1:
+        return 0.0
+    return 2 * (work.arch.layers or 32) * allreduce_latency(work, gpu, tp)
 
 
 def chosen_figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:

@@ -44,6 +44,7 @@ from priceadvisor.sizing.estimate import (
     kv_per_token,
     kv_tokens_per_request,
     layouts_in_pass,
+    reduce_latency,
     replicas_of,
     serving_parts,
     usable_gib,
@@ -129,7 +130,8 @@ class _Layouts(NamedTuple):
 
 class _Gpus(NamedTuple):
     """What a layout's bound reads of each GPU model (`decode_rates`: the same at every
-    pipeline depth, which it does not read), one entry per model."""
+    pipeline depth, which it does not read), one entry per model; the all-reduces' latency
+    per (model, layout)."""
 
     usable_gib: Floats  # what `serving_memory` takes the layout's memory from
     cap: Floats  # the engine's default batch cap (inf: none)
@@ -137,6 +139,7 @@ class _Gpus(NamedTuple):
     launch_seconds: Floats
     peak_flops: Floats
     mfu: Floats
+    reduce_latency: Floats
 
 
 def speed_bounds(
@@ -144,7 +147,7 @@ def speed_bounds(
 ) -> SpeedBounds:
     """`estimate.replica_speed_bound(work, gpu, tp, pp)` of every layout on every GPU model,
     computed as arrays: each step is the scalar one's, in its order."""
-    per_layout, per_gpu = _layout_terms(work, layouts), _gpu_terms(work, gpus)
+    per_layout, per_gpu = _layout_terms(work, layouts), _gpu_terms(work, gpus, layouts)
     free = _free_gib(work, per_gpu.usable_gib[:, None], per_layout.memory_gib[None, :])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         capacity = np.maximum(0.0, np.trunc(free * GIB / per_layout.kv_per_token))
@@ -153,22 +156,33 @@ def speed_bounds(
             capacity < whole, 0.0, np.floor_divide(capacity, kv_tokens_per_request(work))
         )
         holds = (free > 0) & (admitted >= 1)
-        if work.concurrency:
-            requested: Floats | float = float(work.concurrency)
-        else:  # `engine_batch`
-            requested = np.maximum(1.0, np.minimum(admitted, per_gpu.cap[:, None]))
-        batch = np.maximum(1.0, np.minimum(requested, admitted))
-        bytes_per_s = per_gpu.bytes_per_s[:, None]
-        fixed = per_layout.weights_per_gpu / bytes_per_s + per_gpu.launch_seconds[:, None]
-        flops_per_s = per_layout.gpus * per_gpu.peak_flops[:, None] * per_gpu.mfu[:, None]
-        per_request = (
-            per_layout.kv_per_request / bytes_per_s + per_layout.flops_per_request / flops_per_s
-        )
-        bound = batch / (fixed + per_request * batch) * SPEED_BOUND_MARGIN
+        bound = _bound(per_layout, per_gpu, _batch(work, per_gpu, admitted))
         # A bound that is not a number would stop no search: size such a layout first.
         bound = np.where(holds, np.where(np.isnan(bound), math.inf, bound), math.nan)
     rows = dict(zip((gpu.id for gpu in gpus), bound.tolist(), strict=True))
     return SpeedBounds({layout: index for index, layout in enumerate(layouts)}, rows)
+
+
+def _batch(work: Workload, per_gpu: _Gpus, admitted: Floats) -> Floats:
+    """The batch asked of a replica within what its KV cache admits (at least one)."""
+    if work.concurrency:
+        requested: Floats | float = float(work.concurrency)
+    else:  # `engine_batch`
+        requested = np.maximum(1.0, np.minimum(admitted, per_gpu.cap[:, None]))
+    return np.maximum(1.0, np.minimum(requested, admitted))
+
+
+def _bound(per_layout: _Layouts, per_gpu: _Gpus, batch: Floats) -> Floats:
+    """`replica_speed_bound`'s steps from its batch on (errors ignored by the caller)."""
+    bytes_per_s = per_gpu.bytes_per_s[:, None]
+    fixed = per_layout.weights_per_gpu / bytes_per_s + per_gpu.launch_seconds[:, None]
+    fixed = fixed + per_gpu.reduce_latency
+    flops_per_s = per_layout.gpus * per_gpu.peak_flops[:, None] * per_gpu.mfu[:, None]
+    per_request = per_layout.kv_per_request / bytes_per_s + (
+        per_layout.flops_per_request / flops_per_s
+    )
+    bound: Floats = batch / (fixed + per_request * batch) * SPEED_BOUND_MARGIN
+    return bound
 
 
 def _free_gib(work: Workload, usable: Floats, memory: Floats) -> Floats:
@@ -199,7 +213,9 @@ def _layout_terms(work: Workload, layouts: Sequence[tuple[int, int]]) -> _Layout
     return _Layouts(*(np.array(column, dtype=np.float64) for column in columns))
 
 
-def _gpu_terms(work: Workload, gpus: Sequence[GpuSpec]) -> _Gpus:
+def _gpu_terms(
+    work: Workload, gpus: Sequence[GpuSpec], layouts: Sequence[tuple[int, int]]
+) -> _Gpus:
     usable = SERVING_MEMORY_UTILISATION
     if work.engine in FREE_MEMORY_KV_ENGINES:
         usable = 1.0
@@ -217,5 +233,19 @@ def _gpu_terms(work: Workload, gpus: Sequence[GpuSpec]) -> _Gpus:
                 rates.mfu,
             )
         )
-    columns = zip(*rows, strict=True) if rows else ([] for _ in _Gpus._fields)
-    return _Gpus(*(np.array(column, dtype=np.float64) for column in columns))
+    columns = zip(*rows, strict=True) if rows else ([] for _ in range(6))
+    usable_col, caps, bytes_per_s, launch, peak, mfu = (
+        np.array(column, dtype=np.float64) for column in columns
+    )
+    latency = _reduce_latency(work, gpus, layouts)
+    return _Gpus(usable_col, caps, bytes_per_s, launch, peak, mfu, latency)
+
+
+def _reduce_latency(
+    work: Workload, gpus: Sequence[GpuSpec], layouts: Sequence[tuple[int, int]]
+) -> Floats:
+    """Per (GPU model, layout): `reduce_latency`, asked once per model and TP."""
+    degrees = sorted({tp for tp, _ in layouts})
+    found = [reduce_latency(work, gpu, tp) for gpu in gpus for tp in degrees]
+    table = np.array(found, dtype=np.float64).reshape(len(gpus), len(degrees))
+    return table[:, [degrees.index(tp) for tp, _ in layouts]]
