@@ -277,3 +277,21 @@ def test_a_layouts_memory_parts_are_shared_by_the_gpus_of_a_pass_and_never_chang
         built.memory_gib["weights"] = -1.0  # an estimate's memory is its own copy
         assert sizing.serving_memory(work, large, 1) == alone[1]
     assert shared == alone
+
+
+def test_training_memory_is_shared_by_the_gpus_of_a_pass_and_never_changed() -> None:
+    """`training_memory` and `prior_compute_seconds` are memoised in a pass (the first is the
+    same on every GPU model, the second at every count); an estimate's memory is its own."""
+    catalog = gpu_catalog().gpus
+    small, large = catalog["A100-SXM-40GB"], catalog["H100-SXM-80GB"]
+    work = Workload("finetune", llm.lookup("llama-3.1-8b"), "bf16", train_tokens=1e9)
+    alone = [repr(sizing.estimate(work, gpu.id, n)) for gpu in (small, large) for n in (1, 8)]
+    with sizing_pass():
+        shared = [repr(sizing.estimate(work, gpu.id, n)) for gpu in (small, large) for n in (1, 8)]
+        settled = sizing.with_recompute(work, "none")
+        assert sizing.training_memory(settled, 8) is sizing.training_memory(settled, 8)
+        built = sizing.estimate(work, large.id, 8)
+        built.memory_gib["model_state"] = -1.0  # an estimate's memory is its own copy
+        assert sizing.training_memory(settled, 8)["model_state"] > 0
+        assert repr(sizing.estimate(work, large.id, 8)) == alone[3]
+    assert shared == alone

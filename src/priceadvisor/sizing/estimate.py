@@ -591,6 +591,7 @@ def expert_quantisation_seconds(arch: Architecture, gpu: GpuSpec) -> float:
     return traffic / (bandwidth(gpu) * QUANTISATION_BANDWIDTH_SHARE)
 
 
+@per_pass(objects=2)  # the same at every GPU count: once per GPU model and policy in a pass
 def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
     """Compute seconds per trained token on one GPU at the efficiency priors (before the
     fitted regime and stack factors)."""
@@ -1192,6 +1193,7 @@ def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
     return degrees[-1]
 
 
+@per_pass(objects=1)  # the same on every GPU model: once per count and policy in a pass
 def training_memory(work: Workload, gpus: int) -> dict[str, float]:
     """Per GPU, GiB. Full/pre-training: mixed-precision AdamW at 16 B/param sharded ZeRO-3 over
     the GPUs; LoRA: frozen 16-bit weights (QLoRA: NF4 ≈ 0.56 B) + adapters; the activations the
@@ -1401,7 +1403,7 @@ def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None)
     work = with_training_tensor_parallel(work, tensor_parallel or work.tensor_parallel)
     check_training_layout(work, gpus)
     work, recompute_source = choose_recompute(work, gpu, gpus)
-    memory = training_memory(work, gpus)
+    memory = dict(training_memory(work, gpus))  # the estimate's own copy of a shared dict
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
     regime = training_regime(work)
     result = Estimate(

@@ -64,7 +64,8 @@ def fastest_figures_of(
     cannot be sized, a count the pipeline stages do not divide) is left out."""
     catalog = gpu_catalog().gpus
     with sizing_pass():
-        gpus = {model: catalog[model] for model, _ in shapes if _sizable(catalog[model])}
+        models = {model: catalog[model] for model, _ in shapes}
+        gpus = {model: gpu for model, gpu in models.items() if _sizable(gpu)}
         counts = sorted({count for _, count in shapes if _splits(work, count)})
         layouts = sorted({layout for count in counts for layout in layouts_in_pass(work, count)})
         bounds = speed_bounds(work, list(gpus.values()), layouts)

@@ -11,8 +11,8 @@ object it keyed by identity alive, so no other object can take its id while the 
 the objects are frozen, so the same object always gives the same result. Nothing outlives
 the pass: a memo across passes would keep answers computed under other module tables (tests
 patch them) or other scales, and a process never pays for memory it no longer needs.
-Callers must not mutate a memoised result (the helpers return floats, tuples and a dict that
-`_serve` copies).
+Callers must not mutate a memoised result (the helpers return floats, tuples and dicts that
+`_serve` and `_train` copy into their estimates).
 """
 
 from __future__ import annotations
