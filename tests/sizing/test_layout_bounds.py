@@ -123,3 +123,26 @@ def test_advice_sizes_a_workloads_shapes_together_as_one_by_one(spec: dict[str, 
         together = [repr(kept) for kept in advisor._size_all(profile, work, shapes)]
     assert together == one_by_one
     assert 0 < sum(kept != "None" for kept in one_by_one) < len(shapes)
+
+
+def _unfit_by_definition(work: Workload, model: str, count: int) -> bool:
+    """`unfit_for_certain` as first written: the fallback layout is one the search tried."""
+    gpu = gpu_catalog().gpus[model]
+    with sizing_pass():
+        tp = sizing.default_tensor_parallel(work, gpu, count)
+        return (tp, work.pipeline_parallel) in sizing.layouts_in_pass(work, count)
+
+
+def test_a_shape_no_layout_fits_is_unfit_for_certain_as_by_its_definition() -> None:
+    few_heads = dataclasses.replace(llm.lookup("llama-3.1-70b"), heads=4)  # TP 8+ never tried
+    works = [*_works(), Workload("serve", few_heads, "bf16"), Workload("batch", few_heads, "fp8")]
+    models = ("L4-24GB", "A10G-24GB", "A100-SXM-40GB", "H100-SXM-80GB", "MI300X-192GB")
+    answers = {True: 0, False: 0}
+    for work in works:
+        for model, count in itertools.product(models, (*COUNTS, 32)):
+            if _alone(work, model, count) != "None":
+                continue  # a layout fits, or the shape is refused: never asked
+            unfit = sizing.unfit_for_certain(work, model, count)
+            assert unfit == _unfit_by_definition(work, model, count), (work, model, count)
+            answers[unfit] += 1
+    assert min(answers.values()) > 0, answers

@@ -1179,12 +1179,18 @@ def _layout_reason(best: Estimate, runner: tuple[str, float, float] | None, fitt
     return reason
 
 
+def tensor_parallel_degrees(work: Workload, gpus: int) -> list[int]:
+    """The degrees `default_tensor_parallel` chooses from: powers of two whose replicas of
+    TP x PP GPUs divide the GPUs."""
+    pp = work.pipeline_parallel
+    return [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % (d * pp) == 0 and d * pp <= gpus]
+
+
 def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
     """Smallest power-of-two TP whose replicas of TP x PP GPUs divide the GPUs and hold the
     requested concurrency in KV cache (else the smallest that fits at all; else all GPUs,
     capped)."""
-    pp = work.pipeline_parallel
-    degrees = [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % (d * pp) == 0 and d * pp <= gpus]
+    degrees = tensor_parallel_degrees(work, gpus)
     wanted = (work.concurrency or 1) * kv_tokens_per_request(work)
     for enough in (wanted, 1):
         for degree in degrees:
@@ -1860,11 +1866,15 @@ def unfit_for_certain(work: Workload, gpu_model: str, gpus: int) -> bool:
     either. It falls back to the smallest TP that holds the workload
     (`default_tensor_parallel`) at the workload's stages; when that layout is one the search
     tried, the search found it holds no request or misses a latency target, and so does the
-    estimate. Else (a TP the search leaves out) only the estimate can say."""
+    estimate. Else (a TP the search leaves out) only the estimate can say. When the search
+    tried every degree the fallback can choose, which one it is does not matter."""
     gpu = gpu_catalog().gpus[gpu_model]
     with sizing_pass():
-        tp = default_tensor_parallel(work, gpu, gpus)
-        return (tp, work.pipeline_parallel) in layouts_in_pass(work, gpus)
+        tried = layouts_in_pass(work, gpus)
+        pp = work.pipeline_parallel
+        if all((tp, pp) in tried for tp in tensor_parallel_degrees(work, gpus)):
+            return True
+        return (default_tensor_parallel(work, gpu, gpus), pp) in tried
 
 
 def fastest_fitting(work: Workload, gpu: GpuSpec, gpus: int) -> RankedLayout | None:
