@@ -54,6 +54,8 @@ from priceadvisor.sizing.estimate import (
     estimate,
     fastest_figures,
     replicas_for,
+    replicas_of,
+    training_advice,
     unfit_for_certain,
 )
 from priceadvisor.sizing.memo import sizing_pass
@@ -367,11 +369,39 @@ def _serving(
 def _whole_estimate(
     profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
 ) -> Sized | None:
+    if profile.task in TRAINING_TASKS and gpu_count >= 1 and float(gpu_count).is_integer():
+        return _training(profile, work, gpu_model, int(gpu_count))
     result = size_offer(work, profile.tensor_parallel, gpu_model, gpu_count)
     if result is None:
         return None
     factor = cost_factor(profile, result)
     return Sized(factor, _fields(profile, result), result.tokens_per_s, result.replicas)
+
+
+def _training(profile: WorkloadProfile, work: Workload, gpu_model: str, gpus: int) -> Sized | None:
+    """Training on whole GPUs from its figures alone (`training_advice`, the estimate's own
+    without its notes): what `_whole_estimate` keeps of the whole estimate."""
+    if gpus % (profile.tensor_parallel or 1):
+        return None  # as `size_offer`
+    try:
+        figures = training_advice(work, gpu_model, gpus, profile.tensor_parallel)
+    except SizingError:
+        return None
+    if not (figures.fits and figures.tokens_per_s > 0):
+        return None
+    hours = figures.hours
+    fields = (
+        gpu_model,
+        float(gpus),
+        figures.tokens_per_s,
+        hours,
+        None,
+        None,
+        figures.binding,
+        figures.uncertainty,
+    )
+    factor = hours if hours is not None else math.nan  # as `cost_factor` for training
+    return Sized(factor, fields, figures.tokens_per_s, replicas_of(gpus, 1, 1))
 
 
 def _from_figures(figures: ServingFigures, gpus: int) -> Sized | None:

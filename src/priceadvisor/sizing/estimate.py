@@ -1406,62 +1406,128 @@ def check_pipeline(work: Workload, gpus: float) -> None:
 
 
 def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None) -> Estimate:
-    work = with_training_tensor_parallel(work, tensor_parallel or work.tensor_parallel)
-    check_training_layout(work, gpus)
-    work, recompute_source = choose_recompute(work, gpu, gpus)
-    memory = dict(training_memory(work, gpus))  # the estimate's own copy of a shared dict
-    available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
-    regime = training_regime(work)
+    figures = training_figures(work, gpu, gpus, tensor_parallel)
     result = Estimate(
         gpu.id,
         gpus,
-        sum(memory.values()) <= available,
-        "compute",
-        memory,
-        available,
-        uncertainty=_uncertainty(work, gpu, regime),
-        regime=regime,
-        recompute=recompute_mode(work),
+        figures.fits,
+        figures.binding,
+        dict(figures.memory),  # the estimate's own copy of a dict a pass shares
+        figures.available,
+        tokens_per_s=figures.tokens_per_s,
+        hours=figures.hours,
+        uncertainty=figures.uncertainty,
+        regime=figures.regime,
+        recompute=recompute_mode(figures.work),
     )
-    if recompute_source != "given":
-        result.notes.append(
-            f"recompute {result.recompute} ({recompute_source}; --recompute none|selective|full "
-            "sets it)"
-        )
-    if work.tensor_parallel:
-        result.notes.append(_training_layout_note(work, gpus))
+    _note_training(result, figures, gpus)
+    return result
+
+
+class TrainingFigures(NamedTuple):
+    """A training run's figures on `gpus` GPUs of a model (`training_figures`): what `_train`
+    builds its estimate and notes from, and what advice reads without them."""
+
+    work: Workload  # with its tensor-parallel degree and recompute policy settled
+    recompute_source: str  # where the policy comes from (`choose_recompute`)
+    memory: dict[str, float]  # per GPU, GiB (a pass shares it: never changed)
+    available: float
+    fits: bool
+    binding: str
+    regime: str
+    uncertainty: float
+    on_pcie: bool  # several GPUs of a PCIe-only part: scaled down
+    eager: float  # seconds per token of an eager stack's elementwise kernels
+    compute: float  # seconds per token of compute on one GPU
+    bubble: float
+    tokens_per_s: float
+    hours: float | None
+
+
+def training_figures(
+    work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None
+) -> TrainingFigures:
+    """Training's memory, fit, throughput and hours on `gpus` GPUs (`_train` without its
+    notes)."""
+    work = with_training_tensor_parallel(work, tensor_parallel or work.tensor_parallel)
+    check_training_layout(work, gpus)
+    work, recompute_source = choose_recompute(work, gpu, gpus)
+    memory = training_memory(work, gpus)
+    available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
+    fits = sum(memory.values()) <= available
+    regime = training_regime(work)
+    uncertainty = _uncertainty(work, gpu, regime)
     scale = regime_factor(work, regime)
-    if gpus > 1 and not has_fast_interconnect(gpu):
+    on_pcie = gpus > 1 and not has_fast_interconnect(gpu)
+    if on_pcie:
         scale *= 0.8
-        result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
     eager = eager_elementwise_seconds(work, gpu)
     compute = prior_compute_seconds(work, gpu) / scale + eager
-    if eager:
-        result.notes.append(
-            f"eager stack: unfused elementwise ops take {eager / compute:.0%} of the compute "
-            "time, at memory bandwidth (fused kernels would skip most of it)"
-        )
     communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
     communication += exposed_tensor_parallel_seconds(work, gpu, gpus, compute)
     communication += data_parallel_seconds(work, gpu, gpus, compute)
-    if communication > 0.2 * compute:
-        result.binding = "communication"
+    binding = "communication" if communication > 0.2 * compute else "compute"
     bubble = pipeline_bubble(work)
-    if bubble >= 0.05:
+    tokens_per_s = gpus / ((compute + communication) * (1 + bubble))
+    hours = None
+    if work.train_tokens and tokens_per_s > 0:
+        goodput = run_goodput(gpus, work.scales) if work.goodput is None else work.goodput
+        rate = tokens_per_s * goodput
+        hours = work.train_tokens / rate / 3600
+        if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
+            uncertainty = max(uncertainty, _uncertainty(work, gpu, "train-e2e"))
+    return TrainingFigures(
+        work,
+        recompute_source,
+        memory,
+        available,
+        fits,
+        binding if fits else "memory",
+        regime,
+        uncertainty,
+        on_pcie,
+        eager,
+        compute,
+        bubble,
+        tokens_per_s,
+        hours,
+    )
+
+
+def training_advice(
+    work: Workload, gpu_model: str, gpus: int, tensor_parallel: int | None
+) -> TrainingFigures:
+    """`estimate(work, gpu_model, gpus, tensor_parallel)`'s figures for training on whole GPUs,
+    without building the estimate (its notes, which advice never reads). Raises SizingError
+    where `estimate` does."""
+    gpu = gpu_catalog().gpus[gpu_model]
+    check_sizable(gpu)
+    check_pipeline(work, gpus)
+    return training_figures(work, gpu, gpus, tensor_parallel)
+
+
+def _note_training(result: Estimate, figures: TrainingFigures, gpus: int) -> None:
+    """What a training estimate says beyond its figures, in this order: the recompute policy,
+    the stated layout, a PCIe-only part, an eager stack's share, a pipeline bubble."""
+    if figures.recompute_source != "given":
         result.notes.append(
-            f"pipeline bubble: {bubble:.0%} of the step idle ((PP-1)/(VP·micro-batches)); "
+            f"recompute {result.recompute} ({figures.recompute_source}; --recompute "
+            "none|selective|full sets it)"
+        )
+    if figures.work.tensor_parallel:
+        result.notes.append(_training_layout_note(figures.work, gpus))
+    if figures.on_pcie:
+        result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
+    if figures.eager:
+        result.notes.append(
+            f"eager stack: unfused elementwise ops take {figures.eager / figures.compute:.0%} "
+            "of the compute time, at memory bandwidth (fused kernels would skip most of it)"
+        )
+    if figures.bubble >= 0.05:
+        result.notes.append(
+            f"pipeline bubble: {figures.bubble:.0%} of the step idle ((PP-1)/(VP·micro-batches)); "
             "more micro-batches or interleaved stages (--vp) shrink it"
         )
-    result.tokens_per_s = gpus / ((compute + communication) * (1 + bubble))
-    if not result.fits:
-        result.binding = "memory"
-    if work.train_tokens and result.tokens_per_s > 0:
-        goodput = run_goodput(gpus, work.scales) if work.goodput is None else work.goodput
-        rate = result.tokens_per_s * goodput
-        result.hours = work.train_tokens / rate / 3600
-        if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
-            result.uncertainty = max(result.uncertainty, _uncertainty(work, gpu, "train-e2e"))
-    return result
 
 
 def _training_layout_note(work: Workload, gpus: int) -> str:
