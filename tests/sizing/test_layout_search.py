@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -192,6 +193,41 @@ def test_the_memo_lives_for_one_pass_and_keys_objects_by_identity() -> None:
     assert len(calls) == 5  # first/1, twin/1, first/2 once each in the pass
     doubled(first, 1)
     assert len(calls) == 6  # the pass's memo went with it
+
+
+def test_every_wrapper_memoises_by_identity_and_value_for_one_pass() -> None:
+    """The wrappers named by arity (`memo._FIXED`) and the general ones (a default, more
+    arguments) answer alike: once per distinct call in a pass, as is outside one; a plain
+    helper takes positional calls only, a helper with a default is called as is by keyword."""
+    calls: list[tuple[Any, ...]] = []
+
+    def record(*args: Any) -> int:
+        calls.append(args)
+        return sum(a.value if isinstance(a, _Thing) else a for a in args)
+
+    @per_pass(objects=2)
+    def four(a: _Thing, b: _Thing, c: int, d: int) -> int:
+        return record(a, b, c, d)
+
+    @per_pass(objects=2)
+    def five(a: _Thing, b: _Thing, c: int, d: int, e: int) -> int:
+        return record(a, b, c, d, e)
+
+    @per_pass(objects=2)
+    def defaulted(a: _Thing, b: _Thing, c: int = 1) -> int:
+        return record(a, b, c)
+
+    first, second, twin = _Thing(1), _Thing(2), _Thing(2)
+    with sizing_pass():
+        assert four(first, second, 3, 4) == four(first, second, 3, 4) == 10
+        assert four(first, twin, 3, 4) == 10 and four(first, second, 4, 3) == 10
+        assert five(first, second, 1, 1, 1) == five(first, second, 1, 1, 1) == 6
+        assert defaulted(first, second) == defaulted(first, second) == 4
+        assert defaulted(first, second, c=2) == 5  # by keyword: as is
+        with pytest.raises(TypeError):
+            four(first, second, 3, d=4)
+    assert len(calls) == 6
+    assert four(first, second, 3, 4) == 10 and len(calls) == 7  # outside a pass: as is
 
 
 def test_an_unhashable_plain_argument_is_refused_inside_a_pass() -> None:
