@@ -488,8 +488,9 @@ def _plan(
     eligible = _eligible_classes(con, len(profiles))
     size = (len(profiles), len(shapes))
     plan = _Plan([], eligible, np.full(size, np.nan), np.full(size, -1), [], [])
+    allowed = topk.allowed_shapes(offers, eligible, len(shapes))
     for widx, profile in enumerate(profiles):
-        usable = topk.allowed_shapes(offers, eligible[widx], len(shapes)).tolist()
+        usable = np.flatnonzero(allowed[widx]).tolist()
         with sizing_pass():  # the workload's GPU counts share their layouts' figures
             _size_workload(plan, widx, profile, [(s, shapes[s]) for s in usable])
     if plan.cache_written:

@@ -56,11 +56,14 @@ def by_group(
     )
 
 
-def allowed_shapes(offers: OfferColumns, eligible_classes: Bools, n_shapes: int) -> Ints:
-    """The shapes of the offers in the classes a workload's constraints allow."""
-    groups, _ = _runs(offers.class_start, np.flatnonzero(eligible_classes))
-    shapes: Ints = np.flatnonzero(np.bincount(offers.group_shape[groups], minlength=n_shapes))
-    return shapes
+def allowed_shapes(offers: OfferColumns, eligible: Bools, n_shapes: int) -> Bools:
+    """[workload, shape]: whether an offer of the shape is in a class the workload's
+    constraints allow (`eligible`: [workload, class]), for every workload at once."""
+    n_classes = eligible.shape[1]
+    shapes_of_class = np.zeros((n_classes, n_shapes), dtype=np.int32)
+    shapes_of_class[offers.group_class, offers.group_shape] = 1
+    allowed: Bools = (eligible.astype(np.int32) @ shapes_of_class) > 0
+    return allowed
 
 
 def costs(
