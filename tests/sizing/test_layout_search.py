@@ -14,6 +14,7 @@ import pytest
 from priceadvisor import llm
 from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
 from priceadvisor.sizing import estimate as sizing
+from priceadvisor.sizing import memo
 from priceadvisor.sizing.estimate import Estimate, Scales, Workload
 from priceadvisor.sizing.memo import per_pass, sizing_pass
 
@@ -196,9 +197,10 @@ def test_the_memo_lives_for_one_pass_and_keys_objects_by_identity() -> None:
 
 
 def test_every_wrapper_memoises_by_identity_and_value_for_one_pass() -> None:
-    """The wrappers named by arity (`memo._FIXED`) and the general ones (a default, more
-    arguments) answer alike: once per distinct call in a pass, as is outside one; a plain
-    helper takes positional calls only, a helper with a default is called as is by keyword."""
+    """The wrappers named by arity (`memo._FIXED`, positional-only helpers) and the general
+    ones (named parameters, a default, more arguments) answer alike: once per distinct call in
+    a pass, as is outside one; a call by keyword is not memoised (and a positional-only helper
+    refuses it, as Python does)."""
     calls: list[tuple[Any, ...]] = []
 
     def record(*args: Any) -> int:
@@ -206,11 +208,15 @@ def test_every_wrapper_memoises_by_identity_and_value_for_one_pass() -> None:
         return sum(a.value if isinstance(a, _Thing) else a for a in args)
 
     @per_pass(objects=2)
-    def four(a: _Thing, b: _Thing, c: int, d: int) -> int:
+    def four(a: _Thing, b: _Thing, c: int, d: int, /) -> int:
         return record(a, b, c, d)
 
     @per_pass(objects=2)
-    def five(a: _Thing, b: _Thing, c: int, d: int, e: int) -> int:
+    def named(a: _Thing, b: _Thing, c: int, d: int) -> int:
+        return record(a, b, c, d)
+
+    @per_pass(objects=2)
+    def five(a: _Thing, b: _Thing, c: int, d: int, e: int, /) -> int:
         return record(a, b, c, d, e)
 
     @per_pass(objects=2)
@@ -224,10 +230,14 @@ def test_every_wrapper_memoises_by_identity_and_value_for_one_pass() -> None:
         assert five(first, second, 1, 1, 1) == five(first, second, 1, 1, 1) == 6
         assert defaulted(first, second) == defaulted(first, second) == 4
         assert defaulted(first, second, c=2) == 5  # by keyword: as is
+        assert named(first, second, 3, 4) == named(first, second, 3, 4) == 10
+        assert named(first, second, 3, d=4) == 10  # by keyword: as is
         with pytest.raises(TypeError):
-            four(first, second, 3, d=4)
-    assert len(calls) == 6
-    assert four(first, second, 3, 4) == 10 and len(calls) == 7  # outside a pass: as is
+            four(first, second, 3, d=4)  # type: ignore[call-arg]
+    assert len(calls) == 8
+    assert four(first, second, 3, 4) == 10 and len(calls) == 9  # outside a pass: as is
+    assert memo._plain_arity(four.__wrapped__) == 4  # type: ignore[attr-defined]
+    assert memo._plain_arity(named.__wrapped__) is None  # type: ignore[attr-defined]
 
 
 def test_an_unhashable_plain_argument_is_refused_inside_a_pass() -> None:

@@ -440,7 +440,7 @@ def usable_gib(gpu: GpuSpec, utilisation: float) -> float:
 
 
 @per_pass(objects=1)  # asked for every layout and collective: once per GPU in a pass
-def has_fast_interconnect(gpu: GpuSpec) -> bool:
+def has_fast_interconnect(gpu: GpuSpec, /) -> bool:
     text = str(gpu.specs.get("interconnect") or "")
     return (
         ("NVLink" in text and "no NVLink" not in text)
@@ -474,7 +474,7 @@ def collective_bandwidth(gpu: GpuSpec, group: int) -> float:
 
 
 @per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and group a pass
-def point_to_point_bandwidth(gpu: GpuSpec, group: int) -> float:
+def point_to_point_bandwidth(gpu: GpuSpec, group: int, /) -> float:
     """Bytes/s of one GPU's send to one peer: one xGMI link on AMD's mesh inside a node, else
     `link_bandwidth`."""
     link = mesh_link_bandwidth(gpu)
@@ -592,7 +592,7 @@ def expert_quantisation_seconds(arch: Architecture, gpu: GpuSpec) -> float:
 
 
 @per_pass(objects=2)  # the same at every GPU count: once per GPU model and policy in a pass
-def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
+def prior_compute_seconds(work: Workload, gpu: GpuSpec, /) -> float:
     """Compute seconds per trained token on one GPU at the efficiency priors (before the
     fitted regime and stack factors)."""
     flops = executed_training_flops(work)
@@ -934,7 +934,7 @@ def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
 
 
 @per_pass(objects=2)
-def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
+def _uncertainty(work: Workload, gpu: GpuSpec, regime: str, /) -> float:
     prior = prior_uncertainty(gpu, work.arch, work.task)
     return round(max(prior, work.scales.range_for(regime, software_key(work))), 3)
 
@@ -979,7 +979,7 @@ SIZING_SPECS = (
 
 
 @per_pass(objects=1)  # asked by every estimate: once per GPU model in a pass (a refusal raises)
-def check_sizable(gpu: GpuSpec) -> None:
+def check_sizable(gpu: GpuSpec, /) -> None:
     """Refuse a model the efficiency priors have no published basis for (Trainium, Inferentia):
     a number from GPU-calibrated priors would look precise and be wrong; and a model whose
     catalog entry lacks a figure every estimate divides by."""
@@ -1107,13 +1107,13 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayou
 
 
 @per_pass(objects=1)  # asked for every GPU model of a workload: once per GPU count in a pass
-def layouts_in_pass(work: Workload, gpus: int) -> tuple[tuple[int, int], ...]:
+def layouts_in_pass(work: Workload, gpus: int, /) -> tuple[tuple[int, int], ...]:
     """`serving_layouts`, as a tuple the pass can share."""
     return tuple(serving_layouts(work, gpus))
 
 
 @per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
-def layout_figures(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> LayoutFigures | None:
+def layout_figures(work: Workload, gpu: GpuSpec, tp: int, pp: int, /) -> LayoutFigures | None:
     """What the search ranks a layout of TP x PP by, whatever the GPU count: the workload in
     its `pp` stages, the batch a replica runs (`fitting_batch`) and its saturated step
     (`saturated_step_seconds`); None when the layout does not fit or misses a latency target.
@@ -1151,7 +1151,7 @@ def fitting_batch(work: Workload, gpu: GpuSpec, tp: int) -> int | None:
 
 
 @per_pass(objects=1)
-def with_stages(work: Workload, stages: int) -> Workload:
+def with_stages(work: Workload, stages: int, /) -> Workload:
     """`work` served in `stages` pipeline stages: one object per (workload, stages) in a sizing
     pass, so that every layout and GPU count of the pass shares the memoised helpers."""
     if stages == work.pipeline_parallel:
@@ -1200,7 +1200,7 @@ def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
 
 
 @per_pass(objects=1)  # the same on every GPU model: once per count and policy in a pass
-def training_memory(work: Workload, gpus: int) -> dict[str, float]:
+def training_memory(work: Workload, gpus: int, /) -> dict[str, float]:
     """Per GPU, GiB. Full/pre-training: mixed-precision AdamW at 16 B/param sharded ZeRO-3 over
     the GPUs; LoRA: frozen 16-bit weights (QLoRA: NF4 ≈ 0.56 B) + adapters; the activations the
     recompute policy keeps (`activation_bytes_per_token`) for one sequence, and the logits
@@ -1271,7 +1271,7 @@ def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload,
 
 
 @per_pass(objects=1)
-def with_training_tensor_parallel(work: Workload, tp: int | None) -> Workload:
+def with_training_tensor_parallel(work: Workload, tp: int | None, /) -> Workload:
     """`work` trained at tensor-parallel degree `tp`: one object per (workload, degree) in a
     sizing pass (the workload itself when it states that degree), so that the GPU models and
     counts of a pass share its recompute choices (`with_recompute`)."""
@@ -1281,7 +1281,7 @@ def with_training_tensor_parallel(work: Workload, tp: int | None) -> Workload:
 
 
 @per_pass(objects=1)
-def with_recompute(work: Workload, policy: str) -> Workload:
+def with_recompute(work: Workload, policy: str, /) -> Workload:
     """`work` under the recompute `policy`: one object per (workload, policy) in a sizing pass."""
     return dataclasses.replace(work, recompute=policy)
 
@@ -1547,7 +1547,7 @@ def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
 
 
 @per_pass(objects=2)
-def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, float], float]:
+def serving_memory(work: Workload, gpu: GpuSpec, tp: int, /) -> tuple[dict[str, float], float]:
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV.
     A pipeline stage holds 1/PP of the layers, so the weights split over TP x PP GPUs; the
     activation peak is one layer's (and the logits'), which the stages do not split."""
@@ -1560,7 +1560,7 @@ def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, flo
 
 
 @per_pass(objects=1)  # the same on every GPU model: once per layout in a pass (never mutated)
-def serving_parts(work: Workload, tp: int) -> dict[str, float]:
+def serving_parts(work: Workload, tp: int, /) -> dict[str, float]:
     """`serving_memory`'s parts, per GPU in GiB, which depend on the layout and not the GPU."""
     arch = work.arch
     stored = arch.total_params * WEIGHT_BYTES[work.precision] + sixteen_bit_extra(work)
@@ -1588,7 +1588,7 @@ def kv_bytes(work: Workload) -> float:
 
 
 @per_pass(objects=1)  # read by every decode step and KV split: once per layout in a pass
-def kv_per_token(work: Workload, tp: int) -> float:
+def kv_per_token(work: Workload, tp: int, /) -> float:
     """KV bytes per token per GPU (a pipeline stage caches its 1/PP of the layers); for a model
     given by its parameter count alone, a Llama-like GQA layout (8 KV heads of 128, layers ≈
     32·(N/8B)^⅓: 32 at 8B, 66 at 70B where Llama 3 has 80) — the KV term is then approximate,
@@ -1629,7 +1629,7 @@ def max_requests(work: Workload, capacity: int) -> int:
 
 
 @per_pass(objects=2)
-def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
+def kv_tokens(work: Workload, gpu: GpuSpec, tp: int, /) -> int:
     _, free = serving_memory(work, gpu, tp)
     return max(0, int(free * GIB / kv_per_token(work, tp)))
 
@@ -1661,7 +1661,7 @@ def sixteen_bit_extra(work: Workload) -> float:
 
 
 @per_pass(objects=2)
-def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
+def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int, /) -> tuple[float, float]:
     """(memory term, compute term) of one decode step for `batch` concurrent requests, prefill
     excluded, per GPU of a replica. Memory: weights read + KV read at the mean context,
     per-layer launch overhead and the two all-reduces per layer under TP (latency and bytes);
@@ -1701,7 +1701,7 @@ class DecodeRates(NamedTuple):
 
 
 @per_pass(objects=2)
-def decode_rates(work: Workload, gpu: GpuSpec) -> DecodeRates:
+def decode_rates(work: Workload, gpu: GpuSpec, /) -> DecodeRates:
     """`DecodeRates` of the workload on the GPU: computed once per pass, read by every layout
     and batch of `decode_seconds` and `saturated_step_seconds`."""
     mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
@@ -1811,7 +1811,7 @@ def mesh_allreduce_share(gpu: GpuSpec, tp: int, message_bytes: float) -> float:
 
 
 @per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and degree a pass
-def allreduce_bandwidth(gpu: GpuSpec, tp: int) -> float:
+def allreduce_bandwidth(gpu: GpuSpec, tp: int, /) -> float:
     """Bytes/s a tensor-parallel all-reduce moves per GPU: `collective_bandwidth`, at NCCL's
     share of the line rate where the group talks over NVLink."""
     nvlink = gpu.vendor == "NVIDIA" and tp <= scale_up_domain(gpu) and has_fast_interconnect(gpu)
@@ -1986,7 +1986,7 @@ SPEED_BOUND_MARGIN = 1 + 1e-6
 
 
 @per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
-def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float | None:
+def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int, /) -> float | None:
     """An upper bound on the output tokens/s of one replica of TP x PP (`serving_tokens_per_s`
     at the layout's batch, over its replicas), from the replica's memory and the decode rates;
     None when a replica holds no request (the layout does not fit). A saturated step
@@ -2053,7 +2053,7 @@ def requested_batch(work: Workload, gpu: GpuSpec, admitted: int) -> int:
 
 
 @per_pass(objects=2)
-def replica_batch(work: Workload, gpu: GpuSpec, tp: int) -> tuple[int, str]:
+def replica_batch(work: Workload, gpu: GpuSpec, tp: int, /) -> tuple[int, str]:
     """The batch a replica runs — the requested one within what its KV cache admits and the
     TPOT target allows (`_choose_batch`) — and what binds it there."""
     admitted = max_requests(work, kv_tokens(work, gpu, tp))
@@ -2155,7 +2155,7 @@ def serving_tokens_per_s(work: Workload, gpu: GpuSpec, tp: int, batch: int, repl
 
 
 @per_pass(objects=2)
-def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
+def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int, /) -> float:
     """Time per decode step of a saturated replica with every request's prefill spread over
     its output tokens. Memory and compute terms add up (their sum fits the measurements better
     than a roofline maximum). Under pipeline parallelism the prefill chunks travel through the

@@ -67,9 +67,9 @@ class sizing_pass:  # lower case: read as a function, `with sizing_pass():`
 def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Compute the decorated function once per distinct call inside a sizing pass (outside one:
     as is), its first `objects` arguments keyed by identity, the others by value (they must be
-    hashable). Positional calls only are memoised. A function of one to four plain parameters
-    (no defaults, no `*args`) takes positional calls only: its wrapper names them (`_FIXED`),
-    which costs a quarter less per call than packing them."""
+    hashable). Positional calls only are memoised. A function of one to four positional-only
+    parameters (`/`, no defaults) gets a wrapper that names them (`_FIXED`), which costs a
+    quarter less per call than packing them."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         fixed = _FIXED.get((objects, _plain_arity(function)))
@@ -133,13 +133,13 @@ def _keyed_by_two(function: Callable[..., R]) -> Callable[..., R]:
 
 
 def _plain_arity(function: Callable[..., Any]) -> int | None:
-    """How many parameters the function takes when all are plain (positional or keyword, no
-    default); else None."""
+    """How many parameters the function takes when all are positional-only without a default
+    (so that no call can name them); else None."""
     code = getattr(function, "__code__", None)
     packed = 0x04 | 0x08  # CO_VARARGS, CO_VARKEYWORDS
     if code is None or code.co_flags & packed or code.co_kwonlyargcount:
         return None
-    if getattr(function, "__defaults__", None):
+    if getattr(function, "__defaults__", None) or code.co_posonlyargcount != code.co_argcount:
         return None
     return int(code.co_argcount)
 
