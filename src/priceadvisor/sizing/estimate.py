@@ -1991,13 +1991,14 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int, /) -> fl
     at the layout's batch, over its replicas), from the replica's memory and the decode rates;
     None when a replica holds no request (the layout does not fit). A saturated step
     of B requests (`saturated_step_seconds`) is at least the parts of its decode step and
-    prefill that every layout pays: the weights one request routes to over TP GPUs and the
-    KV of B requests at the mean context, read at the decode bandwidth, the layers' launches
-    and, under TP, their small all-reduces' latency (`reduce_latency`), and 2·N_active FLOPs
-    for each decode token of its ceil(B/PP) ≥ B/PP micro-batch and each prompt token
-    prefilled per step, over TP x PP GPUs; the all-reduces' bytes, sends and preempted tokens
-    only add. So B / step ≤ B / (a + b·B), which grows with B, and B is at most the batch
-    asked of a replica within what its KV cache admits."""
+    prefill that every layout pays: the weights its micro-batch routes to over TP GPUs
+    (`routed_batch`) and the KV of B requests at the mean context, read at the decode
+    bandwidth, the layers' launches and, under TP, their small all-reduces' latency
+    (`reduce_latency`), and 2·N_active FLOPs for each decode token of its ceil(B/PP) ≥ B/PP
+    micro-batch and each prompt token prefilled per step, over TP x PP GPUs; the all-reduces'
+    bytes, sends and preempted tokens only add. So B / step ≤ B / (a + b·B), which grows
+    with B, and B is at most the batch asked of a replica within what its KV cache admits
+    (exactly that batch without a TPOT target)."""
     staged = with_stages(work, pp)
     if not holds_a_request(staged, gpu, tp):
         return None
@@ -2006,13 +2007,24 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int, /) -> fl
     rates = decode_rates(staged, gpu)
     context = staged.input_tokens + staged.output_tokens / 2
     tokens = 1 + staged.input_tokens / max(1, staged.output_tokens)  # per decode token
-    fixed = weights_read(staged, 1) / tp / rates.bytes_per_s + rates.launch_seconds
+    weights = weights_read(staged, routed_batch(staged, batch))
+    fixed = weights / tp / rates.bytes_per_s + rates.launch_seconds
     fixed += reduce_latency(staged, gpu, tp)
     per_request = context * kv_per_token(staged, tp) / rates.bytes_per_s + (
         2 * staged.arch.active_params * tokens / (tp * pp * rates.peak_flops * rates.mfu)
     )
     step = fixed + per_request * batch
     return batch / step * SPEED_BOUND_MARGIN
+
+
+def routed_batch(work: Workload, batch: int) -> int:
+    """The micro-batch whose routed weights (`weights_read`, which grows with it on a MoE
+    model) a replica's decode step reads at least, for a bound on `batch`: without a TPOT
+    target the replica runs that batch (`_choose_batch`), so ceil(batch/PP); with one, its
+    batch may be smaller, so one request."""
+    if work.tpot_ms_max is not None or not work.arch.is_moe:
+        return 1
+    return math.ceil(batch / work.pipeline_parallel)
 
 
 def reduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:

@@ -157,7 +157,9 @@ def speed_bounds(
             capacity < whole, 0.0, np.floor_divide(capacity, kv_tokens_per_request(work))
         )
         holds = (free > 0) & (admitted >= 1)
-        bound = _bound(per_layout, per_gpu, _batch(work, per_gpu, admitted))
+        batch = _batch(work, per_gpu, admitted)
+        weights = _routed_weights(work, layouts, batch, per_layout)
+        bound = _bound(per_layout, per_gpu, batch, weights)
         # A bound that is not a number would stop no search: size such a layout first.
         bound = np.where(holds, np.where(np.isnan(bound), math.inf, bound), math.nan)
     rows = dict(zip((gpu.id for gpu in gpus), bound.tolist(), strict=True))
@@ -173,10 +175,27 @@ def _batch(work: Workload, per_gpu: _Gpus, admitted: Floats) -> Floats:
     return np.maximum(1.0, np.minimum(requested, admitted))
 
 
-def _bound(per_layout: _Layouts, per_gpu: _Gpus, batch: Floats) -> Floats:
+def _routed_weights(
+    work: Workload, layouts: Sequence[tuple[int, int]], batch: Floats, per_layout: _Layouts
+) -> Floats:
+    """The weights over TP GPUs that a step's micro-batch routes to (`routed_batch`): one
+    request's on every GPU model unless a MoE model's batch is the bounded one; then
+    `weights_read` of each distinct micro-batch of each layout (its powers are Python's)."""
+    if not work.arch.is_moe or work.tpot_ms_max is not None:
+        return per_layout.weights_per_gpu
+    weights = np.empty_like(batch)
+    for column, (tp, pp) in enumerate(layouts):
+        staged = with_stages(work, pp)
+        micro, where = np.unique(np.ceil(batch[:, column] / pp), return_inverse=True)
+        routed = [weights_read(staged, int(m)) / tp for m in micro]  # m: `routed_batch`
+        weights[:, column] = np.array(routed, dtype=np.float64)[where]
+    return weights
+
+
+def _bound(per_layout: _Layouts, per_gpu: _Gpus, batch: Floats, weights: Floats) -> Floats:
     """`replica_speed_bound`'s steps from its batch on (errors ignored by the caller)."""
     bytes_per_s = per_gpu.bytes_per_s[:, None]
-    fixed = per_layout.weights_per_gpu / bytes_per_s + per_gpu.launch_seconds[:, None]
+    fixed = weights / bytes_per_s + per_gpu.launch_seconds[:, None]
     fixed = fixed + per_gpu.reduce_latency
     flops_per_s = per_layout.gpus * per_gpu.peak_flops[:, None] * per_gpu.mfu[:, None]
     per_request = per_layout.kv_per_request / bytes_per_s + (
