@@ -66,14 +66,15 @@ def fastest_figures_of(
     with sizing_pass():
         models = {model: catalog[model] for model, _ in shapes}
         gpus = {model: gpu for model, gpu in models.items() if _sizable(gpu)}
-        counts = sorted({count for _, count in shapes if _splits(work, count)})
+        counts = {count for _, count in shapes if _splits(work, count)}
         layouts = sorted({layout for count in counts for layout in layouts_in_pass(work, count)})
         bounds = speed_bounds(work, list(gpus.values()), layouts)
+        candidates = {count: _candidates(work, count, bounds.column) for count in counts}
         found: dict[tuple[str, int], ServingFigures | None] = {}
         for model, count in shapes:
             if model in gpus and count in counts:
                 gpu = gpus[model]
-                bounded = _bounded(work, count, bounds.rows[model], bounds.column)
+                bounded = _bounded(bounds.rows[model], candidates[count])
                 best = fastest_of_bounded(work, gpu, count, bounded)
                 figures = None if best is None else chosen_figures(best.work, gpu, count, best.tp)
                 found[(model, count)] = figures
@@ -96,16 +97,26 @@ def _splits(work: Workload, gpus: int) -> bool:
     return True
 
 
-def _bounded(
-    work: Workload, gpus: int, row: list[float], column: dict[tuple[int, int], int]
-) -> list[BoundedLayout]:
-    """`estimate.fastest_fitting`'s bounded layouts of `gpus` GPUs, sorted, from one GPU's
-    bounds (NaN: a replica holds no request)."""
-    bounded = []
-    for index, (tp, pp) in enumerate(layouts_in_pass(work, gpus)):
-        bound = row[column[(tp, pp)]]
-        if not math.isnan(bound):
-            bounded.append((-bound * replicas_of(gpus, tp, pp), index, tp, pp))
+# A layout of a GPU count for the search: its bounds' column, replicas, index, TP and PP.
+Candidate = tuple[int, int, int, int, int]
+
+
+def _candidates(work: Workload, gpus: int, column: dict[tuple[int, int], int]) -> list[Candidate]:
+    """The layouts of `gpus` GPUs (`serving_layouts`' order) with what `_bounded` reads."""
+    return [
+        (column[(tp, pp)], replicas_of(gpus, tp, pp), index, tp, pp)
+        for index, (tp, pp) in enumerate(layouts_in_pass(work, gpus))
+    ]
+
+
+def _bounded(row: list[float], candidates: list[Candidate]) -> list[BoundedLayout]:
+    """`estimate.fastest_fitting`'s bounded layouts, sorted, from one GPU model's bounds (NaN:
+    a replica holds no request)."""
+    bounded = [
+        (-row[column] * replicas, index, tp, pp)
+        for column, replicas, index, tp, pp in candidates
+        if not math.isnan(row[column])
+    ]
     bounded.sort()
     return bounded
 
