@@ -34,7 +34,10 @@ Serving with no layout given (`fastest_layout`) ranks every valid TP x PP layout
 `_serve` uses (`fitting_layouts`: `layout_figures`, one memo entry per layout with its
 `fitting_batch` and saturated step) and builds only the chosen one; advice, which reads a few of
 the estimate's figures, takes them from the chosen layout without building it
-(`fastest_figures`). Helpers marked `per_pass` are computed once per distinct call inside a
+(`fastest_figures`, sizing in full only the layouts whose `replica_speed_bound` can still win;
+`priceadvisor.sizing.layoutbounds` computes those bounds for all of a workload's offer shapes at
+once), and training's from `training_figures`, which `_train` builds its estimate from.
+Helpers marked `per_pass` (positional-only) are computed once per distinct call inside a
 sizing pass (`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per
 workload, so that a workload's layouts and GPU counts share their figures.
 """
