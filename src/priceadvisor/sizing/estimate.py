@@ -2041,13 +2041,35 @@ def reduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:
 def chosen_figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
     """What advice reads of the estimate of `gpus` GPUs in replicas of TP x PP (the chosen
     layout's `_serve`)."""
-    admitted = max_requests(work, kv_tokens(work, gpu, tp))
-    batch, binding = serving_binding(work, gpu, tp, admitted)
+    replica = replica_figures(work, gpu, tp)
     replicas = replicas_of(gpus, tp, work.pipeline_parallel)
     return ServingFigures(
         gpu.id,
         replicas,
-        serving_tokens_per_s(work, gpu, tp, batch, replicas),
+        serving_tokens_per_s(work, gpu, tp, replica.batch, replicas),
+        replica.ttft_ms,
+        replica.tpot_ms,
+        replica.binding,
+        replica.uncertainty,
+    )
+
+
+class ReplicaFigures(NamedTuple):
+    """`chosen_figures`' part that one replica of a layout gives, whatever the GPU count."""
+
+    batch: int
+    ttft_ms: float
+    tpot_ms: float
+    binding: str
+    uncertainty: float
+
+
+@per_pass(objects=2)  # the layout that wins at several counts: once per layout in a pass
+def replica_figures(work: Workload, gpu: GpuSpec, tp: int, /) -> ReplicaFigures:
+    admitted = max_requests(work, kv_tokens(work, gpu, tp))
+    batch, binding = serving_binding(work, gpu, tp, admitted)
+    return ReplicaFigures(
+        batch,
         ttft_seconds(work, gpu, tp) * 1000,
         _tpot_ms(work, gpu, tp, batch),
         binding,
