@@ -3,8 +3,9 @@
 in CPU over several rounds in one process; `--digest` prints instead a SHA-256 of every
 estimate's `repr` (each input sized in its workload's pass, then alone), so that two trees can
 be checked to give bit-identical estimates (run each with PYTHONPATH=<tree>/src). `--advice`
-times instead what `advise` keeps of each input (`advisor._size`: the cost factor and the
-estimate's columns), which for serving with the layout left to sizing needs no whole estimate.
+times instead what `advise` keeps of each input (`advisor._size_all`, a workload's inputs
+together: the cost factor and the estimate's columns), which for serving with the layout left
+to sizing needs no whole estimate.
 
     ./uvw run python bench/bench_sizing.py [--rounds 7] [--digest] [--advice]
 """
@@ -47,10 +48,9 @@ def size_all(profile: WorkloadProfile, work: Workload, models: list[str]) -> lis
 
 
 def advice_all(profile: WorkloadProfile, work: Workload, models: list[str]) -> None:
-    """Every (GPU model, count) of one workload as `advise` sizes it (no process memo)."""
-    for model in models:
-        for count in COUNTS:
-            advisor._size(profile, work, model, count)
+    """Every (GPU model, count) of one workload as `advise` sizes it (no process memo): the
+    workload's shapes together (`advisor._size_all`)."""
+    advisor._size_all(profile, work, [(model, count) for model in models for count in COUNTS])
 
 
 def digest(cases: list[tuple[WorkloadProfile, Workload]], models: list[str]) -> str:

@@ -54,9 +54,23 @@ def test_allowed_shapes_are_those_of_offers_in_allowed_classes() -> None:
     offers = topk.by_group(
         np.arange(4), np.array([0, 0, 1, 2]), np.array([3, 1, 2, 1]), np.ones(4), 3, 4
     )
-    assert topk.allowed_shapes(offers, np.array([True, False, False]), 4).tolist() == [1, 3]
-    assert topk.allowed_shapes(offers, np.array([False, True, True]), 4).tolist() == [1, 2]
-    assert topk.allowed_shapes(offers, np.zeros(3, dtype=np.bool_), 4).tolist() == []
+    eligible = np.array([[True, False, False], [False, True, True], [False, False, False]])
+    allowed = topk.allowed_shapes(offers, eligible, 4)
+    assert [np.flatnonzero(row).tolist() for row in allowed] == [[1, 3], [1, 2], []]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_allowed_shapes_of_random_offers_are_those_by_definition(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_classes, n_shapes = int(rng.integers(1, 30)), int(rng.integers(1, 12))
+    offers = _offers(rng, int(rng.integers(0, 3000)), n_classes, n_shapes)
+    eligible = rng.random((int(rng.integers(1, 6)), n_classes)) < rng.random()
+    allowed = topk.allowed_shapes(offers, eligible, n_shapes)
+    group_of_offer = np.searchsorted(offers.group_start, np.arange(len(offers.offer_id)), "right")
+    classes = offers.group_class[group_of_offer - 1]
+    for widx, row in enumerate(eligible):
+        want = {int(s) for s, c in zip(offers.shape_id, classes, strict=True) if row[c]}
+        assert set(np.flatnonzero(allowed[widx]).tolist()) == want
 
 
 def test_no_offers() -> None:

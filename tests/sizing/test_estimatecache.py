@@ -46,18 +46,23 @@ def new_process() -> Iterator[None]:
 
 
 class Sizings:
-    """Counts the shapes sized in the process (advisor._size: the estimate or, for serving
-    with the layout left to sizing, its figures)."""
+    """Counts the shapes sized in the process (advisor._size, one shape, and advisor._size_all,
+    a workload's: the estimate or, for serving with the layout left to sizing, its figures)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = advisor._size
+        real, real_all = advisor._size, advisor._size_all
 
         def counted(*args: Any) -> advisor.Sized | None:
             self.count += 1
             return real(*args)
 
+        def counted_all(profile: Any, work: Any, shapes: list[Any]) -> list[Any]:
+            self.count += len(shapes)
+            return real_all(profile, work, shapes)
+
         monkeypatch.setattr(advisor, "_size", counted)
+        monkeypatch.setattr(advisor, "_size_all", counted_all)
 
 
 def ranking(db: Path, profiles: list[WorkloadProfile] = PROFILES) -> list[tuple[Any, ...]]:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from priceadvisor import llm
 from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
 from priceadvisor.sizing import estimate as sizing
+from priceadvisor.sizing import memo
 from priceadvisor.sizing.estimate import Estimate, Scales, Workload
 from priceadvisor.sizing.memo import per_pass, sizing_pass
 
@@ -194,6 +196,50 @@ def test_the_memo_lives_for_one_pass_and_keys_objects_by_identity() -> None:
     assert len(calls) == 6  # the pass's memo went with it
 
 
+def test_every_wrapper_memoises_by_identity_and_value_for_one_pass() -> None:
+    """The wrappers named by arity (`memo._FIXED`, positional-only helpers) and the general
+    ones (named parameters, a default, more arguments) answer alike: once per distinct call in
+    a pass, as is outside one; a call by keyword is not memoised (and a positional-only helper
+    refuses it, as Python does)."""
+    calls: list[tuple[Any, ...]] = []
+
+    def record(*args: Any) -> int:
+        calls.append(args)
+        return sum(a.value if isinstance(a, _Thing) else a for a in args)
+
+    @per_pass(objects=2)
+    def four(a: _Thing, b: _Thing, c: int, d: int, /) -> int:
+        return record(a, b, c, d)
+
+    @per_pass(objects=2)
+    def named(a: _Thing, b: _Thing, c: int, d: int) -> int:
+        return record(a, b, c, d)
+
+    @per_pass(objects=2)
+    def five(a: _Thing, b: _Thing, c: int, d: int, e: int, /) -> int:
+        return record(a, b, c, d, e)
+
+    @per_pass(objects=2)
+    def defaulted(a: _Thing, b: _Thing, c: int = 1) -> int:
+        return record(a, b, c)
+
+    first, second, twin = _Thing(1), _Thing(2), _Thing(2)
+    with sizing_pass():
+        assert four(first, second, 3, 4) == four(first, second, 3, 4) == 10
+        assert four(first, twin, 3, 4) == 10 and four(first, second, 4, 3) == 10
+        assert five(first, second, 1, 1, 1) == five(first, second, 1, 1, 1) == 6
+        assert defaulted(first, second) == defaulted(first, second) == 4
+        assert defaulted(first, second, c=2) == 5  # by keyword: as is
+        assert named(first, second, 3, 4) == named(first, second, 3, 4) == 10
+        assert named(first, second, 3, d=4) == 10  # by keyword: as is
+        with pytest.raises(TypeError):
+            four(first, second, 3, d=4)  # type: ignore[call-arg]
+    assert len(calls) == 8
+    assert four(first, second, 3, 4) == 10 and len(calls) == 9  # outside a pass: as is
+    assert memo._plain_arity(four.__wrapped__) == 4  # type: ignore[attr-defined]
+    assert memo._plain_arity(named.__wrapped__) is None  # type: ignore[attr-defined]
+
+
 def test_an_unhashable_plain_argument_is_refused_inside_a_pass() -> None:
     @per_pass(objects=1)
     def size(thing: _Thing, other: _Thing) -> int:
@@ -276,4 +322,22 @@ def test_a_layouts_memory_parts_are_shared_by_the_gpus_of_a_pass_and_never_chang
         built = sizing._serve(work, large, 1, 1)
         built.memory_gib["weights"] = -1.0  # an estimate's memory is its own copy
         assert sizing.serving_memory(work, large, 1) == alone[1]
+    assert shared == alone
+
+
+def test_training_memory_is_shared_by_the_gpus_of_a_pass_and_never_changed() -> None:
+    """`training_memory` and `prior_compute_seconds` are memoised in a pass (the first is the
+    same on every GPU model, the second at every count); an estimate's memory is its own."""
+    catalog = gpu_catalog().gpus
+    small, large = catalog["A100-SXM-40GB"], catalog["H100-SXM-80GB"]
+    work = Workload("finetune", llm.lookup("llama-3.1-8b"), "bf16", train_tokens=1e9)
+    alone = [repr(sizing.estimate(work, gpu.id, n)) for gpu in (small, large) for n in (1, 8)]
+    with sizing_pass():
+        shared = [repr(sizing.estimate(work, gpu.id, n)) for gpu in (small, large) for n in (1, 8)]
+        settled = sizing.with_recompute(work, "none")
+        assert sizing.training_memory(settled, 8) is sizing.training_memory(settled, 8)
+        built = sizing.estimate(work, large.id, 8)
+        built.memory_gib["model_state"] = -1.0  # an estimate's memory is its own copy
+        assert sizing.training_memory(settled, 8)["model_state"] > 0
+        assert repr(sizing.estimate(work, large.id, 8)) == alone[3]
     assert shared == alone

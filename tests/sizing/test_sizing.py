@@ -73,7 +73,7 @@ def test_lora_is_about_4nd_and_full_finetune_6nd() -> None:  # trap 5
 
 
 def test_full_training_state_is_16_bytes_per_param() -> None:  # trap 4
-    memory = training_memory(Workload("pretrain", L70, train_tokens=1e9), gpus=1)
+    memory = training_memory(Workload("pretrain", L70, train_tokens=1e9), 1)
     assert memory["model_state"] == pytest.approx(16 * L70.total_params / 2**30)
     assert not estimate(Workload("finetune", L70, train_tokens=1e9), "H100-SXM-80GB", 8).fits
     assert estimate(Workload("finetune", L70, train_tokens=1e9), "H100-SXM-80GB", 16).fits

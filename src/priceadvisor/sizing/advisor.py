@@ -45,7 +45,7 @@ import numpy as np
 
 from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.records import TRAINING_TASKS, utcnow
-from priceadvisor.sizing import effective, estimatecache, topk
+from priceadvisor.sizing import effective, estimatecache, layoutbounds, topk
 from priceadvisor.sizing.estimate import (
     Estimate,
     ServingFigures,
@@ -54,6 +54,8 @@ from priceadvisor.sizing.estimate import (
     estimate,
     fastest_figures,
     replicas_for,
+    replicas_of,
+    training_advice,
     unfit_for_certain,
 )
 from priceadvisor.sizing.memo import sizing_pass
@@ -314,21 +316,92 @@ def sized(
 def _size(
     profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
 ) -> Sized | None:
-    whole = gpu_count >= 1 and float(gpu_count).is_integer()
-    if profile.task not in TRAINING_TASKS and profile.tensor_parallel is None and whole:
+    if _by_figures(profile, gpu_count):
         try:
             figures = fastest_figures(work, gpu_model, int(gpu_count))
         except SizingError:
             return None  # as `size_offer`: `estimate` raises the same
-        if figures is not None:
-            return _from_figures(figures, int(gpu_count))
-        if unfit_for_certain(work, gpu_model, int(gpu_count)):
-            return None
+        return _serving(profile, work, gpu_model, gpu_count, figures)
+    return _whole_estimate(profile, work, gpu_model, gpu_count)
+
+
+def _size_all(
+    profile: WorkloadProfile, work: Workload, shapes: list[tuple[str, float]]
+) -> list[Sized | None]:
+    """`_size` of each shape; the figures of the shapes sized by the fastest layout's figures
+    are found together (`layoutbounds.fastest_figures_of`: the layouts' bounds as arrays over
+    the shapes' GPU models)."""
+    wanted = [(model, int(count)) for model, count in shapes if _by_figures(profile, count)]
+    found = layoutbounds.fastest_figures_of(work, wanted) if wanted else {}
+    sized_all: list[Sized | None] = []
+    for model, count in shapes:
+        if not _by_figures(profile, count):
+            sized_all.append(_whole_estimate(profile, work, model, count))
+        elif (model, int(count)) not in found:
+            sized_all.append(None)  # `fastest_figures` refuses it: as `size_offer`
+        else:
+            figures = found[(model, int(count))]
+            sized_all.append(_serving(profile, work, model, count, figures))
+    return sized_all
+
+
+def _by_figures(profile: WorkloadProfile, gpu_count: float) -> bool:
+    """Whether the fastest layout's figures (`fastest_figures`) give what advice keeps:
+    serving on whole GPUs with the layout left to sizing."""
+    whole = gpu_count >= 1 and float(gpu_count).is_integer()
+    return profile.task not in TRAINING_TASKS and profile.tensor_parallel is None and whole
+
+
+def _serving(
+    profile: WorkloadProfile,
+    work: Workload,
+    gpu_model: str,
+    gpu_count: float,
+    figures: ServingFigures | None,
+) -> Sized | None:
+    if figures is not None:
+        return _from_figures(figures, int(gpu_count))
+    if unfit_for_certain(work, gpu_model, int(gpu_count)):
+        return None
+    return _whole_estimate(profile, work, gpu_model, gpu_count)
+
+
+def _whole_estimate(
+    profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
+) -> Sized | None:
+    if profile.task in TRAINING_TASKS and gpu_count >= 1 and float(gpu_count).is_integer():
+        return _training(profile, work, gpu_model, int(gpu_count))
     result = size_offer(work, profile.tensor_parallel, gpu_model, gpu_count)
     if result is None:
         return None
     factor = cost_factor(profile, result)
     return Sized(factor, _fields(profile, result), result.tokens_per_s, result.replicas)
+
+
+def _training(profile: WorkloadProfile, work: Workload, gpu_model: str, gpus: int) -> Sized | None:
+    """Training on whole GPUs from its figures alone (`training_advice`, the estimate's own
+    without its notes): what `_whole_estimate` keeps of the whole estimate."""
+    if gpus % (profile.tensor_parallel or 1):
+        return None  # as `size_offer`
+    try:
+        figures = training_advice(work, gpu_model, gpus, profile.tensor_parallel)
+    except SizingError:
+        return None
+    if not (figures.fits and figures.tokens_per_s > 0):
+        return None
+    hours = figures.hours
+    fields = (
+        gpu_model,
+        float(gpus),
+        figures.tokens_per_s,
+        hours,
+        None,
+        None,
+        figures.binding,
+        figures.uncertainty,
+    )
+    factor = hours if hours is not None else math.nan  # as `cost_factor` for training
+    return Sized(factor, fields, figures.tokens_per_s, replicas_of(gpus, 1, 1))
 
 
 def _from_figures(figures: ServingFigures, gpus: int) -> Sized | None:
@@ -379,6 +452,11 @@ def _sized_shapes(
     for shape in missing:
         if shape in kept:
             _memo[(key, *shape)] = kept[shape]
+    unknown = [shape for shape in missing if shape not in kept]
+    for shape, made in zip(unknown, _size_all(profile, work, unknown), strict=True):
+        if len(_memo) >= MEMO_LIMIT:
+            _memo.clear()
+        _memo[(key, *shape)] = made
     found = [sized(key, profile, work, *shape) for shape in shapes]
     if all(shape in kept for shape in missing):
         return found, False
@@ -410,8 +488,9 @@ def _plan(
     eligible = _eligible_classes(con, len(profiles))
     size = (len(profiles), len(shapes))
     plan = _Plan([], eligible, np.full(size, np.nan), np.full(size, -1), [], [])
+    allowed = topk.allowed_shapes(offers, eligible, len(shapes))
     for widx, profile in enumerate(profiles):
-        usable = topk.allowed_shapes(offers, eligible[widx], len(shapes)).tolist()
+        usable = np.flatnonzero(allowed[widx]).tolist()
         with sizing_pass():  # the workload's GPU counts share their layouts' figures
             _size_workload(plan, widx, profile, [(s, shapes[s]) for s in usable])
     if plan.cache_written:

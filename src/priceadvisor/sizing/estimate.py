@@ -34,7 +34,10 @@ Serving with no layout given (`fastest_layout`) ranks every valid TP x PP layout
 `_serve` uses (`fitting_layouts`: `layout_figures`, one memo entry per layout with its
 `fitting_batch` and saturated step) and builds only the chosen one; advice, which reads a few of
 the estimate's figures, takes them from the chosen layout without building it
-(`fastest_figures`). Helpers marked `per_pass` are computed once per distinct call inside a
+(`fastest_figures`, sizing in full only the layouts whose `replica_speed_bound` can still win;
+`priceadvisor.sizing.layoutbounds` computes those bounds for all of a workload's offer shapes at
+once), and training's from `training_figures`, which `_train` builds its estimate from.
+Helpers marked `per_pass` (positional-only) are computed once per distinct call inside a
 sizing pass (`priceadvisor.sizing.memo`): each layout search opens one, the advisor one per
 workload, so that a workload's layouts and GPU counts share their figures.
 """
@@ -440,7 +443,7 @@ def usable_gib(gpu: GpuSpec, utilisation: float) -> float:
 
 
 @per_pass(objects=1)  # asked for every layout and collective: once per GPU in a pass
-def has_fast_interconnect(gpu: GpuSpec) -> bool:
+def has_fast_interconnect(gpu: GpuSpec, /) -> bool:
     text = str(gpu.specs.get("interconnect") or "")
     return (
         ("NVLink" in text and "no NVLink" not in text)
@@ -474,7 +477,7 @@ def collective_bandwidth(gpu: GpuSpec, group: int) -> float:
 
 
 @per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and group a pass
-def point_to_point_bandwidth(gpu: GpuSpec, group: int) -> float:
+def point_to_point_bandwidth(gpu: GpuSpec, group: int, /) -> float:
     """Bytes/s of one GPU's send to one peer: one xGMI link on AMD's mesh inside a node, else
     `link_bandwidth`."""
     link = mesh_link_bandwidth(gpu)
@@ -591,7 +594,8 @@ def expert_quantisation_seconds(arch: Architecture, gpu: GpuSpec) -> float:
     return traffic / (bandwidth(gpu) * QUANTISATION_BANDWIDTH_SHARE)
 
 
-def prior_compute_seconds(work: Workload, gpu: GpuSpec) -> float:
+@per_pass(objects=2)  # the same at every GPU count: once per GPU model and policy in a pass
+def prior_compute_seconds(work: Workload, gpu: GpuSpec, /) -> float:
     """Compute seconds per trained token on one GPU at the efficiency priors (before the
     fitted regime and stack factors)."""
     flops = executed_training_flops(work)
@@ -933,7 +937,7 @@ def prior_uncertainty(gpu: GpuSpec, arch: Architecture, task: str) -> float:
 
 
 @per_pass(objects=2)
-def _uncertainty(work: Workload, gpu: GpuSpec, regime: str) -> float:
+def _uncertainty(work: Workload, gpu: GpuSpec, regime: str, /) -> float:
     prior = prior_uncertainty(gpu, work.arch, work.task)
     return round(max(prior, work.scales.range_for(regime, software_key(work))), 3)
 
@@ -978,7 +982,7 @@ SIZING_SPECS = (
 
 
 @per_pass(objects=1)  # asked by every estimate: once per GPU model in a pass (a refusal raises)
-def check_sizable(gpu: GpuSpec) -> None:
+def check_sizable(gpu: GpuSpec, /) -> None:
     """Refuse a model the efficiency priors have no published basis for (Trainium, Inferentia):
     a number from GPU-calibrated priors would look precise and be wrong; and a model whose
     catalog entry lacks a figure every estimate divides by."""
@@ -1106,13 +1110,13 @@ def fitting_layouts(work: Workload, gpu: GpuSpec, gpus: int) -> list[RankedLayou
 
 
 @per_pass(objects=1)  # asked for every GPU model of a workload: once per GPU count in a pass
-def layouts_in_pass(work: Workload, gpus: int) -> tuple[tuple[int, int], ...]:
+def layouts_in_pass(work: Workload, gpus: int, /) -> tuple[tuple[int, int], ...]:
     """`serving_layouts`, as a tuple the pass can share."""
     return tuple(serving_layouts(work, gpus))
 
 
 @per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
-def layout_figures(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> LayoutFigures | None:
+def layout_figures(work: Workload, gpu: GpuSpec, tp: int, pp: int, /) -> LayoutFigures | None:
     """What the search ranks a layout of TP x PP by, whatever the GPU count: the workload in
     its `pp` stages, the batch a replica runs (`fitting_batch`) and its saturated step
     (`saturated_step_seconds`); None when the layout does not fit or misses a latency target.
@@ -1150,7 +1154,7 @@ def fitting_batch(work: Workload, gpu: GpuSpec, tp: int) -> int | None:
 
 
 @per_pass(objects=1)
-def with_stages(work: Workload, stages: int) -> Workload:
+def with_stages(work: Workload, stages: int, /) -> Workload:
     """`work` served in `stages` pipeline stages: one object per (workload, stages) in a sizing
     pass, so that every layout and GPU count of the pass shares the memoised helpers."""
     if stages == work.pipeline_parallel:
@@ -1178,12 +1182,18 @@ def _layout_reason(best: Estimate, runner: tuple[str, float, float] | None, fitt
     return reason
 
 
+def tensor_parallel_degrees(work: Workload, gpus: int) -> list[int]:
+    """The degrees `default_tensor_parallel` chooses from: powers of two whose replicas of
+    TP x PP GPUs divide the GPUs."""
+    pp = work.pipeline_parallel
+    return [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % (d * pp) == 0 and d * pp <= gpus]
+
+
 def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
     """Smallest power-of-two TP whose replicas of TP x PP GPUs divide the GPUs and hold the
     requested concurrency in KV cache (else the smallest that fits at all; else all GPUs,
     capped)."""
-    pp = work.pipeline_parallel
-    degrees = [d for d in (1, 2, 4, 8, 16, 32, 64) if gpus % (d * pp) == 0 and d * pp <= gpus]
+    degrees = tensor_parallel_degrees(work, gpus)
     wanted = (work.concurrency or 1) * kv_tokens_per_request(work)
     for enough in (wanted, 1):
         for degree in degrees:
@@ -1192,7 +1202,8 @@ def default_tensor_parallel(work: Workload, gpu: GpuSpec, gpus: int) -> int:
     return degrees[-1]
 
 
-def training_memory(work: Workload, gpus: int) -> dict[str, float]:
+@per_pass(objects=1)  # the same on every GPU model: once per count and policy in a pass
+def training_memory(work: Workload, gpus: int, /) -> dict[str, float]:
     """Per GPU, GiB. Full/pre-training: mixed-precision AdamW at 16 B/param sharded ZeRO-3 over
     the GPUs; LoRA: frozen 16-bit weights (QLoRA: NF4 ≈ 0.56 B) + adapters; the activations the
     recompute policy keeps (`activation_bytes_per_token`) for one sequence, and the logits
@@ -1263,7 +1274,7 @@ def choose_recompute(work: Workload, gpu: GpuSpec, gpus: int) -> tuple[Workload,
 
 
 @per_pass(objects=1)
-def with_training_tensor_parallel(work: Workload, tp: int | None) -> Workload:
+def with_training_tensor_parallel(work: Workload, tp: int | None, /) -> Workload:
     """`work` trained at tensor-parallel degree `tp`: one object per (workload, degree) in a
     sizing pass (the workload itself when it states that degree), so that the GPU models and
     counts of a pass share its recompute choices (`with_recompute`)."""
@@ -1273,7 +1284,7 @@ def with_training_tensor_parallel(work: Workload, tp: int | None) -> Workload:
 
 
 @per_pass(objects=1)
-def with_recompute(work: Workload, policy: str) -> Workload:
+def with_recompute(work: Workload, policy: str, /) -> Workload:
     """`work` under the recompute `policy`: one object per (workload, policy) in a sizing pass."""
     return dataclasses.replace(work, recompute=policy)
 
@@ -1398,62 +1409,128 @@ def check_pipeline(work: Workload, gpus: float) -> None:
 
 
 def _train(work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None) -> Estimate:
+    figures = training_figures(work, gpu, gpus, tensor_parallel)
+    result = Estimate(
+        gpu.id,
+        gpus,
+        figures.fits,
+        figures.binding,
+        dict(figures.memory),  # the estimate's own copy of a dict a pass shares
+        figures.available,
+        tokens_per_s=figures.tokens_per_s,
+        hours=figures.hours,
+        uncertainty=figures.uncertainty,
+        regime=figures.regime,
+        recompute=recompute_mode(figures.work),
+    )
+    _note_training(result, figures, gpus)
+    return result
+
+
+class TrainingFigures(NamedTuple):
+    """A training run's figures on `gpus` GPUs of a model (`training_figures`): what `_train`
+    builds its estimate and notes from, and what advice reads without them."""
+
+    work: Workload  # with its tensor-parallel degree and recompute policy settled
+    recompute_source: str  # where the policy comes from (`choose_recompute`)
+    memory: dict[str, float]  # per GPU, GiB (a pass shares it: never changed)
+    available: float
+    fits: bool
+    binding: str
+    regime: str
+    uncertainty: float
+    on_pcie: bool  # several GPUs of a PCIe-only part: scaled down
+    eager: float  # seconds per token of an eager stack's elementwise kernels
+    compute: float  # seconds per token of compute on one GPU
+    bubble: float
+    tokens_per_s: float
+    hours: float | None
+
+
+def training_figures(
+    work: Workload, gpu: GpuSpec, gpus: int, tensor_parallel: int | None
+) -> TrainingFigures:
+    """Training's memory, fit, throughput and hours on `gpus` GPUs (`_train` without its
+    notes)."""
     work = with_training_tensor_parallel(work, tensor_parallel or work.tensor_parallel)
     check_training_layout(work, gpus)
     work, recompute_source = choose_recompute(work, gpu, gpus)
     memory = training_memory(work, gpus)
     available = usable_gib(gpu, TRAINING_MEMORY_UTILISATION)
+    fits = sum(memory.values()) <= available
     regime = training_regime(work)
-    result = Estimate(
-        gpu.id,
-        gpus,
-        sum(memory.values()) <= available,
-        "compute",
-        memory,
-        available,
-        uncertainty=_uncertainty(work, gpu, regime),
-        regime=regime,
-        recompute=recompute_mode(work),
-    )
-    if recompute_source != "given":
-        result.notes.append(
-            f"recompute {result.recompute} ({recompute_source}; --recompute none|selective|full "
-            "sets it)"
-        )
-    if work.tensor_parallel:
-        result.notes.append(_training_layout_note(work, gpus))
+    uncertainty = _uncertainty(work, gpu, regime)
     scale = regime_factor(work, regime)
-    if gpus > 1 and not has_fast_interconnect(gpu):
+    on_pcie = gpus > 1 and not has_fast_interconnect(gpu)
+    if on_pcie:
         scale *= 0.8
-        result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
     eager = eager_elementwise_seconds(work, gpu)
     compute = prior_compute_seconds(work, gpu) / scale + eager
-    if eager:
-        result.notes.append(
-            f"eager stack: unfused elementwise ops take {eager / compute:.0%} of the compute "
-            "time, at memory bandwidth (fused kernels would skip most of it)"
-        )
     communication = exposed_alltoall_seconds(work, gpu, gpus, compute)
     communication += exposed_tensor_parallel_seconds(work, gpu, gpus, compute)
     communication += data_parallel_seconds(work, gpu, gpus, compute)
-    if communication > 0.2 * compute:
-        result.binding = "communication"
+    binding = "communication" if communication > 0.2 * compute else "compute"
     bubble = pipeline_bubble(work)
-    if bubble >= 0.05:
+    tokens_per_s = gpus / ((compute + communication) * (1 + bubble))
+    hours = None
+    if work.train_tokens and tokens_per_s > 0:
+        goodput = run_goodput(gpus, work.scales) if work.goodput is None else work.goodput
+        rate = tokens_per_s * goodput
+        hours = work.train_tokens / rate / 3600
+        if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
+            uncertainty = max(uncertainty, _uncertainty(work, gpu, "train-e2e"))
+    return TrainingFigures(
+        work,
+        recompute_source,
+        memory,
+        available,
+        fits,
+        binding if fits else "memory",
+        regime,
+        uncertainty,
+        on_pcie,
+        eager,
+        compute,
+        bubble,
+        tokens_per_s,
+        hours,
+    )
+
+
+def training_advice(
+    work: Workload, gpu_model: str, gpus: int, tensor_parallel: int | None
+) -> TrainingFigures:
+    """`estimate(work, gpu_model, gpus, tensor_parallel)`'s figures for training on whole GPUs,
+    without building the estimate (its notes, which advice never reads). Raises SizingError
+    where `estimate` does."""
+    gpu = gpu_catalog().gpus[gpu_model]
+    check_sizable(gpu)
+    check_pipeline(work, gpus)
+    return training_figures(work, gpu, gpus, tensor_parallel)
+
+
+def _note_training(result: Estimate, figures: TrainingFigures, gpus: int) -> None:
+    """What a training estimate says beyond its figures, in this order: the recompute policy,
+    the stated layout, a PCIe-only part, an eager stack's share, a pipeline bubble."""
+    if figures.recompute_source != "given":
         result.notes.append(
-            f"pipeline bubble: {bubble:.0%} of the step idle ((PP-1)/(VP·micro-batches)); "
+            f"recompute {result.recompute} ({figures.recompute_source}; --recompute "
+            "none|selective|full sets it)"
+        )
+    if figures.work.tensor_parallel:
+        result.notes.append(_training_layout_note(figures.work, gpus))
+    if figures.on_pcie:
+        result.notes.append("multi-GPU training on a PCIe-only part: scales poorly")
+    if figures.eager:
+        result.notes.append(
+            f"eager stack: unfused elementwise ops take {figures.eager / figures.compute:.0%} "
+            "of the compute time, at memory bandwidth (fused kernels would skip most of it)"
+        )
+    if figures.bubble >= 0.05:
+        result.notes.append(
+            f"pipeline bubble: {figures.bubble:.0%} of the step idle ((PP-1)/(VP·micro-batches)); "
             "more micro-batches or interleaved stages (--vp) shrink it"
         )
-    result.tokens_per_s = gpus / ((compute + communication) * (1 + bubble))
-    if not result.fits:
-        result.binding = "memory"
-    if work.train_tokens and result.tokens_per_s > 0:
-        goodput = run_goodput(gpus, work.scales) if work.goodput is None else work.goodput
-        rate = result.tokens_per_s * goodput
-        result.hours = work.train_tokens / rate / 3600
-        if work.task == "pretrain":  # a whole run's hours carry the end-to-end range too
-            result.uncertainty = max(result.uncertainty, _uncertainty(work, gpu, "train-e2e"))
-    return result
 
 
 def _training_layout_note(work: Workload, gpus: int) -> str:
@@ -1473,7 +1550,7 @@ def run_goodput(gpus: int, scales: Scales = PRIORS) -> float:
 
 
 @per_pass(objects=2)
-def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, float], float]:
+def serving_memory(work: Workload, gpu: GpuSpec, tp: int, /) -> tuple[dict[str, float], float]:
     """Per GPU, GiB: weights, prefill activation peak, runtime overhead; and what is left for KV.
     A pipeline stage holds 1/PP of the layers, so the weights split over TP x PP GPUs; the
     activation peak is one layer's (and the logits'), which the stages do not split."""
@@ -1486,7 +1563,7 @@ def serving_memory(work: Workload, gpu: GpuSpec, tp: int) -> tuple[dict[str, flo
 
 
 @per_pass(objects=1)  # the same on every GPU model: once per layout in a pass (never mutated)
-def serving_parts(work: Workload, tp: int) -> dict[str, float]:
+def serving_parts(work: Workload, tp: int, /) -> dict[str, float]:
     """`serving_memory`'s parts, per GPU in GiB, which depend on the layout and not the GPU."""
     arch = work.arch
     stored = arch.total_params * WEIGHT_BYTES[work.precision] + sixteen_bit_extra(work)
@@ -1514,7 +1591,7 @@ def kv_bytes(work: Workload) -> float:
 
 
 @per_pass(objects=1)  # read by every decode step and KV split: once per layout in a pass
-def kv_per_token(work: Workload, tp: int) -> float:
+def kv_per_token(work: Workload, tp: int, /) -> float:
     """KV bytes per token per GPU (a pipeline stage caches its 1/PP of the layers); for a model
     given by its parameter count alone, a Llama-like GQA layout (8 KV heads of 128, layers ≈
     32·(N/8B)^⅓: 32 at 8B, 66 at 70B where Llama 3 has 80) — the KV term is then approximate,
@@ -1555,7 +1632,7 @@ def max_requests(work: Workload, capacity: int) -> int:
 
 
 @per_pass(objects=2)
-def kv_tokens(work: Workload, gpu: GpuSpec, tp: int) -> int:
+def kv_tokens(work: Workload, gpu: GpuSpec, tp: int, /) -> int:
     _, free = serving_memory(work, gpu, tp)
     return max(0, int(free * GIB / kv_per_token(work, tp)))
 
@@ -1587,7 +1664,7 @@ def sixteen_bit_extra(work: Workload) -> float:
 
 
 @per_pass(objects=2)
-def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[float, float]:
+def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int, /) -> tuple[float, float]:
     """(memory term, compute term) of one decode step for `batch` concurrent requests, prefill
     excluded, per GPU of a replica. Memory: weights read + KV read at the mean context,
     per-layer launch overhead and the two all-reduces per layer under TP (latency and bytes);
@@ -1609,10 +1686,7 @@ def decode_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> tuple[f
     context = work.input_tokens + work.output_tokens / 2
     kv = pp * micro * context * kv_per_token(work, tp) * kv_reads(work, gpu, tp)
     memory = (weights_read(work, micro) / tp + kv) / rates.bytes_per_s
-    layers = arch.layers or 32
-    memory += rates.launch_seconds + (
-        2 * layers * allreduce_latency(work, gpu, tp) if tp > 1 else 0
-    )
+    memory += rates.launch_seconds + reduce_latency(work, gpu, tp)
     memory += tp_allreduce_seconds(work, gpu, tp, micro)
     memory += pipeline_send_seconds(work, gpu, tp, pp * micro)
     compute = 2 * arch.active_params * micro / (tp * rates.peak_flops * rates.mfu)
@@ -1630,7 +1704,7 @@ class DecodeRates(NamedTuple):
 
 
 @per_pass(objects=2)
-def decode_rates(work: Workload, gpu: GpuSpec) -> DecodeRates:
+def decode_rates(work: Workload, gpu: GpuSpec, /) -> DecodeRates:
     """`DecodeRates` of the workload on the GPU: computed once per pass, read by every layout
     and batch of `decode_seconds` and `saturated_step_seconds`."""
     mbu = decode_mbu(gpu, work.scales) * regime_factor(work, "decode")
@@ -1740,7 +1814,7 @@ def mesh_allreduce_share(gpu: GpuSpec, tp: int, message_bytes: float) -> float:
 
 
 @per_pass(objects=1)  # asked for every decode step and prefill: once per GPU and degree a pass
-def allreduce_bandwidth(gpu: GpuSpec, tp: int) -> float:
+def allreduce_bandwidth(gpu: GpuSpec, tp: int, /) -> float:
     """Bytes/s a tensor-parallel all-reduce moves per GPU: `collective_bandwidth`, at NCCL's
     share of the line rate where the group talks over NVLink."""
     nvlink = gpu.vendor == "NVIDIA" and tp <= scale_up_domain(gpu) and has_fast_interconnect(gpu)
@@ -1853,7 +1927,7 @@ def fastest_figures(work: Workload, gpu_model: str, gpus: int) -> ServingFigures
     check_pipeline(work, gpus)
     with sizing_pass():
         best = fastest_fitting(work, gpu, gpus)
-        return None if best is None else _figures(best.work, gpu, gpus, best.tp)
+        return None if best is None else chosen_figures(best.work, gpu, gpus, best.tp)
 
 
 def unfit_for_certain(work: Workload, gpu_model: str, gpus: int) -> bool:
@@ -1861,11 +1935,15 @@ def unfit_for_certain(work: Workload, gpu_model: str, gpus: int) -> bool:
     either. It falls back to the smallest TP that holds the workload
     (`default_tensor_parallel`) at the workload's stages; when that layout is one the search
     tried, the search found it holds no request or misses a latency target, and so does the
-    estimate. Else (a TP the search leaves out) only the estimate can say."""
+    estimate. Else (a TP the search leaves out) only the estimate can say. When the search
+    tried every degree the fallback can choose, which one it is does not matter."""
     gpu = gpu_catalog().gpus[gpu_model]
     with sizing_pass():
-        tp = default_tensor_parallel(work, gpu, gpus)
-        return (tp, work.pipeline_parallel) in layouts_in_pass(work, gpus)
+        tried = layouts_in_pass(work, gpus)
+        pp = work.pipeline_parallel
+        if all((tp, pp) in tried for tp in tensor_parallel_degrees(work, gpus)):
+            return True
+        return (default_tensor_parallel(work, gpu, gpus), pp) in tried
 
 
 def fastest_fitting(work: Workload, gpu: GpuSpec, gpus: int) -> RankedLayout | None:
@@ -1880,6 +1958,19 @@ def fastest_fitting(work: Workload, gpu: GpuSpec, gpus: int) -> RankedLayout | N
         if bound is not None:
             bounded.append((-bound * replicas_of(gpus, tp, pp), index, tp, pp))
     bounded.sort()
+    return fastest_of_bounded(work, gpu, gpus, bounded)
+
+
+# A layout the search may size: (-bound on its tokens/s, its index in `serving_layouts`, TP, PP).
+BoundedLayout = tuple[float, int, int, int]
+
+
+def fastest_of_bounded(
+    work: Workload, gpu: GpuSpec, gpus: int, bounded: list[BoundedLayout]
+) -> RankedLayout | None:
+    """`fastest_fitting`'s search over the layouts that hold a request, sorted by their bound
+    (highest first): each is sized in full until the next one's bound is below the fastest
+    found."""
     best: tuple[tuple[float, int, int], RankedLayout] | None = None
     for negative_bound, index, tp, pp in bounded:
         if best is not None and -negative_bound < best[1].tokens_per_s:
@@ -1898,17 +1989,19 @@ SPEED_BOUND_MARGIN = 1 + 1e-6
 
 
 @per_pass(objects=2)  # every GPU count holding the layout asks: once per layout in a pass
-def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float | None:
+def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int, /) -> float | None:
     """An upper bound on the output tokens/s of one replica of TP x PP (`serving_tokens_per_s`
     at the layout's batch, over its replicas), from the replica's memory and the decode rates;
     None when a replica holds no request (the layout does not fit). A saturated step
     of B requests (`saturated_step_seconds`) is at least the parts of its decode step and
-    prefill that every layout pays: the weights one request routes to over TP GPUs and the
-    KV of B requests at the mean context, read at the decode bandwidth, the layers' launches,
-    and 2·N_active FLOPs for each decode token of its ceil(B/PP) ≥ B/PP micro-batch and each
-    prompt token prefilled per step, over TP x PP GPUs; all-reduces, sends and preempted
-    tokens only add. So B / step ≤ B / (a + b·B), which grows with B, and B is at most the
-    batch asked of a replica within what its KV cache admits."""
+    prefill that every layout pays: the weights its micro-batch routes to over TP GPUs
+    (`routed_batch`) and the KV of B requests at the mean context, read at the decode
+    bandwidth, the layers' launches and, under TP, their small all-reduces' latency
+    (`reduce_latency`), and 2·N_active FLOPs for each decode token of its ceil(B/PP) ≥ B/PP
+    micro-batch and each prompt token prefilled per step, over TP x PP GPUs; the all-reduces'
+    bytes, sends and preempted tokens only add. So B / step ≤ B / (a + b·B), which grows
+    with B, and B is at most the batch asked of a replica within what its KV cache admits
+    (exactly that batch without a TPOT target)."""
     staged = with_stages(work, pp)
     if not holds_a_request(staged, gpu, tp):
         return None
@@ -1917,7 +2010,9 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float
     rates = decode_rates(staged, gpu)
     context = staged.input_tokens + staged.output_tokens / 2
     tokens = 1 + staged.input_tokens / max(1, staged.output_tokens)  # per decode token
-    fixed = weights_read(staged, 1) / tp / rates.bytes_per_s + rates.launch_seconds
+    weights = weights_read(staged, routed_batch(staged, batch))
+    fixed = weights / tp / rates.bytes_per_s + rates.launch_seconds
+    fixed += reduce_latency(staged, gpu, tp)
     per_request = context * kv_per_token(staged, tp) / rates.bytes_per_s + (
         2 * staged.arch.active_params * tokens / (tp * pp * rates.peak_flops * rates.mfu)
     )
@@ -1925,14 +2020,56 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int) -> float
     return batch / step * SPEED_BOUND_MARGIN
 
 
-def _figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
-    admitted = max_requests(work, kv_tokens(work, gpu, tp))
-    batch, binding = serving_binding(work, gpu, tp, admitted)
+def routed_batch(work: Workload, batch: int) -> int:
+    """The micro-batch whose routed weights (`weights_read`, which grows with it on a MoE
+    model) a replica's decode step reads at least, for a bound on `batch`: without a TPOT
+    target the replica runs that batch (`_choose_batch`), so ceil(batch/PP); with one, its
+    batch may be smaller, so one request."""
+    if work.tpot_ms_max is not None or not work.arch.is_moe:
+        return 1
+    return math.ceil(batch / work.pipeline_parallel)
+
+
+def reduce_latency(work: Workload, gpu: GpuSpec, tp: int) -> float:
+    """The latency of a decode step's small all-reduces, two per layer under TP (the term of
+    `decode_seconds`)."""
+    if tp <= 1:
+        return 0.0
+    return 2 * (work.arch.layers or 32) * allreduce_latency(work, gpu, tp)
+
+
+def chosen_figures(work: Workload, gpu: GpuSpec, gpus: int, tp: int) -> ServingFigures:
+    """What advice reads of the estimate of `gpus` GPUs in replicas of TP x PP (the chosen
+    layout's `_serve`)."""
+    replica = replica_figures(work, gpu, tp)
     replicas = replicas_of(gpus, tp, work.pipeline_parallel)
     return ServingFigures(
         gpu.id,
         replicas,
-        serving_tokens_per_s(work, gpu, tp, batch, replicas),
+        serving_tokens_per_s(work, gpu, tp, replica.batch, replicas),
+        replica.ttft_ms,
+        replica.tpot_ms,
+        replica.binding,
+        replica.uncertainty,
+    )
+
+
+class ReplicaFigures(NamedTuple):
+    """`chosen_figures`' part that one replica of a layout gives, whatever the GPU count."""
+
+    batch: int
+    ttft_ms: float
+    tpot_ms: float
+    binding: str
+    uncertainty: float
+
+
+@per_pass(objects=2)  # the layout that wins at several counts: once per layout in a pass
+def replica_figures(work: Workload, gpu: GpuSpec, tp: int, /) -> ReplicaFigures:
+    admitted = max_requests(work, kv_tokens(work, gpu, tp))
+    batch, binding = serving_binding(work, gpu, tp, admitted)
+    return ReplicaFigures(
+        batch,
         ttft_seconds(work, gpu, tp) * 1000,
         _tpot_ms(work, gpu, tp, batch),
         binding,
@@ -1953,7 +2090,7 @@ def requested_batch(work: Workload, gpu: GpuSpec, admitted: int) -> int:
 
 
 @per_pass(objects=2)
-def replica_batch(work: Workload, gpu: GpuSpec, tp: int) -> tuple[int, str]:
+def replica_batch(work: Workload, gpu: GpuSpec, tp: int, /) -> tuple[int, str]:
     """The batch a replica runs — the requested one within what its KV cache admits and the
     TPOT target allows (`_choose_batch`) — and what binds it there."""
     admitted = max_requests(work, kv_tokens(work, gpu, tp))
@@ -2055,7 +2192,7 @@ def serving_tokens_per_s(work: Workload, gpu: GpuSpec, tp: int, batch: int, repl
 
 
 @per_pass(objects=2)
-def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int) -> float:
+def saturated_step_seconds(work: Workload, gpu: GpuSpec, tp: int, batch: int, /) -> float:
     """Time per decode step of a saturated replica with every request's prefill spread over
     its output tokens. Memory and compute terms add up (their sum fits the measurements better
     than a roofline maximum). Under pipeline parallelism the prefill chunks travel through the

@@ -11,8 +11,8 @@ object it keyed by identity alive, so no other object can take its id while the 
 the objects are frozen, so the same object always gives the same result. Nothing outlives
 the pass: a memo across passes would keep answers computed under other module tables (tests
 patch them) or other scales, and a process never pays for memory it no longer needs.
-Callers must not mutate a memoised result (the helpers return floats, tuples and a dict that
-`_serve` copies).
+Callers must not mutate a memoised result (the helpers return floats, tuples and dicts that
+`_serve` and `_train` copy into their estimates).
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ class _Pass:
     def __init__(self) -> None:
         self.found: dict[tuple[Any, ...], Any] = {}
         self.alive: list[tuple[Any, ...]] = []
+
+    def keep(self, key: tuple[Any, ...], result: Any, objects: tuple[Any, ...]) -> Any:
+        """Remember a result, and keep the objects its key names by identity alive."""
+        self.found[key] = result
+        self.alive.append(objects)
+        return result
 
 
 _current: ContextVar[_Pass | None] = ContextVar("priceadvisor_sizing_pass", default=None)
@@ -61,9 +67,14 @@ class sizing_pass:  # lower case: read as a function, `with sizing_pass():`
 def per_pass(objects: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Compute the decorated function once per distinct call inside a sizing pass (outside one:
     as is), its first `objects` arguments keyed by identity, the others by value (they must be
-    hashable). Positional calls only are memoised."""
+    hashable). Positional calls only are memoised. A function of one to four positional-only
+    parameters (`/`, no defaults) gets a wrapper that names them (`_FIXED`), which costs a
+    quarter less per call than packing them."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        fixed = _FIXED.get((objects, _plain_arity(function)))
+        if fixed is not None:
+            return functools.wraps(function)(fixed(function))
         if objects == 1:  # (workload or GPU, ...): keyed without a loop
             return functools.wraps(function)(_keyed_by_one(function))
         if objects == 2:  # (workload, GPU, ...): the common case, keyed without a loop
@@ -119,3 +130,100 @@ def _keyed_by_two(function: Callable[..., R]) -> Callable[..., R]:
         return found  # type: ignore[no-any-return]
 
     return memoised
+
+
+def _plain_arity(function: Callable[..., Any]) -> int | None:
+    """How many parameters the function takes when all are positional-only without a default
+    (so that no call can name them); else None."""
+    code = getattr(function, "__code__", None)
+    packed = 0x04 | 0x08  # CO_VARARGS, CO_VARKEYWORDS
+    if code is None or code.co_flags & packed or code.co_kwonlyargcount:
+        return None
+    if getattr(function, "__defaults__", None) or code.co_posonlyargcount != code.co_argcount:
+        return None
+    return int(code.co_argcount)
+
+
+# The wrappers of the hot helpers of a sizing pass (hundreds of thousands of calls in a first
+# ranking), by (objects keyed by identity, parameters): each names its arguments, so that a hit
+# is a key, a lookup and a return.
+
+
+def _one_of_one(function: Callable[..., R]) -> Callable[..., R]:
+    def memoised(first: object) -> R:
+        current = _current.get()
+        if current is None:
+            return function(first)
+        key = (function, id(first))
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            found = current.keep(key, function(first), (first,))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
+
+
+def _one_of_two(function: Callable[..., R]) -> Callable[..., R]:
+    def memoised(first: object, second: Any) -> R:
+        current = _current.get()
+        if current is None:
+            return function(first, second)
+        key = (function, id(first), second)
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            found = current.keep(key, function(first, second), (first,))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
+
+
+def _two_of_two(function: Callable[..., R]) -> Callable[..., R]:
+    def memoised(first: object, second: object) -> R:
+        current = _current.get()
+        if current is None:
+            return function(first, second)
+        key = (function, id(first), id(second))
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            found = current.keep(key, function(first, second), (first, second))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
+
+
+def _two_of_three(function: Callable[..., R]) -> Callable[..., R]:
+    def memoised(first: object, second: object, third: Any) -> R:
+        current = _current.get()
+        if current is None:
+            return function(first, second, third)
+        key = (function, id(first), id(second), third)
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            found = current.keep(key, function(first, second, third), (first, second))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
+
+
+def _two_of_four(function: Callable[..., R]) -> Callable[..., R]:
+    def memoised(first: object, second: object, third: Any, fourth: Any) -> R:
+        current = _current.get()
+        if current is None:
+            return function(first, second, third, fourth)
+        key = (function, id(first), id(second), third, fourth)
+        found = current.found.get(key, _MISSING)
+        if found is _MISSING:
+            result = function(first, second, third, fourth)
+            found = current.keep(key, result, (first, second))
+        return found  # type: ignore[no-any-return]
+
+    return memoised
+
+
+_FIXED: dict[tuple[int, int | None], Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    (1, 1): _one_of_one,
+    (1, 2): _one_of_two,
+    (2, 2): _two_of_two,
+    (2, 3): _two_of_three,
+    (2, 4): _two_of_four,
+}
