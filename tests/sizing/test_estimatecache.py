@@ -11,10 +11,12 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from priceadvisor.cli.app import main
@@ -214,6 +216,16 @@ def test_kept_figures_read_back_to_the_same_bits(new_process: None) -> None:
         )
         estimatecache.write(key, made)
         assert repr(estimatecache.read(key)) == repr(made)
+
+
+@pytest.mark.parametrize("odd", [np.float64(2.0), Fraction(2)])
+def test_figures_marshal_does_not_keep_as_they_were_are_sized_again(odd: object) -> None:
+    """marshal writes a float exactly as float, not its subclasses: numpy's float64 would read
+    back as its bytes (the column check refuses the row) and a Fraction is not written at all.
+    Either way the next process sizes again; never an error."""
+    fields = ("H100", 1.0, odd, None, 2.0, 3.0, "x", 0.1)
+    estimatecache.write("w", {("H100", 1.0): advisor.Sized(1.5, fields, 2.0, 1)})
+    assert estimatecache.read("w") == {}
 
 
 def test_folders_of_other_versions_beyond_the_kept_ones_are_removed(

@@ -106,15 +106,16 @@ def read(key: str) -> Entries:
 def write(key: str, entries: Mapping[tuple[str, float], Kept | None], tidy: bool = True) -> None:
     """Store a workload's kept estimates (replacing its file at once). With `tidy` the cache is
     then kept within its bounds (`tidy`); a caller writing many files tidies once after them."""
-    body = marshal.dumps({(m, float(c)): _row(kept) for (m, c), kept in entries.items()}, 4)
+    try:
+        body = marshal.dumps({(m, float(c)): _row(k) for (m, c), k in entries.items()}, 4)
+    except ValueError:
+        return  # a value marshal does not write (it takes no subclass of float): not kept
     target = folder()
     try:
         target.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(dir=target, prefix=".tmp-", suffix=".part")
-        try:
-            os.write(handle, hashlib.sha256(body).digest()[:_CHECK] + body)
-        finally:
-            os.close(handle)
+        with open(handle, "wb") as file:  # writes it all, or raises
+            file.write(hashlib.sha256(body).digest()[:_CHECK] + body)
         os.replace(name, target / f"{key}{_SUFFIX}")  # atomic: a reader sees all of it or none
     except OSError:
         return  # a read-only or full cache folder: the next process sizes again
