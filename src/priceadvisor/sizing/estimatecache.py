@@ -10,11 +10,12 @@ cache folder, in a file named by a digest of its sizing input, in a folder named
 of the code and data (`inputs_digest`): any change to them gives a new folder, and the
 estimates are computed afresh. Only what advice reads is kept (`Kept`), in Python's `marshal`
 format (floats as their 8 bytes, so they read back to the same bits; an int stays an int),
-behind a SHA-256 of the body: writing and reading it cost a fifth and a third of JSON's,
-which was a tenth of a cold first `advise`. marshal is not meant for data from elsewhere,
-and its format is Python's own: the digest is checked before anything is decoded (a file
-corrupted or not written here is never decoded), the folder's digest names the Python
-that writes it, and every row decoded is checked column by column as before.
+behind a SHA-256 of the body: encoding and decoding it cost a fifth and a third of JSON's
+(1.6 and 1.5 ms for the 4,680 estimates of 50 workloads, against 9.0 and 4.3). marshal is
+not meant for data from elsewhere, and its format is Python's own: the digest is checked
+before anything is decoded (a file corrupted or not written here is never decoded), the
+folder's digest names the Python that writes it, and every row decoded is checked column by
+column as before.
 
 A file that cannot be read is ignored (sized again, then rewritten); one that cannot be
 written is not kept. Folders of other code versions beyond the `KEEP` most recently used are
@@ -109,7 +110,7 @@ def write(key: str, entries: Mapping[tuple[str, float], Kept | None], tidy: bool
     try:
         body = marshal.dumps({(m, float(c)): _row(k) for (m, c), k in entries.items()}, 4)
     except ValueError:
-        return  # a value marshal does not write (it takes no subclass of float): not kept
+        return  # a value marshal has no type for (a float subclass without a buffer): not kept
     target = folder()
     try:
         target.mkdir(parents=True, exist_ok=True)
