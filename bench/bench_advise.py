@@ -212,7 +212,7 @@ def report(
         f"{args.workloads} workloads x {n_offers} offers ({code}, {settings}): advise median "
         f"{median:.3f} s (min {min(timings):.3f}, max {max(timings):.3f}; first "
         f"{timings[0]:.3f}), CPU median {statistics.median(child['cpu']):.3f} s "
-        f"(first {child['cpu'][0]:.3f}), "
+        f"(first {child['cpu'][0]:.3f}{_later(child['cpu'])}), "
         f"peak RSS {child['peak_rss_mb']:.0f} MB"
     )
     cpu = statistics.median(child["cpu"])
@@ -222,6 +222,11 @@ def report(
         f"per-row loop, sizing memoised: {loop[0]:.2f} s (CPU {loop[1]:.2f} s); speed-up "
         f"{loop[0] / median:.1f}x wall, {loop[1] / cpu:.1f}x CPU"
     )
+
+
+def _later(cpu: list[float]) -> str:
+    """The calls after the first (which may size and imports on first use): their median."""
+    return f", later {statistics.median(cpu[1:]):.3f}" if len(cpu) > 1 else ""
 
 
 def compare(got: list[list[Any]], expected: list[list[Any]], must_match: bool) -> None:

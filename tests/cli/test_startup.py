@@ -33,7 +33,7 @@ HEAVY = (
     "pydantic",
     "priceadvisor.manifest",
     "nanoarrow",  # only writers sync the catalog through Arrow
-    "stamina",  # retries are for writers on a lake: imported by the first retrying call
+    "stamina",  # retries are for writers on a lake: imported at the first retried failure
     # A command of cli/app.py runs in an app holding only it: the other modules' commands
     # are neither imported nor built.
     "priceadvisor.cli.sizing",

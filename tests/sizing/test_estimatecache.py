@@ -4,14 +4,19 @@ afresh whenever the code, the data or the workload changes, or the file is not r
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import math
 import os
 import shutil
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from priceadvisor.cli.app import main
@@ -80,7 +85,7 @@ def test_a_later_process_ranks_from_the_cache_with_the_same_rows(
     sizings = Sizings(monkeypatch)
     first = ranking(offline_db)
     assert sizings.count > 0 and len(first) > 20
-    assert len(list(estimatecache.folder().glob("*.json"))) == len(PROFILES)
+    assert len(list(estimatecache.folder().glob("*.est"))) == len(PROFILES)
     sizings.count = 0
     assert repr(ranking(offline_db)) == repr(first)  # every column, floats to the last bit
     assert sizings.count == 0
@@ -136,30 +141,54 @@ def _fields(work: Workload) -> dict[str, Any]:
     return {name: getattr(work, name) for name in Workload.__dataclass_fields__}
 
 
-@pytest.mark.parametrize(
-    "garbage",
-    [
-        "",
-        "{",
-        "[]",
-        '{"x": null}',
-        '{"H100\\t1.0": [1]}',
-        '{"H100\\t1.0": [1, ["x"], 2, 3]}',
-        '{"H100\\t1.0": [1, ["H100", 1, "fast", null, 2, 3, "memory", 0.1], 2, 3]}',
-        '{"H100\\t1.0": [1, ["H100", 1, 2, null, 2, 3, "memory", 0.1], 2, true]}',
-        '{"H100\\tnan": null}',
-    ],
-)
+def signed(value: Any) -> bytes:
+    """A file of the cache's format (its body's digest, then the body) holding `value`: what
+    passes the digest and must still be checked row by row. Bytes are taken as the body."""
+    body = value if isinstance(value, bytes) else marshal.dumps(value)
+    return hashlib.sha256(body).digest()[: estimatecache._CHECK] + body
+
+
+ROW = (1.5, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, 3)
+GARBAGE: list[Callable[[bytes], bytes]] = [
+    lambda data: b"",
+    lambda data: data[:-1],  # cut short
+    lambda data: data[:40] + bytes([data[40] ^ 1]) + data[41:],  # one bit flipped
+    lambda data: data[: estimatecache._CHECK] + b"\x00" * (len(data) - estimatecache._CHECK),
+    lambda data: b'{"H100-SXM-80GB\\t1.0": null}',  # what earlier versions wrote
+    lambda data: signed(b"not marshal"),
+    lambda data: signed(b"\xff" + data[estimatecache._CHECK + 1 :]),  # a bad type code
+    lambda data: signed([]),
+    lambda data: signed({"x": None}),
+    lambda data: signed({("H100", 1.0, 2): None}),
+    lambda data: signed({("H100", 1): None}),  # an int count: not what is written
+    lambda data: signed({("H100", math.nan): None}),
+    lambda data: signed({("H100", 1.0): (1.0,)}),
+    lambda data: signed({("H100", 1.0): [1.0, ["x"], 2.0, 3]}),  # lists: not what is written
+    lambda data: signed({("H100", 1.0): (1.0, ("x",), 2.0, 3)}),
+]
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
 def test_an_unreadable_file_is_sized_again_and_rewritten(
-    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch, garbage: str
+    offline_db: Path,
+    new_process: None,
+    monkeypatch: pytest.MonkeyPatch,
+    garbage: Callable[[bytes], bytes],
 ) -> None:
     first = ranking(offline_db)
-    for path in estimatecache.folder().glob("*.json"):
-        path.write_text(garbage)
+    for path in estimatecache.folder().glob("*.est"):
+        path.write_bytes(garbage(path.read_bytes()))
+        assert estimatecache.read(path.stem) == {}
     sizings = Sizings(monkeypatch)
     assert repr(ranking(offline_db)) == repr(first) and sizings.count > 0
     sizings.count = 0
     assert repr(ranking(offline_db)) == repr(first) and sizings.count == 0
+
+
+def test_every_digest_names_the_format_and_the_python() -> None:
+    """The files of another format or of another Python's marshal go to another folder."""
+    assert estimatecache._FORMAT.startswith(f"marshal {marshal.version} ")
+    assert sys.implementation.cache_tag in estimatecache._FORMAT
 
 
 def test_a_read_only_cache_folder_is_not_used(
@@ -194,6 +223,16 @@ def test_kept_figures_read_back_to_the_same_bits(new_process: None) -> None:
         assert repr(estimatecache.read(key)) == repr(made)
 
 
+@pytest.mark.parametrize("odd", [np.float64(2.0), Fraction(2)])
+def test_figures_marshal_does_not_keep_as_they_were_are_sized_again(odd: object) -> None:
+    """marshal writes a float exactly as float, not its subclasses: numpy's float64 would read
+    back as its bytes (the column check refuses the row) and a Fraction is not written at all.
+    Either way the next process sizes again; never an error."""
+    fields = ("H100", 1.0, odd, None, 2.0, 3.0, "x", 0.1)
+    estimatecache.write("w", {("H100", 1.0): advisor.Sized(1.5, fields, 2.0, 1)})
+    assert estimatecache.read("w") == {}
+
+
 def test_folders_of_other_versions_beyond_the_kept_ones_are_removed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -213,10 +252,10 @@ def test_a_folder_keeps_the_most_recently_used_workload_files(
     monkeypatch.setattr(estimatecache, "MAX_FILES", 3)
     for n in range(5):
         estimatecache.write(f"w{n}", {("H100", 1.0): None})
-        os.utime(estimatecache.folder() / f"w{n}.json", (n, n))
+        os.utime(estimatecache.folder() / f"w{n}.est", (n, n))
     assert estimatecache.read("w0") == {}
     assert estimatecache.read("w4") == {("H100", 1.0): None}
-    assert len(list(estimatecache.folder().glob("*.json"))) == 3
+    assert len(list(estimatecache.folder().glob("*.est"))) == 3
 
 
 def test_shapes_new_to_a_workload_are_sized_and_added_to_its_file(
@@ -224,7 +263,7 @@ def test_shapes_new_to_a_workload_are_sized_and_added_to_its_file(
 ) -> None:
     """New GPU models among the offers: only those are sized; the file then holds them all."""
     first = ranking(offline_db, PROFILES[:1])
-    [path] = estimatecache.folder().glob("*.json")
+    [path] = estimatecache.folder().glob("*.est")
     kept = estimatecache.read(path.stem)
     dropped = sorted(kept)[::3]
     estimatecache.write(path.stem, {s: k for s, k in kept.items() if s not in dropped})
@@ -270,22 +309,21 @@ def test_the_digest_follows_the_gpu_catalog_and_the_workload_rules(
 @pytest.mark.parametrize(
     "row",
     [
-        '[1, ["H100-SXM-80GB", 1.0, "fast", null, 2.0, 3.0, "memory", 0.1], 2.0, 3]',
-        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory"], 2.0, 3]',
-        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, true]',
-        '[1, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], "2", 3]',
-        '[null, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, 3]',
+        (1, ("H100-SXM-80GB", 1.0, "fast", None, 2.0, 3.0, "memory", 0.1), 2.0, 3),
+        (1, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory"), 2.0, 3),
+        (1, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, True),
+        (1, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), "2", 3),
+        (None, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, 3),
+        (1, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, 3, 4),
+        (1, ("H100-SXM-80GB", True, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, 3),
     ],
 )
-def test_a_row_not_in_the_written_shape_makes_the_file_unread(row: str) -> None:
-    good = '[1.5, ["H100-SXM-80GB", 1.0, 2.0, null, 2.0, 3.0, "memory", 0.1], 2.0, 3]'
+def test_a_row_not_in_the_written_shape_makes_the_file_unread(row: tuple[Any, ...]) -> None:
     estimatecache.write("w", {("H100-SXM-80GB", 1.0): None})
-    path = estimatecache.folder() / "w.json"
-    path.write_text(f'{{"H100-SXM-80GB\\t1.0": {good}}}')
-    assert estimatecache.read("w")[("H100-SXM-80GB", 1.0)] == advisor.Sized(
-        1.5, ("H100-SXM-80GB", 1.0, 2.0, None, 2.0, 3.0, "memory", 0.1), 2.0, 3
-    )
-    path.write_text(f'{{"H100-SXM-80GB\\t1.0": {good}, "H100-SXM-80GB\\t8.0": {row}}}')
+    path = estimatecache.folder() / "w.est"
+    path.write_bytes(signed({("H100-SXM-80GB", 1.0): ROW}))
+    assert estimatecache.read("w")[("H100-SXM-80GB", 1.0)] == advisor.Sized(*ROW)
+    path.write_bytes(signed({("H100-SXM-80GB", 1.0): ROW, ("H100-SXM-80GB", 8.0): row}))
     assert estimatecache.read("w") == {}
 
 
@@ -300,10 +338,10 @@ def test_a_ranking_tidies_the_cache_once_after_writing_its_files(
     monkeypatch.setattr(estimatecache, "MAX_FILES", 2)
     ranking(offline_db)
     assert len(tidied) == 1
-    assert len(list(estimatecache.folder().glob("*.json"))) == 2
+    assert len(list(estimatecache.folder().glob("*.est"))) == 2
     monkeypatch.setattr(estimatecache, "MAX_FILES", 3)
     ranking(offline_db)  # the file trimmed away is written again, then tidied once more
     assert len(tidied) == 2
     ranking(offline_db)  # every file read from the cache: nothing written, nothing tidied
     assert len(tidied) == 2
-    assert len(list(estimatecache.folder().glob("*.json"))) == 3
+    assert len(list(estimatecache.folder().glob("*.est"))) == 3

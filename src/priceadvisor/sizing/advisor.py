@@ -206,27 +206,33 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
       AND (NOT c.no_sla OR list_contains(w.sla_allow, 'marketplace'))))
 """
 
-# The effective top k per workload from its candidates (`_effective`, sizing.effective), each
-# with its estimate's row, ordered by effective cost, hourly price and the offer's key, k kept;
-# `list_rank` is the same order by list cost, and `rank_reason` names the term that moved a
-# row from one to the other (effective.REASON_SQL). Every join is by a number to one row.
-RANK_SQL = f"""
-WITH _ranked AS (
-    SELECT c.*, row_number() OVER (
-            PARTITION BY c.widx
-            ORDER BY c.effective_cost, o.price_hour_usd, o.provider, o.region, o.zone,
-                o.instance_type, o.pricing
-        ) AS rank,
-        row_number() OVER (
-            PARTITION BY c.widx
-            ORDER BY c.list_cost, o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type,
-                o.pricing
-        ) AS list_rank,
+# Each candidate (`_effective`) ranked within its workload by effective cost and by list cost,
+# ties broken by hourly price, then by the offer's key (provider, region, zone, instance type,
+# pricing). That tie-break is one number per candidate offer (`tie`, a dense rank over the
+# ~2,000 distinct offers among the ~10,000 candidates at 50 x 50k), so the two windows sort
+# by two numbers instead of a price and five strings: 44 -> 35 ms for the ranking.
+RANKED_SQL = """
+_ties AS (
+    SELECT o.rowid AS oid, dense_rank() OVER (
+            ORDER BY o.price_hour_usd, o.provider, o.region, o.zone, o.instance_type, o.pricing
+        ) AS tie,
         printf('%s %s %g× %s %s', o.provider, o.region, o.gpu_count, o.gpu_model, o.pricing)
             AS label
+    FROM _advice_offers AS o
+    WHERE o.rowid IN (SELECT oid FROM _effective)
+), _ranked AS (
+    SELECT c.*, row_number() OVER (PARTITION BY c.widx ORDER BY c.effective_cost, t.tie) AS rank,
+        row_number() OVER (PARTITION BY c.widx ORDER BY c.list_cost, t.tie) AS list_rank, t.label
     FROM _effective AS c
-    JOIN _advice_offers AS o ON o.rowid = c.oid
-), _reasons AS ({effective.REASON_SQL})
+    JOIN _ties AS t ON t.oid = c.oid
+)"""
+
+# The effective top k per workload from its candidates (`_ranked`), each with its estimate's
+# row, ordered by rank, k kept; `list_rank` is the same order by list cost, and `rank_reason`
+# names the term that moved a row from one to the other (effective.REASON_SQL). Every join is
+# by a number to one row.
+RANK_SQL = f"""
+WITH {RANKED_SQL}, _reasons AS ({effective.REASON_SQL})
 SELECT e.workload, e.task, c.rank, c.list_rank,
     o.provider, o.region, o.zone, o.country, o.instance_type,
     o.gpu_model, o.gpu_count, o.pricing, o.price_hour_usd,
@@ -529,7 +535,8 @@ def _estimates_table(plan: _Plan, profiles: Sequence[WorkloadProfile], used: top
     """The estimate rows that chosen offers use, a few of those sized: only these are
     completed (serving replicas) and handed to DuckDB."""
     rows = []
-    for row in np.unique(used).tolist():
+    # sorted(set()), not np.unique: numpy 2.3's unique imports numpy.ma (~5 ms, once a process)
+    for row in sorted(set(used.tolist())):
         widx, found = plan.row_workload[row], plan.row_sized[row]
         profile, replicas = profiles[widx], None
         if profile.task not in TRAINING_TASKS:

@@ -11,6 +11,7 @@ and the first attempt always commits.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import ParamSpec, TypeVar
@@ -71,26 +72,52 @@ def retry_on(
     wait_max: float = 5.0,
     timeout: float | None = 45.0,
 ) -> Callable[[Callable[P, T]], Callable[P, T]]:
-    """stamina.retry, imported when a retrying call first runs: read commands never retry,
-    and importing stamina is ~10 ms of every command's start-up."""
+    """stamina.retry, imported when a call first fails in a way it retries: read commands never
+    retry, most writing calls never conflict, and importing stamina (with tenacity) is ~7-10 ms
+    of a command's start-up or of the first `advise` of a process. The first attempt runs
+    before stamina; after a failure `on` retries, stamina takes over with that failure as its
+    own first attempt (`_replaying`), so it counts, waits, logs and times out as if it had run
+    every attempt itself."""
 
     def decorate(work: Callable[P, T]) -> Callable[P, T]:
         @functools.wraps(work)
         def retrying(*args: P.args, **kwargs: P.kwargs) -> T:
-            import stamina  # noqa: PLC0415 - on the first retrying call, not at start-up
+            started = time.monotonic()
+            try:
+                return work(*args, **kwargs)
+            except Exception as exc:
+                if not on(exc):
+                    raise
+                first = exc
+            left = None if timeout is None else timeout - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                raise first  # stamina would stop here: its timeout counts the first attempt
+            import stamina  # noqa: PLC0415 - on the first retried failure, not at start-up
 
             policy = stamina.retry(
-                on=on,
-                attempts=attempts,
-                wait_initial=wait_initial,
-                wait_max=wait_max,
-                timeout=timeout,
+                on=on, attempts=attempts, wait_initial=wait_initial, wait_max=wait_max, timeout=left
             )
-            return policy(work)(*args, **kwargs)
+            return policy(_replaying(work, first))(*args, **kwargs)
 
         return retrying
 
     return decorate
+
+
+def _replaying(work: Callable[P, T], failure: Exception) -> Callable[P, T]:
+    """`work`, whose first call raises `failure` (the attempt already made) and later calls
+    run it; named as `work` (stamina's logs and counters name the function)."""
+    replayed = False
+
+    @functools.wraps(work)
+    def again(*args: P.args, **kwargs: P.kwargs) -> T:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            raise failure
+        return work(*args, **kwargs)
+
+    return again
 
 
 def conflict_retry(
