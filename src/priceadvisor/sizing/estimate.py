@@ -1637,9 +1637,10 @@ def kv_tokens(work: Workload, gpu: GpuSpec, tp: int, /) -> int:
     return max(0, int(free * GIB / kv_per_token(work, tp)))
 
 
-def weights_read(work: Workload, batch: int) -> float:
+def weights_read(work: Workload, batch: float) -> float:
     """Weight bytes a decode step reads. MoE: shared weights plus the experts the batch routes
-    to — with top-k of E experts per token, a random batch of B touches 1-(1-k/E)^B of them."""
+    to — with top-k of E experts per token, a random batch of B touches 1-(1-k/E)^B of them
+    (a real B: its continuous extension, which a speed bound reads)."""
     arch = work.arch
     byte = WEIGHT_BYTES[work.precision]
     if not arch.is_moe:
@@ -1647,7 +1648,7 @@ def weights_read(work: Workload, batch: int) -> float:
     k, e = arch.experts_per_token, arch.experts
     expert_total = (arch.total_params - arch.active_params) * e / max(1, e - k)
     shared = arch.total_params - expert_total
-    touched = 1 - (1 - k / e) ** max(1, batch)
+    touched: float = 1 - (1 - k / e) ** max(1, batch)  # float ** float: typed Any
     return (shared + expert_total * touched) * byte + sixteen_bit_extra(work)
 
 
@@ -2001,23 +2002,57 @@ def replica_speed_bound(work: Workload, gpu: GpuSpec, tp: int, pp: int, /) -> fl
     micro-batch and each prompt token prefilled per step, over TP x PP GPUs; the all-reduces'
     bytes, sends and preempted tokens only add. So B / step ≤ B / (a + b·B), which grows
     with B, and B is at most the batch asked of a replica within what its KV cache admits
-    (exactly that batch without a TPOT target)."""
+    (exactly that batch without a TPOT target). With a TPOT target, B is also at most the
+    batch whose decode step alone (`_step`: the same terms without the prefill's FLOPs) can
+    meet it (`tpot_batch_cap`); on a MoE model whose routed weights grow concavely with the
+    micro-batch (`routing_grows_concavely`), B / (a + W(B/PP)/TP/bandwidth + b·B) grows with B,
+    so the weights of that bound's B/PP requests (`weights_read` of a real micro-batch, at
+    most those of the ceil(B/PP) it runs) bound every smaller batch the target lets run."""
     staged = with_stages(work, pp)
     if not holds_a_request(staged, gpu, tp):
         return None
     admitted = max_requests(staged, kv_tokens(staged, gpu, tp))
-    batch = max(1, min(requested_batch(staged, gpu, admitted), admitted))
+    asked = max(1, min(requested_batch(staged, gpu, admitted), admitted))
     rates = decode_rates(staged, gpu)
     context = staged.input_tokens + staged.output_tokens / 2
     tokens = 1 + staged.input_tokens / max(1, staged.output_tokens)  # per decode token
-    weights = weights_read(staged, routed_batch(staged, batch))
+    weights = weights_read(staged, routed_batch(staged, asked))
     fixed = weights / tp / rates.bytes_per_s + rates.launch_seconds
     fixed += reduce_latency(staged, gpu, tp)
-    per_request = context * kv_per_token(staged, tp) / rates.bytes_per_s + (
-        2 * staged.arch.active_params * tokens / (tp * pp * rates.peak_flops * rates.mfu)
-    )
+    kv_read = context * kv_per_token(staged, tp) / rates.bytes_per_s
+    flops_per_s = tp * pp * rates.peak_flops * rates.mfu
+    batch: float = asked
+    if staged.tpot_ms_max is not None:
+        decode = kv_read + 2 * staged.arch.active_params / flops_per_s
+        batch = max(1, min(asked, tpot_batch_cap(staged.tpot_ms_max, fixed, decode)))
+        if routing_grows_concavely(staged):
+            weights = weights_read(staged, batch / pp)
+            fixed = weights / tp / rates.bytes_per_s + rates.launch_seconds
+            fixed += reduce_latency(staged, gpu, tp)
+    per_request = kv_read + 2 * staged.arch.active_params * tokens / flops_per_s
     step = fixed + per_request * batch
     return batch / step * SPEED_BOUND_MARGIN
+
+
+def tpot_batch_cap(tpot_ms_max: float, fixed: float, per_request: float) -> float:
+    """The largest batch B (not rounded) whose decode step can meet a TPOT target when the
+    step is at least `fixed` + `per_request` x B seconds; the target is widened by
+    SPEED_BOUND_MARGIN against the rounding of the step's own few operations."""
+    return (tpot_ms_max / 1000 * SPEED_BOUND_MARGIN - fixed) / per_request
+
+
+def routing_grows_concavely(work: Workload, /) -> bool:
+    """Whether `weights_read` grows with the micro-batch as a concave function whose value at
+    an empty batch is not negative (a MoE model whose weights outside the experts, the shared
+    ones, are not negative): then x / (a + c·W(x) + b·x) grows with x for a, b, c ≥ 0, which
+    `replica_speed_bound` relies on under a TPOT target."""
+    arch = work.arch
+    if not arch.is_moe:
+        return False
+    k, e = arch.experts_per_token, arch.experts
+    expert_total = (arch.total_params - arch.active_params) * e / max(1, e - k)
+    experts_not_negative = arch.total_params >= arch.active_params
+    return 0 < k <= e and experts_not_negative and arch.total_params - expert_total >= 0
 
 
 def routed_batch(work: Workload, batch: int) -> int:

@@ -46,6 +46,7 @@ from priceadvisor.sizing.estimate import (
     layouts_in_pass,
     reduce_latency,
     replicas_of,
+    routing_grows_concavely,
     serving_parts,
     usable_gib,
     weights_read,
@@ -137,6 +138,7 @@ class _Layouts(NamedTuple):
     weights_per_gpu: Floats  # the weights one request routes to, over TP GPUs
     kv_per_request: Floats  # KV bytes of one request at the mean context
     flops_per_request: Floats  # 2·N_active per decode token and its share of the prompt
+    flops_per_decode_token: Floats  # 2·N_active
     gpus: Floats  # TP x PP
 
 
@@ -170,7 +172,7 @@ def speed_bounds(
         holds = (free > 0) & (admitted >= 1)
         batch = _batch(work, per_gpu, admitted)
         weights = _routed_weights(work, layouts, batch, per_layout)
-        bound = _bound(per_layout, per_gpu, batch, weights)
+        bound = _bound(work, layouts, per_layout, per_gpu, (batch, weights))
         # A bound that is not a number would stop no search: size such a layout first.
         bound = np.where(holds, np.where(np.isnan(bound), math.inf, bound), math.nan)
     rows = dict(zip((gpu.id for gpu in gpus), bound.tolist(), strict=True))
@@ -203,17 +205,45 @@ def _routed_weights(
     return weights
 
 
-def _bound(per_layout: _Layouts, per_gpu: _Gpus, batch: Floats, weights: Floats) -> Floats:
+def _bound(
+    work: Workload,
+    layouts: Sequence[tuple[int, int]],
+    per_layout: _Layouts,
+    per_gpu: _Gpus,
+    batch_and_weights: tuple[Floats, Floats],
+) -> Floats:
     """`replica_speed_bound`'s steps from its batch on (errors ignored by the caller)."""
-    bytes_per_s = per_gpu.bytes_per_s[:, None]
-    fixed = weights / bytes_per_s + per_gpu.launch_seconds[:, None]
-    fixed = fixed + per_gpu.reduce_latency
+    batch, weights = batch_and_weights
+    fixed = _fixed_seconds(per_gpu, weights)
+    kv_read = per_layout.kv_per_request / per_gpu.bytes_per_s[:, None]
     flops_per_s = per_layout.gpus * per_gpu.peak_flops[:, None] * per_gpu.mfu[:, None]
-    per_request = per_layout.kv_per_request / bytes_per_s + (
-        per_layout.flops_per_request / flops_per_s
-    )
+    if work.tpot_ms_max is not None:
+        decode = kv_read + per_layout.flops_per_decode_token / flops_per_s
+        cap = (work.tpot_ms_max / 1000 * SPEED_BOUND_MARGIN - fixed) / decode  # `tpot_batch_cap`
+        batch = np.fmax(1.0, np.fmin(batch, cap))  # fmin/fmax: as Python's min/max with NaN
+        if routing_grows_concavely(work):
+            fixed = _fixed_seconds(per_gpu, _weights_at(work, layouts, batch))
+    per_request = kv_read + per_layout.flops_per_request / flops_per_s
     bound: Floats = batch / (fixed + per_request * batch) * SPEED_BOUND_MARGIN
     return bound
+
+
+def _fixed_seconds(per_gpu: _Gpus, weights: Floats) -> Floats:
+    """The bound's step terms that do not grow with the batch: the routed weights over TP GPUs
+    read at the decode bandwidth, the layers' launches, the all-reduces' latency."""
+    fixed = weights / per_gpu.bytes_per_s[:, None] + per_gpu.launch_seconds[:, None]
+    return fixed + per_gpu.reduce_latency
+
+
+def _weights_at(work: Workload, layouts: Sequence[tuple[int, int]], batch: Floats) -> Floats:
+    """`weights_read` of each element's real micro-batch batch/PP over TP GPUs (the bound
+    under a TPOT target on a concavely routed MoE model), each computed in Python."""
+    weights = np.empty_like(batch)
+    for column, (tp, pp) in enumerate(layouts):
+        staged = with_stages(work, pp)
+        micro = (batch[:, column] / pp).tolist()
+        weights[:, column] = [weights_read(staged, m) / tp for m in micro]
+    return weights
 
 
 def _free_gib(work: Workload, usable: Floats, memory: Floats) -> Floats:
@@ -237,6 +267,7 @@ def _layout_terms(work: Workload, layouts: Sequence[tuple[int, int]]) -> _Layout
                 weights_read(staged, 1) / tp,
                 context * kv,
                 2 * staged.arch.active_params * tokens,
+                2 * staged.arch.active_params,
                 tp * pp,
             )
         )
