@@ -60,8 +60,9 @@ from priceadvisor.sizing.estimate import (
 )
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import columns, freshness, interruption, reads, transactions
+from priceadvisor.store import columns, freshness, interruption, literals, reads, transactions
 from priceadvisor.store.ids import next_id
+from priceadvisor.store.literals import inline
 from priceadvisor.workload import WorkloadSpec
 
 CHECKPOINT_OVERHEAD = effective.CHECKPOINT_OVERHEAD
@@ -651,14 +652,12 @@ def _prepared(
             interruption.measure(con, now)
             freshness.load_intervals(con, options.intervals)
             with _joins_as_written(con):
-                con.execute(
-                    PREPARE_SQL,
-                    {
-                        "now": now,
-                        "include_stale": options.include_stale,
-                        "include_flagged": options.include_flagged,
-                    },
-                )
+                values: dict[str, literals.Value] = {
+                    "now": now,
+                    "include_stale": options.include_stale,
+                    "include_flagged": options.include_flagged,
+                }
+                con.execute(inline(PREPARE_SQL, values))
             con.execute(GROUPS_SQL)
             con.register("_workloads_json", workloads_table(profiles))
             con.execute(WORKLOADS_SQL)
@@ -695,7 +694,8 @@ def _effective_candidates(
 
 
 def _unsettled(con: duckdb.DuckDBPyConnection, keep: int, pool: int) -> int:
-    [(count,)] = con.execute(effective.UNSETTLED_SQL, {"keep": keep, "pool": pool}).fetchall()
+    statement = inline(effective.UNSETTLED_SQL, {"keep": keep, "pool": pool})
+    [(count,)] = con.execute(statement).fetchall()
     return int(count)
 
 
@@ -731,11 +731,12 @@ def _joins_as_written(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     if sealed:
         yield
         return
-    con.execute("SET disabled_optimizers = $0", [_with_optimizer_off(disabled)])
+    setting = "SET disabled_optimizers = $names"
+    con.execute(inline(setting, {"names": _with_optimizer_off(disabled)}))
     try:
         yield
     finally:
-        con.execute("SET disabled_optimizers = $0", [disabled])
+        con.execute(inline(setting, {"names": str(disabled)}))
 
 
 def _with_optimizer_off(disabled: str) -> str:
@@ -754,7 +755,7 @@ def rank(
     flagged (with their reason in flag_reason) only with `options.include_flagged`."""
     now = utcnow()
     with _prepared(con, profiles, keep, options or Options(), now):
-        cursor = con.execute(RANK_SQL, {"now": now, "keep": keep})
+        cursor = con.execute(inline(RANK_SQL, {"now": now, "keep": keep}))
         names = [d[0] for d in cursor.description]
         return names, cursor.fetchall()
 
@@ -774,6 +775,6 @@ def store_advice(
         con.execute("DELETE FROM core.advice")
         # Stored advice (read by alerts, the digest, the dashboard) never holds a flagged offer.
         stored = f"SELECT * EXCLUDE (flag_reason) FROM ({RANK_SQL})"
-        con.execute(f"INSERT INTO core.advice BY NAME {stored}", {"now": now, "keep": keep})
+        con.execute(inline(f"INSERT INTO core.advice BY NAME {stored}", {"now": now, "keep": keep}))
         row = con.execute("SELECT count(*) FROM core.advice").fetchone()
     return int(row[0]) if row else 0

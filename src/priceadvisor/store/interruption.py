@@ -25,6 +25,8 @@ import datetime as dt
 
 import duckdb
 
+from priceadvisor.store.literals import inline
+
 MEASURE_DAYS = 30
 MIN_SPAN_DAYS = 7
 MIN_SIGHTINGS = 100
@@ -95,11 +97,12 @@ def measure(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> None:
     `usable` (the SQL condition USABLE) says which rates are enough to use."""
     since = now - dt.timedelta(days=MEASURE_DAYS)
     window = {"since": since, "now": now}
-    spanning = con.execute(SPANNING_SQL, {**window, "published": list(PUBLISHED)}).fetchall()
+    spanning = con.execute(inline(SPANNING_SQL, {**window, "published": PUBLISHED})).fetchall()
     if not spanning:
         con.execute(EMPTY_SQL)
         return
-    con.execute(MEASURED_SQL, {**window, "providers": [provider for (provider,) in spanning]})
+    providers = [str(provider) for (provider,) in spanning]
+    con.execute(inline(MEASURED_SQL, {**window, "providers": providers}))
 
 
 # Whether a measured row (aliased m) holds enough history to be used.
