@@ -211,7 +211,9 @@ WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
 # ties broken by hourly price, then by the offer's key (provider, region, zone, instance type,
 # pricing). That tie-break is one number per candidate offer (`tie`, a dense rank over the
 # ~2,000 distinct offers among the ~10,000 candidates at 50 x 50k), so the two windows sort
-# by two numbers instead of a price and five strings: 44 -> 35 ms for the ranking.
+# by two numbers instead of a price and five strings: 44 -> 35 ms for the ranking. The windows
+# sort the four columns they read (`_orders`), not every column of a candidate (its terms,
+# its cost's parts), which are joined back by (workload, offer), one row each: ~1.7 ms less.
 RANKED_SQL = """
 _ties AS (
     SELECT o.rowid AS oid, dense_rank() OVER (
@@ -221,10 +223,16 @@ _ties AS (
             AS label
     FROM _advice_offers AS o
     WHERE o.rowid IN (SELECT oid FROM _effective)
+), _orders AS (
+    SELECT c.widx, c.oid,
+        row_number() OVER (PARTITION BY c.widx ORDER BY c.effective_cost, t.tie) AS rank,
+        row_number() OVER (PARTITION BY c.widx ORDER BY c.list_cost, t.tie) AS list_rank
+    FROM (SELECT widx, oid, effective_cost, list_cost FROM _effective) AS c
+    JOIN _ties AS t ON t.oid = c.oid
 ), _ranked AS (
-    SELECT c.*, row_number() OVER (PARTITION BY c.widx ORDER BY c.effective_cost, t.tie) AS rank,
-        row_number() OVER (PARTITION BY c.widx ORDER BY c.list_cost, t.tie) AS list_rank, t.label
+    SELECT c.*, r.rank, r.list_rank, t.label
     FROM _effective AS c
+    JOIN _orders AS r ON r.widx = c.widx AND r.oid = c.oid
     JOIN _ties AS t ON t.oid = c.oid
 )"""
 
