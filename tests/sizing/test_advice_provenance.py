@@ -103,11 +103,16 @@ def test_too_short_a_history_falls_back_to_the_assumed_rate(
         at = now - dt.timedelta(hours=hours, minutes=10)
         run(db_path, "vast", at, [spot(k) for k in range(13)])
     with store.writer(db_path) as con:
-        interruption.measure(con, now)
+        # measured over the provider anyway: enough sightings, too short a span
+        window = {"since": now - dt.timedelta(days=30), "now": now, "providers": ["vast"]}
+        con.execute(interruption.MEASURED_SQL, window)
         [(sightings, span)] = con.execute(
             "SELECT sightings, span_days FROM _measured_interruption"
         ).fetchall()
-    assert sightings >= interruption.MIN_SIGHTINGS and span < interruption.MIN_SPAN_DAYS
+        assert sightings >= interruption.MIN_SIGHTINGS and span < interruption.MIN_SPAN_DAYS
+        # which is why measure leaves the provider out
+        interruption.measure(con, now)
+        assert con.execute("SELECT count(*) FROM _measured_interruption").fetchall() == [(0,)]
     [first, *_] = ranked(db_path)
     assert (first["interruption_source"], first["interruption_rate"]) == (
         "assumed",

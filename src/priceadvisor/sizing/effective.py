@@ -87,9 +87,10 @@ def billing_row(provider: str) -> dict[str, Any]:
     }
 
 
-def load_billing(con: duckdb.DuckDBPyConnection, offers_table: str) -> Any:
-    """The billing terms of every provider among the offers, as an Arrow table to register."""
-    found = con.execute(f"SELECT DISTINCT provider FROM {offers_table} ORDER BY 1").fetchall()
+def load_billing(con: duckdb.DuckDBPyConnection, providers_table: str) -> Any:
+    """The billing terms of every provider of the table (its `provider` column: the offers or
+    anything that holds each of their providers), as an Arrow table to register."""
+    found = con.execute(f"SELECT DISTINCT provider FROM {providers_table} ORDER BY 1").fetchall()
     return columns.from_rows([billing_row(str(p)) for (p,) in found], BILLING_SCHEMA)
 
 

@@ -17,6 +17,7 @@ import duckdb
 
 from priceadvisor.config import Settings
 from priceadvisor.manifest import manifest, manifest_ids
+from priceadvisor.store.literals import inline
 
 STALE_AFTER_INTERVALS = 2
 EXCLUDED_AFTER_HOURS = 7 * 24
@@ -46,18 +47,22 @@ def load_intervals(
     """The temp table _fetch_intervals(provider, interval_s) that FRESHNESS_SQL reads;
     `intervals` overrides the manifests' defaults (a provider's configured interval)."""
     merged = default_intervals() | dict(intervals or {})
-    # Two text parameters, not one per row: DuckDB probes for pandas on every Python value it
-    # converts, which cost ~20 ms for forty rows (executemany) where pandas is not installed.
-    # Provider ids are [a-z0-9_-] and never hold a newline.
+    # Two text literals, not one parameter per row: DuckDB probes for pandas on every Python
+    # value it converts (store.literals), which cost ~20 ms for forty rows (executemany) where
+    # pandas is not installed. Provider ids are [a-z0-9_-] and never hold a newline.
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _fetch_intervals (provider VARCHAR, interval_s DOUBLE)"
     )
     if merged:
-        con.execute(
-            "INSERT INTO _fetch_intervals SELECT unnest(string_split(?, chr(10))),"
-            " unnest(string_split(?, chr(10)))::DOUBLE",
-            ["\n".join(merged), "\n".join(repr(float(v)) for v in merged.values())],
+        columns = {
+            "providers": "\n".join(merged),
+            "intervals": "\n".join(repr(float(v)) for v in merged.values()),
+        }
+        statement = (
+            "INSERT INTO _fetch_intervals SELECT unnest(string_split($providers, chr(10))),"
+            " unnest(string_split($intervals, chr(10)))::DOUBLE"
         )
+        con.execute(inline(statement, columns))
 
 
 def freshness_sql(last_seen: str, interval_s: str, now: str) -> str:

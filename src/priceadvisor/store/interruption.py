@@ -25,6 +25,8 @@ import datetime as dt
 
 import duckdb
 
+from priceadvisor.store.literals import inline
+
 MEASURE_DAYS = 30
 MIN_SPAN_DAYS = 7
 MIN_SIGHTINGS = 100
@@ -32,19 +34,33 @@ LOSS_WINDOW_HOURS = 1
 # Providers with a published interruption figure: theirs is used, never a measured one.
 PUBLISHED = ("aws",)
 
-MEASURED_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _measured_interruption AS
-WITH runs AS (
+# The complete fetches a sighting can be judged at (old enough for its hour to have passed).
+_JUDGED_RUNS = f"""
     SELECT provider, observed_at AS seen_at FROM core.fetch_runs
     WHERE status = 'ok' AND observed_at > $since
       AND observed_at <= $now - INTERVAL {LOSS_WINDOW_HOURS} HOUR
+"""
+# Providers whose judged fetches span MIN_SPAN_DAYS: a rate's sightings are some of its
+# provider's fetches, so their span is never longer, and no other provider's rate is usable.
+# The measure (a window over every spot interval, ~10-16 ms at 50k offers) runs for these
+# alone: a history shorter than MIN_SPAN_DAYS (a new install, every benchmark) costs ~1 ms.
+SPANNING_SQL = f"""
+SELECT provider FROM ({_JUDGED_RUNS})
+WHERE NOT list_contains($published, provider)
+GROUP BY provider HAVING epoch(max(seen_at) - min(seen_at)) / 86400 >= {MIN_SPAN_DAYS}
+ORDER BY provider
+"""
+MEASURED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _measured_interruption AS
+WITH runs AS (
+    SELECT * FROM ({_JUDGED_RUNS}) WHERE list_contains($providers, provider)
 ),
 spot AS (
     SELECT provider, gpu_model, available, price_hour_usd, valid_from, valid_to, last_seen,
         lead(valid_from) OVER w AS next_from, lead(available) OVER w AS next_available,
         lead(price_hour_usd) OVER w AS next_price
     FROM core.price_intervals
-    WHERE pricing = 'spot' AND gpu_model IS NOT NULL AND NOT list_contains($published, provider)
+    WHERE pricing = 'spot' AND gpu_model IS NOT NULL AND list_contains($providers, provider)
       AND coalesce(valid_to, last_seen) > $since
     WINDOW w AS (PARTITION BY provider, region, zone, instance_type ORDER BY valid_from)
 ),
@@ -68,12 +84,25 @@ FROM sightings GROUP BY provider, gpu_model
 """
 
 
+EMPTY_SQL = """
+CREATE OR REPLACE TEMP TABLE _measured_interruption (provider VARCHAR, gpu_model VARCHAR,
+    sightings BIGINT, interrupted BIGINT, rate DOUBLE, span_days DOUBLE)
+"""
+
+
 def measure(con: duckdb.DuckDBPyConnection, now: dt.datetime) -> None:
-    """Every (provider, GPU model) with spot sightings, as the temp table
+    """Every (provider, GPU model) with spot sightings whose provider's fetches span
+    MIN_SPAN_DAYS (no other rate can be usable), as the temp table
     _measured_interruption(provider, gpu_model, sightings, interrupted, rate, span_days);
     `usable` (the SQL condition USABLE) says which rates are enough to use."""
     since = now - dt.timedelta(days=MEASURE_DAYS)
-    con.execute(MEASURED_SQL, {"since": since, "now": now, "published": list(PUBLISHED)})
+    window = {"since": since, "now": now}
+    spanning = con.execute(inline(SPANNING_SQL, {**window, "published": PUBLISHED})).fetchall()
+    if not spanning:
+        con.execute(EMPTY_SQL)
+        return
+    providers = [str(provider) for (provider,) in spanning]
+    con.execute(inline(MEASURED_SQL, {**window, "providers": providers}))
 
 
 # Whether a measured row (aliased m) holds enough history to be used.
