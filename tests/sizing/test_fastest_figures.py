@@ -14,6 +14,7 @@ from priceadvisor.gpu_specs import gpu_catalog
 from priceadvisor.sizing import advisor
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
+from tests.sizing.reference import kept_from_whole_estimate
 
 SERVING = [
     {"task": "serve", "model": "llama-3.1-8b", "precision": "fp8", "tpot_ms_max": 30},
@@ -28,26 +29,12 @@ SERVING = [
 COUNTS = (1.0, 2.0, 4.0, 8.0, 16.0)
 
 
-def _from_estimate(profile: WorkloadProfile, work: Any, model: str, count: float) -> str:
-    """What advice kept before: the whole estimate, then its figures."""
-    result = advisor.size_offer(work, profile.tensor_parallel, model, count)
-    if result is None:
-        return repr(None)
-    kept = advisor.Sized(
-        advisor.cost_factor(profile, result),
-        advisor._fields(profile, result),
-        result.tokens_per_s,
-        result.replicas,
-    )
-    return repr(kept)
-
-
 @pytest.mark.parametrize("spec", SERVING, ids=[f"{s['task']}-{s['model']}" for s in SERVING])
 def test_advice_keeps_what_the_whole_estimate_gives(spec: dict[str, Any]) -> None:
     profile = WorkloadProfile(name="w", monthly_output_tokens=1e9, **spec)
     work = to_workload(profile)
     shapes = [(model, count) for model in sorted(gpu_catalog().gpus) for count in COUNTS]
-    expected = [_from_estimate(profile, work, *shape) for shape in shapes]
+    expected = [kept_from_whole_estimate(profile, work, *shape) for shape in shapes]
     alone = [repr(advisor._size(profile, work, *shape)) for shape in shapes]
     with sizing_pass():  # as the advisor sizes a workload
         in_a_pass = [repr(advisor._size(profile, work, *shape)) for shape in shapes]

@@ -21,6 +21,7 @@ from priceadvisor.sizing import estimate as sizing
 from priceadvisor.sizing.estimate import Scales, SizingError, Workload
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
+from tests.sizing.reference import sizable_gpus
 
 MODELS = ("llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "llama-3.1-70b", "llama-3.1-405b")
 SCALES = Scales(
@@ -47,19 +48,8 @@ def _works() -> list[Workload]:
     ]
 
 
-def _sizable_gpus() -> list[Any]:
-    found = []
-    for gpu in gpu_catalog().gpus.values():
-        try:
-            sizing.check_sizable(gpu)
-        except SizingError:
-            continue
-        found.append(gpu)
-    return found
-
-
 def test_the_array_bounds_are_the_scalar_bounds_to_the_last_bit() -> None:
-    gpus = _sizable_gpus()
+    gpus = sizable_gpus()
     checked = {"fits": 0, "does not fit": 0}
     for work in _works():
         layouts = sorted({layout for n in (8, 16) for layout in sizing.serving_layouts(work, n)})

@@ -9,11 +9,12 @@ import dataclasses
 import itertools
 
 from priceadvisor import llm
-from priceadvisor.gpu_specs import GpuSpec, gpu_catalog
+from priceadvisor.gpu_specs import GpuSpec
 from priceadvisor.sizing import estimate as sizing
 from priceadvisor.sizing import layoutbounds
-from priceadvisor.sizing.estimate import SizingError, Workload
+from priceadvisor.sizing.estimate import Workload
 from priceadvisor.sizing.memo import sizing_pass
+from tests.sizing.reference import sizable_gpus
 
 MODELS = ("mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v3", "llama-3.1-8b")
 # (precision, TPOT target in ms, changes): targets that bind at small, middling and large batches.
@@ -34,22 +35,11 @@ def _works() -> list[Workload]:
     return works
 
 
-def _gpus() -> list[GpuSpec]:
-    found = []
-    for gpu in gpu_catalog().gpus.values():
-        try:
-            sizing.check_sizable(gpu)
-        except SizingError:
-            continue
-        found.append(gpu)
-    return found
-
-
 def test_the_bound_under_a_tpot_target_is_above_every_fitting_layouts_speed() -> None:
     checked, binding = 0, 0
     for work in _works():
         with sizing_pass():
-            for gpu, gpus in itertools.product(_gpus(), COUNTS):
+            for gpu, gpus in itertools.product(sizable_gpus(), COUNTS):
                 if gpus % work.pipeline_parallel:
                     continue
                 for tp, pp in sizing.layouts_in_pass(work, gpus):
@@ -73,7 +63,7 @@ def test_the_bounded_search_under_a_tpot_target_chooses_the_fastest_fitting_layo
     chosen = 0
     for work in _works():
         with sizing_pass():
-            for gpu, gpus in itertools.product(_gpus(), COUNTS):
+            for gpu, gpus in itertools.product(sizable_gpus(), COUNTS):
                 if gpus % work.pipeline_parallel:
                     continue
                 fitting = sizing.fitting_layouts(work, gpu, gpus)
@@ -91,7 +81,7 @@ def test_the_bounded_search_under_a_tpot_target_chooses_the_fastest_fitting_layo
 
 
 def test_the_array_bounds_under_a_tpot_target_are_the_scalar_ones_to_the_last_bit() -> None:
-    gpus = _gpus()
+    gpus = sizable_gpus()
     for work in _works():
         layouts = sorted({layout for n in COUNTS for layout in sizing.serving_layouts(work, n)})
         with sizing_pass():

@@ -15,6 +15,7 @@ from priceadvisor.sizing import advisor
 from priceadvisor.sizing import estimate as sizing
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
+from tests.sizing.reference import kept_from_whole_estimate
 
 # Tasks, stacks (eager, the 2021 Megatron layout), stated layouts, recompute, MoE, a whole run.
 TRAINING: list[dict[str, Any]] = [
@@ -43,26 +44,12 @@ TRAINING: list[dict[str, Any]] = [
 COUNTS = (0.5, 1.0, 2.0, 3.0, 4.0, 8.0, 16.0)
 
 
-def _from_estimate(profile: WorkloadProfile, work: Any, model: str, count: float) -> str:
-    """What advice kept before: the whole estimate, then its figures."""
-    result = advisor.size_offer(work, profile.tensor_parallel, model, count)
-    if result is None:
-        return repr(None)
-    kept = advisor.Sized(
-        advisor.cost_factor(profile, result),
-        advisor._fields(profile, result),
-        result.tokens_per_s,
-        result.replicas,
-    )
-    return repr(kept)
-
-
 @pytest.mark.parametrize("spec", TRAINING, ids=[f"{s['task']}-{s['model']}" for s in TRAINING])
 def test_advice_keeps_what_the_whole_training_estimate_gives(spec: dict[str, Any]) -> None:
     profile = WorkloadProfile(name="w", **spec)
     work = to_workload(profile)
     shapes = [(model, count) for model in sorted(gpu_catalog().gpus) for count in COUNTS]
-    expected = [_from_estimate(profile, work, *shape) for shape in shapes]
+    expected = [kept_from_whole_estimate(profile, work, *shape) for shape in shapes]
     alone = [repr(advisor._size(profile, work, *shape)) for shape in shapes]
     with sizing_pass():  # as the advisor sizes a workload
         together = [repr(kept) for kept in advisor._size_all(profile, work, shapes)]
