@@ -300,10 +300,12 @@ usd AS (
 # they compare, and one hash of the rest (_DETAILS). Not the 13 columns only an offer to write
 # needs: with them _snap held ~35 MB at 100,000 quotes, without them ~24 MB
 # (docs/benchmarks.md); the few offers to write are normalised again from their quotes
-# (_CHANGES_SELECT).
+# (_CHANGES_SELECT). Nor gpu_name_raw and source_url, which only break the ties between
+# duplicates (~2.4 MB at 100,000 quotes): those are read again for the duplicates alone
+# (_TIES_SQL).
 _NORMALISE_SELECT = f"""{_NORMALISE_CTES}
 SELECT quote_index, region, zone, instance_type, pricing, term_months, price, currency,
-    gpu_model, gpu_name_raw, source_url, available, stock, node_original, price_hour_usd,
+    gpu_model, available, stock, node_original, price_hour_usd,
     price_gpu_hour_usd, not_offered_reason, {_DETAILS_HASH} AS details,
     NULL::VARCHAR AS flag, NULL::VARCHAR AS flag_reason,  -- set by store.guard
     CASE
@@ -559,12 +561,33 @@ FROM _snap WHERE reject_reason IS NOT NULL LIMIT {MAX_REJECTED_SAMPLES}
 # so that two rows a parser failed to tell apart never vanish silently. They are marked once
 # (the window sorts the whole snapshot: only run when the counts found duplicates), so every
 # later statement reads the same survivor of a key.
+# The collapse ranks only the valid quotes of the keys that have more than one (_duplicated),
+# with their tie-breaking columns read again from their quotes (_ties): a key's ranking is
+# the same as over the whole snapshot, which _snap no longer carries those columns for.
+_DUPLICATED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _duplicated AS
+SELECT quote_index FROM _snap WHERE reject_reason IS NULL
+QUALIFY count(*) OVER (PARTITION BY {_KEYS}) > 1
+"""
+_TIES_FIRST_SQL = "CREATE OR REPLACE TEMP TABLE _ties AS "
+_TIES_MORE_SQL = "INSERT INTO _ties "
+# As _NORMALISE_CTES resolves gpu_name_raw.
+_TIES_SQL = """
+SELECT r.quote_index, coalesce(r.gpu_name_raw, r.instance_type) AS gpu_name_raw, r.source_url
+FROM _raw AS r SEMI JOIN _duplicated USING (quote_index)
+"""
+_WANTED_DUPLICATES_SQL = """
+SELECT quote_index FROM _duplicated WHERE quote_index >= ? AND quote_index < ?
+ORDER BY quote_index
+"""
 _COLLAPSE_SQL = f"""
 UPDATE _snap SET reject_reason = '{DUPLICATE_KEY}' WHERE rowid IN (
-    SELECT rowid FROM _snap WHERE reject_reason IS NULL
+    SELECT s.rowid FROM _snap AS s JOIN _ties AS t USING (quote_index)
+    WHERE s.reject_reason IS NULL
     QUALIFY row_number() OVER (
-        PARTITION BY region, zone, instance_type, pricing, term_months
-        ORDER BY price_hour_usd, gpu_name_raw, available DESC NULLS LAST, stock, source_url
+        PARTITION BY s.region, s.zone, s.instance_type, s.pricing, s.term_months
+        ORDER BY s.price_hour_usd, t.gpu_name_raw, s.available DESC NULLS LAST, s.stock,
+            t.source_url
     ) > 1
 )
 """
@@ -656,7 +679,7 @@ def _merge(
     counts = _snapshot_counts(con)
     allocator.return_freed_pages()
     if counts["duplicates"]:
-        con.execute(_COLLAPSE_SQL)
+        _collapse(con, staged)
         _run(con, _DUPLICATE_SAMPLES_SQL, params)
     status, error = _effective_status(result, counts)
     offers = counts["total"] - counts["rejected"] - counts["duplicates"]
@@ -696,6 +719,31 @@ def _normalise(
     if sql is _NORMALISE_FIRST_SQL:  # no quotes: the table is created all the same
         _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
     con.execute(_SPOT_CHECK_SQL)
+
+
+def _collapse(con: duckdb.DuckDBPyConnection, staged: StagedQuotes) -> None:
+    """Mark all but the first quote of each duplicated key (_COLLAPSE_SQL), the ties broken
+    by columns read again from the duplicates' quotes, batch by batch of the snapshot."""
+    con.execute(_DUPLICATED_SQL)
+    sql = _TIES_FIRST_SQL
+    for start in staged.starts():
+        wanted = [
+            row[0]
+            for row in con.execute(
+                _WANTED_DUPLICATES_SQL, [start, start + HANDOFF_BATCH]
+            ).fetchall()
+        ]
+        if wanted:
+            _read_ties(con, staged.picked(start, wanted), sql)
+            sql = _TIES_MORE_SQL
+    con.execute(_COLLAPSE_SQL)
+    con.execute("DROP TABLE _duplicated; DROP TABLE _ties")
+
+
+def _read_ties(con: duckdb.DuckDBPyConnection, table: Any, sql: str) -> None:
+    _raw = table  # read by the statement by this name (see _normalise_batch)
+    con.execute(sql + _TIES_SQL)
+    del _raw
 
 
 def _changes_table(
