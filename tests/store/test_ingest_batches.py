@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,11 @@ def snapshot(step: int) -> list[RawQuote]:
 
 
 def ingest_series(
-    db: Path, batch: int, monkeypatch: pytest.MonkeyPatch, staged: bool = False
+    db: Path,
+    batch: int,
+    monkeypatch: pytest.MonkeyPatch,
+    staged: bool = False,
+    snapshots: Callable[[int], list[RawQuote]] = snapshot,
 ) -> list[Any]:
     monkeypatch.setattr(ingest_module, "HANDOFF_BATCH", batch)
     summaries = []
@@ -60,7 +65,7 @@ def ingest_series(
         with connections.writer(db) as con:
             run_id = start_run(con, "azure")
             result = FetchResult(
-                "azure", RunStatus.OK, snapshot(step), finished_at=START + dt.timedelta(hours=step)
+                "azure", RunStatus.OK, snapshots(step), finished_at=START + dt.timedelta(hours=step)
             )
             staging = ingest_module.stage_quotes(result.quotes) if staged else None
             summary = ingest_module.ingest(con, run_id, result, manifest("azure"), staged=staging)

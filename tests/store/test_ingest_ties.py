@@ -5,21 +5,17 @@ table did: the same survivors, history, samples and run summaries."""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from priceadvisor.manifest import manifest
-from priceadvisor.records import FetchResult, RawQuote, RunStatus
-from priceadvisor.store import connections
+from priceadvisor.records import RawQuote
 from priceadvisor.store import ingest as ingest_module
-from priceadvisor.store.runs import start_run
 from tests.conftest import query
-from tests.store.test_ingest_batches import START, stored
+from tests.store import test_ingest_batches as batches
 from tests.store.test_ingest_batches import snapshot as varied_snapshot
+from tests.store.test_ingest_batches import stored
 
 SKU = "Standard_NC24ads_A100_v4"
 URL = "https://prices.test/offer/"
@@ -57,18 +53,7 @@ def tied(step: int) -> list[RawQuote]:
 
 
 def ingest_series(db: Path, batch: int, monkeypatch: pytest.MonkeyPatch, staged: bool) -> list[Any]:
-    monkeypatch.setattr(ingest_module, "HANDOFF_BATCH", batch)
-    summaries = []
-    for step in range(3):
-        with connections.writer(db) as con:
-            run_id = start_run(con, "azure")
-            result = FetchResult(
-                "azure", RunStatus.OK, tied(step), finished_at=START + dt.timedelta(hours=step)
-            )
-            staging = ingest_module.stage_quotes(result.quotes) if staged else None
-            summary = ingest_module.ingest(con, run_id, result, manifest("azure"), staged=staging)
-        summaries.append(dataclasses.replace(summary, duration_s=0.0))
-    return summaries
+    return batches.ingest_series(db, batch, monkeypatch, staged, snapshots=tied)
 
 
 @pytest.mark.parametrize(("batch", "staged"), [(1, False), (5, True), (10_000, False)])
