@@ -147,3 +147,24 @@ def test_the_guard_flags_an_offer_never_available_in_its_window(db_path: Path) -
     assert flagged[0][2].startswith("never available in 14 days")
     run(db_path, NOW, [quote("D", True)])  # the source says it can be rented now
     assert query(db_path, "SELECT flag FROM offers WHERE region = 'D'") == [(None,)]
+
+
+def test_each_commitment_term_is_judged_as_its_own_offer(db_path: Path) -> None:
+    """`term_months` is part of an offer's key: a 12-month commitment never rentable is found
+    (and flagged) though the 36-month one of the same instance was rentable all along."""
+    from dataclasses import replace
+
+    from priceadvisor.store import guard
+
+    def terms() -> list[RawQuote]:
+        base = replace(quote("R", True), pricing="reserved")
+        return [replace(base, term_months=12, available=False), replace(base, term_months=36)]
+
+    for ago in (40, 20, 1):
+        run(db_path, days_ago(ago), terms())
+    with store.writer(db_path) as con:
+        found = never_available(con, 30, NOW)
+        guard.reconfirm_after_cycle(con, NOW)
+    assert [(f.region, f.pricing, f.term_months) for f in found] == [("R", "reserved", 12)]
+    flagged = "SELECT term_months, flag FROM offers WHERE region = 'R' ORDER BY term_months"
+    assert query(db_path, flagged) == [(12, "never_available"), (36, None)]

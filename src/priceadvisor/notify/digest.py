@@ -108,6 +108,7 @@ SELECT h.provider, h.gpu_model, count(*) AS offers,
 FROM price_history AS h
 WHERE h.valid_to > $week_ago AND h.gpu_model IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM offers o WHERE o.provider = h.provider AND o.region = h.region
+      AND o.zone IS NOT DISTINCT FROM h.zone
       AND o.instance_type = h.instance_type AND o.pricing = h.pricing
       AND o.term_months IS NOT DISTINCT FROM h.term_months)
 GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
@@ -122,8 +123,8 @@ SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_
     {reads.no_sla("a")} AS marketplace
 FROM advice AS a
 LEFT JOIN price_history AS h
-  ON h.provider = a.provider AND h.region = a.region AND h.instance_type = a.instance_type
-  AND h.pricing = a.pricing AND h.valid_from <= $week_ago
+  ON h.provider = a.provider AND h.region = a.region AND h.zone IS NOT DISTINCT FROM a.zone
+  AND h.instance_type = a.instance_type AND h.pricing = a.pricing AND h.valid_from <= $week_ago
   AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > $week_ago
 WHERE a.rank <= $top
 ORDER BY a.workload, a.rank

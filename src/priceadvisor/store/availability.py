@@ -52,6 +52,7 @@ class NeverAvailable:
     zone: str
     instance_type: str
     pricing: str
+    term_months: int  # 0 unless pricing is reserved: part of the key, as in core.current_offers
     reason: str
 
 
@@ -59,14 +60,14 @@ class NeverAvailable:
 # since then) none of whose intervals overlapping the window was rentable or of unknown
 # availability. An offer listed for less than the window is not judged: too little is known.
 _NEVER_AVAILABLE_SQL = """
-SELECT o.provider, o.region, o.zone, o.instance_type, o.pricing, o.first_seen
+SELECT o.provider, o.region, o.zone, o.instance_type, o.pricing, o.term_months, o.first_seen
 FROM core.current_intervals AS o
 WHERE o.first_seen <= $since AND o.available = false
   AND NOT EXISTS (
     SELECT 1 FROM core.price_intervals AS h
     WHERE h.provider = o.provider AND h.region = o.region AND h.zone = o.zone
       AND h.instance_type = o.instance_type AND h.pricing = o.pricing
-      AND h.available IS DISTINCT FROM false
+      AND h.term_months = o.term_months AND h.available IS DISTINCT FROM false
       AND coalesce(h.valid_to, h.last_seen) > $since)
 ORDER BY ALL
 """
@@ -87,8 +88,9 @@ def never_available(
             zone,
             instance_type,
             pricing,
+            term_months,
             f"never available in {days:g} days: listed since {first:%Y-%m-%d %H:%M} UTC, "
             "the source said not rentable at every fetch",
         )
-        for provider, region, zone, instance_type, pricing, first in rows
+        for provider, region, zone, instance_type, pricing, term_months, first in rows
     ]

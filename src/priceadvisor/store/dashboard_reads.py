@@ -225,6 +225,7 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
                a.rank_reason,
                (SELECT h.price_hour_usd FROM price_history h
                  WHERE h.provider = a.provider AND h.region = a.region
+                   AND h.zone IS NOT DISTINCT FROM a.zone
                    AND h.instance_type = a.instance_type AND h.pricing = a.pricing
                    AND h.valid_to IS NOT NULL AND h.price_hour_usd <> a.price_hour_usd
                  ORDER BY h.valid_to DESC LIMIT 1) AS previous_price_hour_usd

@@ -263,6 +263,7 @@ UPDATE core.current_offers AS s SET flag = 'never_available', flag_reason = n.re
 FROM _never_available AS n
 WHERE s.flag IS NULL AND s.provider = n.provider AND s.region = n.region
   AND s.zone = n.zone AND s.instance_type = n.instance_type AND s.pricing = n.pricing
+  AND s.term_months = n.term_months
 """
 
 
@@ -286,6 +287,7 @@ _KEY_REASON: columns.Schema = {
     "zone": "string",
     "instance_type": "string",
     "pricing": "string",
+    "term_months": "int",
     "reason": "string",
 }
 
