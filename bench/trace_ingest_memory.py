@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import bench_ingest_memory as bench  # noqa: E402
+import bench_ingest_memory as bench
 
 Step = tuple[float, float, float, str]
 
