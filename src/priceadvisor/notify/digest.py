@@ -61,7 +61,7 @@ LEFT JOIN (
         arg_min(last_seen, (price_gpu_hour_usd, provider, region)) AS fetched_at,
         arg_min(price_origin, (price_gpu_hour_usd, provider, region)) AS price_origin
     FROM offers WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
-        AND flag IS NULL
+        AND price_origin = 'published' AND flag IS NULL  -- the prices `weekly` reads
     GROUP BY ALL
 ) AS c USING (gpu_model, pricing)
 GROUP BY ALL
