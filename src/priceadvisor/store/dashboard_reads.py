@@ -126,24 +126,25 @@ def offers_page_parquet(con: duckdb.DuckDBPyConnection, q: OfferQuery, target: P
     con.execute(f"COPY ({sql}) TO '{quoted}' (FORMAT parquet)", params)
 
 
-def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery, limit: int = 12) -> Table:
-    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where.
+def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery) -> Table:
+    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where (and,
+    for a commitment, its term: each term is an offer of its own), cheapest model first.
     (arg_min in one aggregation: a third of the time of a window over every offer.)"""
     where, params = q.where()
     sql = f"""
         SELECT gpu_model, best.provider, best.region, best.country, best.pricing,
-               price_gpu_hour_usd
+               best.term_months, price_gpu_hour_usd
         FROM (SELECT gpu_model, min(price_gpu_hour_usd) AS price_gpu_hour_usd,
                      arg_min({{'provider': provider, 'region': region, 'country': country,
-                              'pricing': pricing}},
+                              'pricing': pricing, 'term_months': term_months}},
                              (price_gpu_hour_usd, provider, region, coalesce(zone, ''),
-                              instance_type, pricing))
+                              instance_type, pricing, coalesce(term_months, 0)))
                          AS best
               FROM ({_FILTERED.format(where=where)})
               WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL AND flag IS NULL
               GROUP BY gpu_model)
-        ORDER BY price_gpu_hour_usd, gpu_model LIMIT ?"""
-    return fetch_table(con, sql, [*params, limit])
+        ORDER BY price_gpu_hour_usd, gpu_model"""
+    return fetch_table(con, sql, params)
 
 
 def filter_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
@@ -170,8 +171,8 @@ def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | No
 
 
 def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
-    """Per day, provider and pricing (on-demand or spot): the cheapest $/GPU-hour of any
-    unflagged interval alive that day."""
+    """Per day, provider and pricing (on-demand or spot): the cheapest published $/GPU-hour of
+    any unflagged interval alive that day (the prices the page's "cheapest now" compares)."""
     return fetch_table(
         con,
         """
@@ -183,6 +184,7 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
             WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
               AND flag IS NULL  -- a flagged price (placeholder, glitch) is no day's cheapest
               AND pricing IN ('on_demand', 'spot')  -- nor a market average or a commitment
+              AND price_origin = 'published'  -- nor a price derived by a rule
               AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
         )
         SELECT CAST(d.day AS DATE) AS day, provider, pricing,

@@ -1,0 +1,126 @@
+"""What the dashboard and its JSON API show agrees with the offers it names, over a real server
+on 127.0.0.1: a commitment is never labelled on-demand, the GPU chart and the "cheapest now"
+headline leave out the same prices, and "cheapest per GPU model" covers every model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+
+from priceadvisor.records import RawQuote
+from priceadvisor.service import web
+from priceadvisor.service.dashboard import Dashboard
+from priceadvisor.store.handle import Store
+from tests.conftest import ingest_quotes
+from tests.service.browser import ServerThread
+
+# Raw GPU names of thirteen catalog models: one more than the Prices page lists.
+MODELS = [
+    "H100 SXM",
+    "H200",
+    "B200",
+    "A100 80GB PCIe",
+    "L40S",
+    "L4",
+    "A10G",
+    "T4",
+    "V100",
+    "RTX 4090",
+    "RTX 3090",
+    "RTX A6000",
+    "MI300X",
+]
+
+
+def _quote(instance: str, raw: str, price: float, **kw: object) -> RawQuote:
+    base: dict[str, object] = {"region": "global", "gpu_count": 1.0, "pricing": "on_demand"}
+    return RawQuote(instance_type=instance, gpu_name_raw=raw, price=price, **(base | kw))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    db = tmp_path_factory.mktemp("consistency") / "web.duckdb"
+    # Oracle's preemptible price is derived from its on-demand one (50 %), not published.
+    oracle = [
+        _quote("BM.GPU.H100.8", "H100 SXM", 3.0),
+        _quote("BM.GPU.H100.8", "H100 SXM", 1.5, pricing="spot", price_rule="50 % of on-demand"),
+    ]
+    ingest_quotes(db, "oracle", oracle)
+    lambda_ = [_quote(f"gpu_1x_{i}", raw, 2.0 + i / 10) for i, raw in enumerate(MODELS)]
+    ingest_quotes(db, "lambda", lambda_)
+    latitude = [
+        _quote("g3-h100-small", "H100", 2.5, region="united-states"),
+        _quote(
+            "g3-h100-small", "H100", 1.8, region="united-states", pricing="reserved", term_months=12
+        ),
+    ]
+    ingest_quotes(db, "latitude", latitude)
+    app = web.build_app(Dashboard(Store(db), "test").routes())
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield http
+
+
+def _json(client: httpx.Client, path: str, **params: str) -> Any:
+    response = client.get(path, params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _cells(html: str, table_id: str, column: str) -> list[str]:
+    """The text of one column's cells, by its `c-<column>` class."""
+    table = BeautifulSoup(html, "html.parser").find(id=table_id)
+    assert table is not None, table_id
+    return [td.get_text(" ", strip=True) for td in table.select(f"td.c-{column}")]
+
+
+def test_a_commitment_is_labelled_a_commitment_not_on_demand(client: httpx.Client) -> None:
+    html = client.get("/", params={"pricing": "reserved"}).text
+    assert _cells(html, "offers", "pricing") == ["commitment"]
+    assert _cells(html, "cheapest", "pricing") == ["commitment"]
+    # the cheapest commitment names its term, as the offer it comes from does
+    assert _cells(html, "cheapest", "term_months") == ["12"]
+    form = BeautifulSoup(html, "html.parser").find(id="f-pricing")
+    assert form is not None
+    chosen = form.find("option", selected=True)
+    assert chosen is not None and chosen["value"] == "reserved"
+
+
+def test_pricing_error_names_every_kind(client: httpx.Client) -> None:
+    response = client.get("/api/offers", params={"pricing": "yearly"})
+    assert response.status_code == 400
+    assert "reserved" in response.json()["error"]
+
+
+def test_the_gpu_chart_leaves_out_derived_prices_as_the_headline_does(
+    client: httpx.Client,
+) -> None:
+    gpu = _json(client, "/api/gpus/H100-SXM-80GB")
+    series = {(row["provider"], row["pricing"]) for row in gpu["daily_cheapest"]}
+    assert ("oracle", "spot") not in series
+    assert ("oracle", "on_demand") in series
+    html = client.get("/gpu/H100-SXM-80GB").text
+    headline = BeautifulSoup(html, "html.parser").find(id="cheapest-now")
+    assert headline is not None and "$1.50" not in headline.get_text()
+
+
+def test_cheapest_per_model_api_lists_every_model(client: httpx.Client) -> None:
+    cheapest = _json(client, "/api/cheapest")["cheapest"]
+    models = {row["gpu_model"] for row in cheapest}
+    offered = {row["gpu_model"] for row in _json(client, "/api/offers", per_page="200")["offers"]}
+    assert len(offered) > 12
+    assert models == offered
+
+
+def test_the_prices_page_says_when_it_shows_only_the_cheapest_models(
+    client: httpx.Client,
+) -> None:
+    html = client.get("/").text
+    table = BeautifulSoup(html, "html.parser").find(id="cheapest")
+    assert table is not None
+    assert len(table.select("tbody tr")) == 12
+    caption = table.find("caption")
+    assert caption is not None and "12 cheapest of 13 GPU models" in caption.get_text()
