@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import typing
+
 import pytest
 
+from priceadvisor.config import AlertRule
 from priceadvisor.service import labels
 from priceadvisor.service.dashboard import chart_series
 from priceadvisor.store.dashboard_reads import OFFER_COLUMNS
@@ -40,6 +43,16 @@ def test_alert_labels_and_amounts_read_as_text() -> None:
     assert labels.alert_amount("cheaper", 0.41, "serve") == "$0.410 per 1M tokens"
     assert labels.alert_amount("cheaper", 482.0, "train") == "$482.00 per run"
     assert labels.alert_amount("provider_failing", 1.0, None) == "—"
+
+
+@pytest.mark.parametrize("kind", typing.get_args(AlertRule.model_fields["kind"].annotation))
+def test_every_alert_rule_kind_reads_as_words(kind: str) -> None:
+    assert kind in labels.RULES
+    assert "_" not in labels.RULES[kind]
+
+
+def test_a_cheaper_amount_of_a_workload_no_longer_ranked_claims_no_unit() -> None:
+    assert labels.alert_amount("cheaper", 0.41, None) == "$0.410"
 
 
 def test_chart_puts_the_cheapest_today_first_and_ended_series_last() -> None:

@@ -103,6 +103,8 @@ RULES = {
     "cheaper": "Cheaper option",
     "new_offer": "New offer",
     "provider_failing": "Provider failing",
+    "available": "Rentable again",
+    "api_cheaper": "Cheaper than an API",
 }
 _LABEL_KEYS = {"gpu_model": "GPU", "pricing": "pricing"}
 _PRICINGS = {
@@ -164,6 +166,8 @@ def alert_amount(rule: str, value: float | None, task: str | None) -> str:
     if rule == "price_drop":
         return f"{money(value)}/GPU-hour"
     if rule == "cheaper":
+        if task is None:  # the workload is no longer ranked: its unit is not known
+            return money(value)
         per = "per run" if task not in ("serve", "batch") else "per 1M tokens"
         return f"{money(value)} {per}"
     return "—"  # new_offer and provider_failing observe a condition, not an amount
