@@ -59,6 +59,12 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         ),
     ]
     ingest_quotes(db, "latitude", latitude)
+    # TensorDock prices each location of a country apart: two offers told apart by zone only.
+    tensordock = [
+        _quote("h100-sxm5-80gb x1", "H100 SXM", price, region="US", zone=zone)
+        for zone, price in (("loc-dallas", 2.29), ("loc-chicago", 2.39))
+    ]
+    ingest_quotes(db, "tensordock", tensordock)
     app = web.build_app(Dashboard(Store(db), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         yield http
@@ -124,3 +130,21 @@ def test_the_prices_page_says_when_it_shows_only_the_cheapest_models(
     assert len(table.select("tbody tr")) == 12
     caption = table.find("caption")
     assert caption is not None and "12 cheapest of 13 GPU models" in caption.get_text()
+
+
+def test_offers_in_two_zones_of_a_region_are_told_apart(client: httpx.Client) -> None:
+    """Every listing names the zone: without it the two rows read as one offer at two prices."""
+    rows = _json(client, "/api/offers", provider="tensordock")["offers"]
+    assert sorted((row["zone"], row["price_hour_usd"]) for row in rows) == [
+        ("loc-chicago", 2.39),
+        ("loc-dallas", 2.29),
+    ]
+    csv_text = client.get("/prices.csv", params={"provider": "tensordock"}).text
+    assert "loc-dallas" in csv_text and "loc-chicago" in csv_text
+    html = client.get("/", params={"provider": "tensordock"}).text
+    assert sorted(_cells(html, "offers", "zone")) == ["loc-chicago", "loc-dallas"]
+    assert _cells(html, "cheapest", "zone") == ["loc-dallas"]
+    gpu = client.get("/gpu/H100-SXM-80GB").text
+    assert "loc-dallas" in _cells(gpu, "offers", "zone")
+    # where no row has a zone, no empty Zone column
+    assert _cells(client.get("/", params={"provider": "lambda"}).text, "offers", "zone") == []

@@ -15,6 +15,7 @@ from priceadvisor.notify.render import money
 COLUMNS = {
     "provider": "Provider",
     "region": "Region",
+    "zone": "Zone",
     "country": "Country",
     "instance_type": "Instance type",
     "gpu_model": "GPU",

@@ -18,6 +18,7 @@ from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table, no_sla
 OFFER_COLUMNS = (
     "provider",
     "region",
+    "zone",  # where the source prices each location of a region apart (TensorDock, Lium)
     "country",
     "instance_type",
     "gpu_model",
@@ -127,16 +128,18 @@ def offers_page_parquet(con: duckdb.DuckDBPyConnection, q: OfferQuery, target: P
 
 
 def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery) -> Table:
-    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where (and,
-    for a commitment, its term: each term is an offer of its own), cheapest model first.
+    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where (the
+    zone too where the source prices each apart, and a commitment's term: each is an offer of its
+    own), cheapest model first.
     (arg_min in one aggregation: a third of the time of a window over every offer.)"""
     where, params = q.where()
     sql = f"""
-        SELECT gpu_model, best.provider, best.region, best.country, best.pricing,
+        SELECT gpu_model, best.provider, best.region, best.zone, best.country, best.pricing,
                best.term_months, price_gpu_hour_usd
         FROM (SELECT gpu_model, min(price_gpu_hour_usd) AS price_gpu_hour_usd,
-                     arg_min({{'provider': provider, 'region': region, 'country': country,
-                              'pricing': pricing, 'term_months': term_months}},
+                     arg_min({{'provider': provider, 'region': region, 'zone': zone,
+                              'country': country, 'pricing': pricing,
+                              'term_months': term_months}},
                              (price_gpu_hour_usd, provider, region, coalesce(zone, ''),
                               instance_type, pricing, coalesce(term_months, 0)))
                          AS best
