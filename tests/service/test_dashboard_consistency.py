@@ -5,6 +5,7 @@ headline leave out the same prices, and "cheapest per GPU model" covers every mo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,7 @@ from bs4 import BeautifulSoup
 from priceadvisor.records import RawQuote
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
+from priceadvisor.store import connections
 from priceadvisor.store.handle import Store
 from tests.conftest import ingest_quotes
 from tests.service.browser import ServerThread
@@ -76,10 +78,12 @@ def _json(client: httpx.Client, path: str, **params: str) -> Any:
     return response.json()
 
 
-def _cells(html: str, table_id: str, column: str) -> list[str]:
-    """The text of one column's cells, by its `c-<column>` class."""
-    table = BeautifulSoup(html, "html.parser").find(id=table_id)
-    assert table is not None, table_id
+def _cells(html: str, table_id: str, column: str, within: str = "") -> list[str]:
+    """The text of one column's cells, by its `c-<column>` class, in the table of that id (or
+    the first one `within` selects)."""
+    page = BeautifulSoup(html, "html.parser")
+    table = page.select_one(within) if within else page.find(id=table_id)
+    assert table is not None, table_id or within
     return [td.get_text(" ", strip=True) for td in table.select(f"td.c-{column}")]
 
 
@@ -148,3 +152,43 @@ def test_offers_in_two_zones_of_a_region_are_told_apart(client: httpx.Client) ->
     assert "loc-dallas" in _cells(gpu, "offers", "zone")
     # where no row has a zone, no empty Zone column
     assert _cells(client.get("/", params={"provider": "lambda"}).text, "offers", "zone") == []
+
+
+@pytest.fixture
+def ranked_then_moved(db_path: Path) -> Iterator[httpx.Client]:
+    """An offer priced 3.00, 2.50, 2.00 then 1.50 an hour, ranked while it cost 2.50 (advice is
+    ranked when `advise` runs, which may be several fetches ago); its list cost and effective
+    cost differ by a hundredth of a cent."""
+    for price in (3.0, 2.5, 2.0, 1.5):
+        ingest_quotes(db_path, "lambda", [_quote("gpu_1x_h100", "H100 SXM", price)])
+    with connections.writer(db_path) as con:
+        con.execute(
+            """INSERT INTO core.advice (workload, task, rank, provider, region, instance_type,
+                gpu_model, gpu_count, pricing, price_hour_usd, cost_usd, tokens_per_s, hours,
+                binding, low, high, spot_overhead, computed_at, fetched_at, list_cost_usd,
+                effective_cost_usd, terms_applied)
+            SELECT 'ft', 'finetune', 1, provider, region, instance_type, gpu_model, 1,
+                pricing, price_hour_usd, 43.9874, 1000, 17.6, 'compute', 35, 55, 1,
+                now()::TIMESTAMP, last_seen, 43.9873, 43.9874,
+                ['billed per second; minimum per start unknown']
+            FROM price_history WHERE provider = 'lambda' AND price_hour_usd = 2.5"""
+        )
+    app = web.build_app(Dashboard(Store(db_path), "test").routes())
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield http
+
+
+def test_previous_price_is_the_one_before_the_ranked_price_not_a_later_one(
+    ranked_then_moved: httpx.Client,
+) -> None:
+    (row,) = _json(ranked_then_moved, "/api/workloads")["advice"]
+    assert (row["price_hour_usd"], row["previous_price_hour_usd"]) == (2.5, 3.0)
+    html = ranked_then_moved.get("/workloads").text
+    assert _cells(html, "", "change", within="table.workload") == ["-16.7 %"]
+
+
+def test_a_list_cost_that_reads_as_the_cost_is_not_shown_beside_it(
+    ranked_then_moved: httpx.Client,
+) -> None:
+    html = ranked_then_moved.get("/workloads").text
+    assert _cells(html, "", "cost", within="table.workload") == ["$43.99 /run"]

@@ -214,7 +214,7 @@ def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> 
 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
     """The latest ranking of every workload (top N), with the offer's last different price
-    (a closed interval may differ in availability only), whether it comes from a host with no
+    before the ranked one (a closed interval may differ in availability only), whether it comes from a host with no
     SLA (a marketplace), where each price came from, and its list cost, billing terms and why
     its rank differs from its rank by list cost."""
     return fetch_table(
@@ -233,6 +233,9 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
                    AND h.zone IS NOT DISTINCT FROM a.zone
                    AND h.instance_type = a.instance_type AND h.pricing = a.pricing
                    AND h.valid_to IS NOT NULL AND h.price_hour_usd <> a.price_hour_usd
+                   -- before the ranked price: an interval that ended after the ranking last
+                   -- saw it came later (the ranking may be several fetches old)
+                   AND h.valid_to <= coalesce(a.fetched_at, a.computed_at)
                  ORDER BY h.valid_to DESC LIMIT 1) AS previous_price_hour_usd
         FROM advice a WHERE a.rank <= ? ORDER BY a.workload, a.rank""",
         [top],
