@@ -214,9 +214,9 @@ def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> 
 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
     """The latest ranking of every workload (top N), with the offer's last different price
-    before the ranked one (a closed interval may differ in availability only), whether it comes from a host with no
-    SLA (a marketplace), where each price came from, and its list cost, billing terms and why
-    its rank differs from its rank by list cost."""
+    before the ranked one (a closed interval may differ in availability only), whether it comes
+    from a host with no SLA (a marketplace), where each price came from, and its list cost,
+    billing terms and why its rank differs from its rank by list cost."""
     return fetch_table(
         con,
         f"""
