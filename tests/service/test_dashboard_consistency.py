@@ -67,9 +67,25 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         for zone, price in (("loc-dallas", 2.29), ("loc-chicago", 2.39))
     ]
     ingest_quotes(db, "tensordock", tensordock)
+    _rank_every_offer_of(db, "tensordock")
     app = web.build_app(Dashboard(Store(db), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
         yield http
+
+
+def _rank_every_offer_of(db: Path, provider: str) -> None:
+    """A ranking of one workload over `provider`'s offers, cheapest first."""
+    with connections.writer(db) as con:
+        con.execute(
+            """INSERT INTO core.advice (workload, task, rank, provider, region, zone,
+                instance_type, gpu_model, gpu_count, pricing, price_hour_usd, cost_usd,
+                tokens_per_s, hours, binding, low, high, spot_overhead, computed_at, fetched_at)
+            SELECT 'ft', 'finetune', row_number() OVER (ORDER BY price_hour_usd), provider,
+                region, zone, instance_type, gpu_model, gpu_count, pricing, price_hour_usd,
+                10 * price_hour_usd, 1000, 10, 'compute', 8, 12, 1, now()::TIMESTAMP, last_seen
+            FROM offers WHERE provider = ?""",
+            [provider],
+        )
 
 
 def _json(client: httpx.Client, path: str, **params: str) -> Any:
@@ -192,3 +208,16 @@ def test_a_list_cost_that_reads_as_the_cost_is_not_shown_beside_it(
 ) -> None:
     html = ranked_then_moved.get("/workloads").text
     assert _cells(html, "", "cost", within="table.workload") == ["$43.99 /run"]
+
+
+def test_ranked_offers_in_two_zones_of_a_region_are_told_apart(client: httpx.Client) -> None:
+    advice = _json(client, "/api/workloads")["advice"]
+    assert [(row["zone"], row["price_hour_usd"]) for row in advice] == [
+        ("loc-dallas", 2.29),
+        ("loc-chicago", 2.39),
+    ]
+    offers = _cells(client.get("/workloads").text, "", "offer", within="table.workload")
+    assert [("loc-dallas" in o, "loc-chicago" in o) for o in offers] == [
+        (True, False),
+        (False, True),
+    ]

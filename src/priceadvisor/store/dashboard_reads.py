@@ -220,7 +220,8 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
     return fetch_table(
         con,
         f"""
-        SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
+        SELECT a.workload, a.task, a.rank, a.provider, a.region, a.zone, a.instance_type,
+               a.gpu_model,
                a.gpu_count, a.pricing, a.price_hour_usd, a.cost_usd, a.usd_per_mtok,
                a.monthly_usd, a.replicas, a.tokens_per_s, a.hours, a.ttft_ms, a.tpot_ms,
                a.binding, a.low, a.high, a.computed_at, {no_sla("a")} AS no_sla,
