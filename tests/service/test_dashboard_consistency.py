@@ -221,3 +221,15 @@ def test_ranked_offers_in_two_zones_of_a_region_are_told_apart(client: httpx.Cli
         (True, False),
         (False, True),
     ]
+
+
+def test_a_gpu_page_cut_at_200_offers_says_how_many_there_are(db_path: Path) -> None:
+    quotes = [_quote(f"h100-{i}", "H100 SXM", 2.0 + i / 1000, region=f"r{i}") for i in range(203)]
+    ingest_quotes(db_path, "lambda", quotes)
+    app = web.build_app(Dashboard(Store(db_path), "test").routes())
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        gpu = _json(http, "/api/gpus/H100-SXM-80GB")
+        html = http.get("/gpu/H100-SXM-80GB").text
+    assert (len(gpu["offers"]), gpu["offers_total"]) == (200, 203)
+    cut = BeautifulSoup(html, "html.parser").find(id="offers-cut")
+    assert cut is not None and "200 cheapest of 203" in cut.get_text()

@@ -282,6 +282,8 @@ class Dashboard:
                 "specs": {k: jsonable(v) for k, v in data["specs"].items()},
                 "daily_cheapest": records(data["history"]),
                 "offers": records(data["offers"]),
+                # how many there are: `offers` holds the cheapest 200
+                "offers_total": data["offers"].total or len(data["offers"].rows),
             }
         )
 

@@ -201,15 +201,19 @@ def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 9
 
 
 def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> Table:
-    """A GPU's current offers, cheapest first; commitments are on the Prices page
-    (pricing=reserved), not among what can be rented by the hour."""
-    return fetch_table(
+    """A GPU's current offers, cheapest first, at most `limit` (`total`: how many there are
+    when the limit cut some); commitments are on the Prices page (pricing=reserved), not among
+    what can be rented by the hour."""
+    found = fetch_table(
         con,
-        f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers
+        f"""SELECT {", ".join(OFFER_COLUMNS)}, count(*) OVER () AS total FROM offers
             WHERE gpu_model = ? AND pricing <> 'reserved'
             ORDER BY price_gpu_hour_usd NULLS LAST, {OFFER_KEY} LIMIT ?""",
         [model, limit],
     )
+    total = int(found.rows[0][-1]) if found.rows else 0
+    rows = [row[:-1] for row in found.rows]
+    return Table(found.columns[:-1], rows, total if total > len(rows) else None)
 
 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
