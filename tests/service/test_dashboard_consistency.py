@@ -12,7 +12,7 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 
-from priceadvisor.records import RawQuote
+from priceadvisor.records import RawQuote, RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.store import connections
@@ -233,3 +233,20 @@ def test_a_gpu_page_cut_at_200_offers_says_how_many_there_are(db_path: Path) -> 
     assert (len(gpu["offers"]), gpu["offers_total"]) == (200, 203)
     cut = BeautifulSoup(html, "html.parser").find(id="offers-cut")
     assert cut is not None and "200 cheapest of 203" in cut.get_text()
+
+
+def test_providers_page_names_the_source_of_the_prices_shown(db_path: Path) -> None:
+    """Recorded prices, then a live fetch that failed: the prices shown are still the recorded
+    ones, and the Providers page says so as the Prices page does."""
+    ingest_quotes(db_path, "lambda", [_quote("gpu_1x_h100", "H100 SXM", 2.49)])
+    with connections.writer(db_path) as con:
+        con.execute("UPDATE core.fetch_runs SET source = 'recorded'")
+    ingest_quotes(db_path, "lambda", [], status=RunStatus.FAILED, error="connection refused")
+    app = web.build_app(Dashboard(Store(db_path), "test").routes())
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        (provider,) = _json(http, "/api/providers")["providers"]
+        page = http.get("/providers").text
+        prices = http.get("/").text
+    assert (provider["last_status"], provider["source"]) == ("failed", "recorded")
+    assert _cells(page, "providers", "source") == ["recorded"]
+    assert "recorded" in _cells(prices, "offers", "price_gpu_hour_usd")[0]

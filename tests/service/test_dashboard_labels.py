@@ -40,7 +40,7 @@ def test_alert_labels_and_amounts_read_as_text() -> None:
     )
     assert labels.matchers("{}") == "everything"
     assert labels.alert_amount("price_drop", 2.49, None) == "$2.49/GPU-hour"
-    assert labels.alert_amount("cheaper", 0.41, "serve") == "$0.410 per 1M tokens"
+    assert labels.alert_amount("cheaper", 0.41, "serve") == "$0.410 per 1M output tokens"
     assert labels.alert_amount("cheaper", 482.0, "train") == "$482.00 per run"
     assert labels.alert_amount("provider_failing", 1.0, None) == "—"
 

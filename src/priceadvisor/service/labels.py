@@ -169,7 +169,7 @@ def alert_amount(rule: str, value: float | None, task: str | None) -> str:
     if rule == "cheaper":
         if task is None:  # the workload is no longer ranked: its unit is not known
             return money(value)
-        per = "per run" if task not in ("serve", "batch") else "per 1M tokens"
+        per = "per run" if task not in ("serve", "batch") else "per 1M output tokens"
         return f"{money(value)} {per}"
     return "—"  # new_offer and provider_failing observe a condition, not an amount
 

@@ -248,9 +248,10 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
 
 
 def providers(con: duckdb.DuckDBPyConnection) -> Table:
-    """Per provider: last run, whether it was live or replayed recordings, its status and error,
-    last success, offers, unmapped names, and its rentable kinds' offers (on-demand and spot)
-    with how many of them the source lists but says cannot be rented now, or says nothing of."""
+    """Per provider: last run, its status and error, last success and whether the prices it
+    brought were live or replayed recordings (the last run's source when none succeeded),
+    offers, unmapped names, and its rentable kinds' offers (on-demand and spot) with how many
+    of them the source lists but says cannot be rented now, or says nothing of."""
     return fetch_table(
         con,
         """
@@ -258,8 +259,11 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
             SELECT * FROM fetch_runs WHERE status NOT IN ('running', 'skipped')
             QUALIFY row_number() OVER (PARTITION BY provider ORDER BY run_id DESC) = 1
         ),
-        ok AS (SELECT provider, max(finished_at) AS last_success FROM fetch_runs
-               WHERE status IN ('ok', 'partial') GROUP BY provider),
+        -- the prices shown are the last success's: whether they are live or recorded is its
+        -- source, not that of a later run that failed
+        ok AS (SELECT provider, max(finished_at) AS last_success,
+                      arg_max_null(source, run_id) AS source
+               FROM fetch_runs WHERE status IN ('ok', 'partial') GROUP BY provider),
         counts AS (SELECT provider, count(*) AS offers,
                           count(*) FILTER (WHERE gpu_model IS NULL) AS unmapped_offers,
                           list(DISTINCT gpu_name_raw ORDER BY gpu_name_raw)
@@ -272,7 +276,9 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
                           count(*) FILTER (WHERE pricing IN ('on_demand', 'spot')
                               AND available IS NULL) AS availability_unknown
                    FROM offers GROUP BY provider)
-        SELECT last.provider, last.source, last.status AS last_status,
+        SELECT last.provider,
+               CASE WHEN ok.provider IS NULL THEN last.source ELSE ok.source END AS source,
+               last.status AS last_status,
                last.finished_at AS last_run,
                ok.last_success, last.error AS last_error,
                coalesce(counts.offers, 0) AS offers, coalesce(counts.unmapped_offers, 0)
