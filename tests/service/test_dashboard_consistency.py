@@ -1,13 +1,17 @@
-"""What the dashboard and its JSON API show agrees with the offers it names, over a real server
-on 127.0.0.1: a commitment is never labelled on-demand, the GPU chart and the "cheapest now"
-headline leave out the same prices, and "cheapest per GPU model" covers every model."""
+"""What the dashboard and its JSON API show agrees with the rows it comes from (mostly over a
+real server on 127.0.0.1): a commitment is never labelled on-demand, the GPU chart and the
+"cheapest now" headline leave out the same prices, "cheapest per GPU model" covers every model,
+offers in two zones are told apart, a price change compares with the price before, and days and
+silences are judged in UTC whatever the host's zone."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import pytest
 from bs4 import BeautifulSoup
@@ -16,6 +20,7 @@ from priceadvisor.records import RawQuote, RunStatus
 from priceadvisor.service import web
 from priceadvisor.service.dashboard import Dashboard
 from priceadvisor.store import connections
+from priceadvisor.store import dashboard_reads as queries
 from priceadvisor.store.handle import Store
 from tests.conftest import ingest_quotes
 from tests.service.browser import ServerThread
@@ -250,3 +255,39 @@ def test_providers_page_names_the_source_of_the_prices_shown(db_path: Path) -> N
     assert (provider["last_status"], provider["source"]) == ("failed", "recorded")
     assert _cells(page, "providers", "source") == ["recorded"]
     assert "recorded" in _cells(prices, "offers", "price_gpu_hour_usd")[0]
+
+
+def test_the_gpu_chart_counts_days_in_utc_whatever_the_hosts_zone(db_path: Path) -> None:
+    """Stored times are UTC; on a host in another zone (DuckDB's TimeZone is the host's) an
+    offer opened now is still on today's UTC date: not on a day not begun yet, not left out."""
+    ingest_quotes(db_path, "lambda", [_quote("gpu_1x_h100", "H100 SXM", 2.49)])
+    before = dt.datetime.now(dt.UTC)
+    # a zone whose date is not UTC's now: 14 hours ahead late in the day, 11 behind early
+    zone = "Pacific/Kiritimati" if before.hour >= 10 else "Pacific/Pago_Pago"
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        con.execute(f"SET TimeZone = '{zone}'")
+        history = queries.gpu_daily_cheapest(con, "H100-SXM-80GB")
+    after = dt.datetime.now(dt.UTC)  # the test may straddle midnight
+    days = [day for day, _, _, _ in history.rows]
+    assert days in ([before.date()], [after.date()])
+
+
+@pytest.mark.parametrize(
+    ("zone", "expires_in", "active"),
+    [("Pacific/Kiritimati", 2, True), ("Pacific/Pago_Pago", -2, False)],
+)
+def test_a_silence_is_active_until_it_expires_in_utc_whatever_the_hosts_zone(
+    db_path: Path, zone: str, expires_in: int, active: bool
+) -> None:
+    ingest_quotes(db_path, "lambda", [_quote("gpu_1x_h100", "H100 SXM", 2.49)])
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    with connections.writer(db_path) as con:
+        con.execute(
+            "INSERT INTO core.silences (matchers, comment, created_at, expires_at) "
+            "VALUES ('{}', 'deploy', ?, ?)",
+            [now - dt.timedelta(hours=3), now + dt.timedelta(hours=expires_in)],
+        )
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        con.execute(f"SET TimeZone = '{zone}'")
+        table = queries.silences(con)
+    assert [row[table.columns.index("active")] for row in table.rows] == [active]

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from priceadvisor.records import RENTABLE
+from priceadvisor.records import RENTABLE, utcnow
 from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table, no_sla
 
 OFFER_COLUMNS = (
@@ -174,29 +174,31 @@ def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | No
 
 
 def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
-    """Per day, provider and pricing (on-demand or spot): the cheapest published $/GPU-hour of
-    any unflagged interval alive that day (the prices the page's "cheapest now" compares)."""
+    """Per UTC day, provider and pricing (on-demand or spot): the cheapest published
+    $/GPU-hour of any unflagged interval alive that day (the prices the page's "cheapest now"
+    compares). Now is UTC from Python: DuckDB's now()::TIMESTAMP and current_date are in the
+    host's zone, and a day boundary there would add a day not begun yet or drop today."""
     return fetch_table(
         con,
         """
         WITH span AS (
             SELECT provider, pricing, price_gpu_hour_usd,
                    CAST(valid_from AS DATE) AS first_day,
-                   CAST(coalesce(valid_to, now()::TIMESTAMP) AS DATE) AS last_day
+                   CAST(coalesce(valid_to, $now) AS DATE) AS last_day
             FROM price_history
-            WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
+            WHERE gpu_model = $model AND price_gpu_hour_usd IS NOT NULL
               AND flag IS NULL  -- a flagged price (placeholder, glitch) is no day's cheapest
               AND pricing IN ('on_demand', 'spot')  -- nor a market average or a commitment
               AND price_origin = 'published'  -- nor a price derived by a rule
-              AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
+              AND coalesce(valid_to, $now) >= $now - to_days($days)
         )
         SELECT CAST(d.day AS DATE) AS day, provider, pricing,
                round(min(price_gpu_hour_usd), 4) AS usd
         FROM span,
-             generate_series(greatest(first_day, current_date - to_days(?)), last_day,
-                             INTERVAL 1 DAY) AS d(day)
+             generate_series(greatest(first_day, CAST($now AS DATE) - to_days($days)),
+                             last_day, INTERVAL 1 DAY) AS d(day)
         GROUP BY ALL ORDER BY provider, pricing, day""",
-        [model, days, days],
+        {"model": model, "days": days, "now": utcnow()},
     )
 
 
@@ -312,8 +314,12 @@ def recent_notifications(con: duckdb.DuckDBPyConnection, limit: int = 50) -> Tab
 
 
 def silences(con: duckdb.DuckDBPyConnection) -> Table:
+    """Silences, active first. Active is judged against UTC now from Python, as the alerts that
+    honour them judge it: the view's `active` compares with DuckDB's now()::TIMESTAMP, which is
+    in the host's zone, so off UTC it calls a live silence expired or an expired one live."""
     return fetch_table(
         con,
-        "SELECT id, matchers, comment, created_at, expires_at, active FROM silences "
-        "ORDER BY active DESC, expires_at DESC, id DESC LIMIT 200",
+        "SELECT id, matchers, comment, created_at, expires_at, expires_at > ? AS active "
+        "FROM silences ORDER BY active DESC, expires_at DESC, id DESC LIMIT 200",
+        [utcnow()],
     )
