@@ -291,3 +291,14 @@ def test_a_silence_is_active_until_it_expires_in_utc_whatever_the_hosts_zone(
         con.execute(f"SET TimeZone = '{zone}'")
         table = queries.silences(con)
     assert [row[table.columns.index("active")] for row in table.rows] == [active]
+
+
+def test_one_offer_not_rentable_in_hundreds_is_not_shown_as_none(db_path: Path) -> None:
+    quotes = [
+        _quote(f"h100-{i}", "H100 SXM", 2.0, region=f"r{i}", available=i > 0) for i in range(201)
+    ]
+    ingest_quotes(db_path, "lambda", quotes)
+    app = web.build_app(Dashboard(Store(db_path), "test").routes())
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        page = http.get("/providers").text
+    assert _cells(page, "providers", "not_rentable") == ["1/201 (<1 %)"]

@@ -69,3 +69,12 @@ def test_chart_puts_the_cheapest_today_first_and_ended_series_last() -> None:
     assert chart["labels"] == ["cheap · spot", "dear · on-demand", "gone · on-demand"]
     assert chart["spot"] == [True, False, False]
     assert chart["shown"] == 3
+
+
+@pytest.mark.parametrize(
+    ("part", "whole", "text"),
+    [(0, 225, "0 %"), (1, 225, "<1 %"), (17, 90, "19 %"), (224, 225, ">99 %"), (8, 8, "100 %")],
+)
+def test_a_share_never_rounds_to_none_or_all_of_it(part: int, whole: int, text: str) -> None:
+    """1 of 225 offers not rentable is not "0 %", 224 of 225 not "100 %"."""
+    assert labels.share(part, whole) == text

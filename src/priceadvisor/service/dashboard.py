@@ -301,7 +301,7 @@ class Dashboard:
 
     async def providers(self, request: Request) -> Response:
         table = await self.read(queries.providers)
-        return self.page("providers", request, rows=row_dicts(table))
+        return self.page("providers", request, rows=row_dicts(table), share=labels.share)
 
     async def api_providers(self, request: Request) -> Response:
         table = await self.read(queries.providers)

@@ -160,6 +160,17 @@ def _label_value(key: str, value: Any) -> str:
     return _PRICINGS.get(str(value), str(value)) if key == "pricing" else str(value)
 
 
+def share(part: int, whole: int) -> str:
+    """`part` of `whole` as a whole percentage that never reads as none or all of it when it
+    is neither: 1 of 225 is "<1 %", 224 of 225 ">99 %"."""
+    percent = 100 * part / whole
+    if 0 < percent < 1:
+        return "<1 %"
+    if 99 < percent < 100:
+        return ">99 %"
+    return f"{round(percent)} %"
+
+
 def alert_amount(rule: str, value: float | None, task: str | None) -> str:
     """An alert's value or reference with its unit: what the rule measures."""
     if value is None:
