@@ -271,8 +271,8 @@ def test_which_bind_addresses_are_exposed(host: str, exposed: bool) -> None:
 
 def test_workloads_show_the_list_cost_terms_and_why_a_rank_moved(client: httpx.Client) -> None:
     page = client.get("/workloads").text
-    assert 'class="c-list"' in page and "list $0.400/1M tokens" in page  # vast: terms added
-    assert "list $0.390/1M tokens" in page  # lambda: effective $0.54
+    assert 'class="c-list"' in page and "list $0.400/1M output tokens" in page  # vast: terms added
+    assert "list $0.390/1M output tokens" in page  # lambda: effective $0.54
     assert "rank moved: list #2 → #1: egress +$0.01 here vs +$0.15 on lambda global" in page
     assert "egress 1000 GB/month × $0.001/GB: +$0.01" in page
     assert "egress &lt;img" in page  # a term carrying a provider string is escaped

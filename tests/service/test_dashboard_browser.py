@@ -318,7 +318,7 @@ def test_workloads_show_the_no_sla_badge_and_the_monthly_cost(seen: Any, base_ur
     reason = seen.find_element("css selector", "table.workload tr.terms .c-reason")
     assert reason.is_displayed() and reason.text.startswith("rank moved: list #2 → #1: egress")
     listed = seen.find_element("css selector", "table.workload .c-cost .c-list")
-    assert listed.is_displayed() and listed.text == "list $0.400/1M tokens"
+    assert listed.is_displayed() and listed.text == "list $0.400/1M output tokens"
 
 
 def test_alerts_read_as_text_with_units(seen: Any, base_url: str) -> None:

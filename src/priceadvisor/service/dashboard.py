@@ -45,6 +45,9 @@ T = TypeVar("T")
 # The GPU chart draws this many series at first (the cheapest now), each in its own colour;
 # the rest wait behind a toggle. More than ~8 colours cannot be told apart.
 CHART_SERIES_SHOWN = 8
+# The Prices page lists the cheapest offer of this many GPU models (the cheapest ones) and says
+# so when there are more; /api/cheapest answers every model.
+CHEAPEST_MODELS_SHOWN = 12
 # Far past any real result (200 rows a page), small enough that its row offset is a valid BIGINT.
 MAX_PAGE = 10**9
 
@@ -85,7 +88,7 @@ def offer_query(request: Request) -> queries.OfferQuery:
     """The Prices filters from the URL (the page's form submits exactly these names)."""
     pricing = _one(request, "pricing")
     if pricing is not None and pricing not in queries.PRICINGS:
-        raise BadQuery("pricing must be on_demand, spot or market")
+        raise BadQuery(f"pricing must be one of {', '.join(queries.PRICINGS)}")
     return queries.OfferQuery(
         gpu=_one(request, "gpu"),
         vram_min=_number(request, "vram_min"),
@@ -186,11 +189,13 @@ class Dashboard:
 
         def gather(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             table, total = queries.offers_page(con, q)
+            cheapest = queries.cheapest_per_model(con, q)
             return {
                 "q": q,
                 "offers": table,
                 "total": total,
-                "cheapest": queries.cheapest_per_model(con, q),
+                "cheapest": cheapest._replace(rows=cheapest.rows[:CHEAPEST_MODELS_SHOWN]),
+                "cheapest_models": len(cheapest.rows),
                 "choices": self._choices(con),
                 "recorded": recorded_providers(con),
                 "stale": stale_providers(con, utcnow()),
@@ -203,8 +208,16 @@ class Dashboard:
         data = await self._prices_data(request)
         query = request.url.query
         pages = max(1, -(-data["total"] // data["q"].per_page))
-        rows = row_dicts(data["offers"])
-        return self.page("prices", request, query=query, pages=pages, offer_rows=rows, **data)
+        rows, cheapest = row_dicts(data["offers"]), row_dicts(data["cheapest"])
+        return self.page(
+            "prices",
+            request,
+            query=query,
+            pages=pages,
+            offer_rows=rows,
+            cheapest_rows=cheapest,
+            **data,
+        )
 
     async def api_offers(self, request: Request) -> Response:
         q = offer_query(request)
@@ -269,6 +282,8 @@ class Dashboard:
                 "specs": {k: jsonable(v) for k, v in data["specs"].items()},
                 "daily_cheapest": records(data["history"]),
                 "offers": records(data["offers"]),
+                # how many there are: `offers` holds the cheapest 200
+                "offers_total": data["offers"].total or len(data["offers"].rows),
             }
         )
 
@@ -286,7 +301,7 @@ class Dashboard:
 
     async def providers(self, request: Request) -> Response:
         table = await self.read(queries.providers)
-        return self.page("providers", request, rows=row_dicts(table))
+        return self.page("providers", request, rows=row_dicts(table), share=labels.share)
 
     async def api_providers(self, request: Request) -> Response:
         table = await self.read(queries.providers)

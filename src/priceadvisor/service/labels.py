@@ -15,6 +15,7 @@ from priceadvisor.notify.render import money
 COLUMNS = {
     "provider": "Provider",
     "region": "Region",
+    "zone": "Zone",
     "country": "Country",
     "instance_type": "Instance type",
     "gpu_model": "GPU",
@@ -103,6 +104,8 @@ RULES = {
     "cheaper": "Cheaper option",
     "new_offer": "New offer",
     "provider_failing": "Provider failing",
+    "available": "Rentable again",
+    "api_cheaper": "Cheaper than an API",
 }
 _LABEL_KEYS = {"gpu_model": "GPU", "pricing": "pricing"}
 _PRICINGS = {
@@ -157,6 +160,17 @@ def _label_value(key: str, value: Any) -> str:
     return _PRICINGS.get(str(value), str(value)) if key == "pricing" else str(value)
 
 
+def share(part: int, whole: int) -> str:
+    """`part` of `whole` as a whole percentage that never reads as none or all of it when it
+    is neither: 1 of 225 is "<1 %", 224 of 225 ">99 %"."""
+    percent = 100 * part / whole
+    if 0 < percent < 1:
+        return "<1 %"
+    if 99 < percent < 100:
+        return ">99 %"
+    return f"{round(percent)} %"
+
+
 def alert_amount(rule: str, value: float | None, task: str | None) -> str:
     """An alert's value or reference with its unit: what the rule measures."""
     if value is None:
@@ -164,7 +178,9 @@ def alert_amount(rule: str, value: float | None, task: str | None) -> str:
     if rule == "price_drop":
         return f"{money(value)}/GPU-hour"
     if rule == "cheaper":
-        per = "per run" if task not in ("serve", "batch") else "per 1M tokens"
+        if task is None:  # the workload is no longer ranked: its unit is not known
+            return money(value)
+        per = "per run" if task not in ("serve", "batch") else "per 1M output tokens"
         return f"{money(value)} {per}"
     return "—"  # new_offer and provider_failing observe a condition, not an amount
 

@@ -80,7 +80,10 @@ SPEC: dict[str, Any] = {
     },
     "paths": {
         "/api/offers": _get("Current offers, filtered, sorted and paged", OFFER_FILTERS),
-        "/api/cheapest": _get("Cheapest offer per GPU model under the filters", OFFER_FILTERS),
+        "/api/cheapest": _get(
+            "The cheapest offer of every GPU model under the filters, cheapest model first",
+            [p for p in OFFER_FILTERS if p["name"] not in ("sort", "page", "per_page")],
+        ),
         "/api/gpus/{model}": _get("Specs, cheapest $/GPU-hour per day and current offers", _MODEL),
         "/api/workloads": _get(
             "The latest ranked options per configured workload (top 10), with each price's "

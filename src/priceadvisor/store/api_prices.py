@@ -94,9 +94,11 @@ def merge_api_prices(
     counts: dict[str, Any] = {"total": len(result.api_prices), "rejected": 0, "unmapped": 0}
     if result.status is not RunStatus.OK:
         return counts, result.status, result.error
-    usable = {p.api_model_id: p for p in result.api_prices if is_usable(p)}
-    counts["rejected"] = len(result.api_prices) - len(usable)
-    counts["duplicates"] = len([p for p in result.api_prices if is_usable(p)]) - len(usable)
+    valid = [p for p in result.api_prices if is_usable(p)]
+    usable = {p.api_model_id: p for p in valid}
+    # each row once: refused by validation, or valid and collapsed into a later listing of it
+    counts["rejected"] = len(result.api_prices) - len(valid)
+    counts["duplicates"] = len(valid) - len(usable)
     if not usable:
         return counts, RunStatus.FAILED, "the listing has no usable API price; nothing changed"
     if (refused := _mostly_free(list(usable.values()))) is not None:

@@ -12,12 +12,13 @@ from typing import Any
 
 import duckdb
 
-from priceadvisor.records import RENTABLE
+from priceadvisor.records import RENTABLE, utcnow
 from priceadvisor.store.reads import OFFER_KEY, Table, fetch_table, no_sla
 
 OFFER_COLUMNS = (
     "provider",
     "region",
+    "zone",  # where the source prices each location of a region apart (TensorDock, Lium)
     "country",
     "instance_type",
     "gpu_model",
@@ -126,24 +127,27 @@ def offers_page_parquet(con: duckdb.DuckDBPyConnection, q: OfferQuery, target: P
     con.execute(f"COPY ({sql}) TO '{quoted}' (FORMAT parquet)", params)
 
 
-def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery, limit: int = 12) -> Table:
-    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where.
+def cheapest_per_model(con: duckdb.DuckDBPyConnection, q: OfferQuery) -> Table:
+    """Under the same filters: each GPU model's cheapest offer per GPU-hour, who and where (the
+    zone too where the source prices each apart, and a commitment's term: each is an offer of its
+    own), cheapest model first.
     (arg_min in one aggregation: a third of the time of a window over every offer.)"""
     where, params = q.where()
     sql = f"""
-        SELECT gpu_model, best.provider, best.region, best.country, best.pricing,
-               price_gpu_hour_usd
+        SELECT gpu_model, best.provider, best.region, best.zone, best.country, best.pricing,
+               best.term_months, price_gpu_hour_usd
         FROM (SELECT gpu_model, min(price_gpu_hour_usd) AS price_gpu_hour_usd,
-                     arg_min({{'provider': provider, 'region': region, 'country': country,
-                              'pricing': pricing}},
+                     arg_min({{'provider': provider, 'region': region, 'zone': zone,
+                              'country': country, 'pricing': pricing,
+                              'term_months': term_months}},
                              (price_gpu_hour_usd, provider, region, coalesce(zone, ''),
-                              instance_type, pricing))
+                              instance_type, pricing, coalesce(term_months, 0)))
                          AS best
               FROM ({_FILTERED.format(where=where)})
               WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL AND flag IS NULL
               GROUP BY gpu_model)
-        ORDER BY price_gpu_hour_usd, gpu_model LIMIT ?"""
-    return fetch_table(con, sql, [*params, limit])
+        ORDER BY price_gpu_hour_usd, gpu_model"""
+    return fetch_table(con, sql, params)
 
 
 def filter_choices(con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
@@ -170,52 +174,60 @@ def gpu_specs(con: duckdb.DuckDBPyConnection, model: str) -> dict[str, Any] | No
 
 
 def gpu_daily_cheapest(con: duckdb.DuckDBPyConnection, model: str, days: int = 90) -> Table:
-    """Per day, provider and pricing (on-demand or spot): the cheapest $/GPU-hour of any
-    unflagged interval alive that day."""
+    """Per UTC day, provider and pricing (on-demand or spot): the cheapest published
+    $/GPU-hour of any unflagged interval alive that day (the prices the page's "cheapest now"
+    compares). Now is UTC from Python: DuckDB's now()::TIMESTAMP and current_date are in the
+    host's zone, and a day boundary there would add a day not begun yet or drop today."""
     return fetch_table(
         con,
         """
         WITH span AS (
             SELECT provider, pricing, price_gpu_hour_usd,
                    CAST(valid_from AS DATE) AS first_day,
-                   CAST(coalesce(valid_to, now()::TIMESTAMP) AS DATE) AS last_day
+                   CAST(coalesce(valid_to, $now) AS DATE) AS last_day
             FROM price_history
-            WHERE gpu_model = ? AND price_gpu_hour_usd IS NOT NULL
+            WHERE gpu_model = $model AND price_gpu_hour_usd IS NOT NULL
               AND flag IS NULL  -- a flagged price (placeholder, glitch) is no day's cheapest
               AND pricing IN ('on_demand', 'spot')  -- nor a market average or a commitment
-              AND coalesce(valid_to, now()::TIMESTAMP) >= now()::TIMESTAMP - to_days(?)
+              AND price_origin = 'published'  -- nor a price derived by a rule
+              AND coalesce(valid_to, $now) >= $now - to_days($days)
         )
         SELECT CAST(d.day AS DATE) AS day, provider, pricing,
                round(min(price_gpu_hour_usd), 4) AS usd
         FROM span,
-             generate_series(greatest(first_day, current_date - to_days(?)), last_day,
-                             INTERVAL 1 DAY) AS d(day)
+             generate_series(greatest(first_day, CAST($now AS DATE) - to_days($days)),
+                             last_day, INTERVAL 1 DAY) AS d(day)
         GROUP BY ALL ORDER BY provider, pricing, day""",
-        [model, days, days],
+        {"model": model, "days": days, "now": utcnow()},
     )
 
 
 def gpu_offers(con: duckdb.DuckDBPyConnection, model: str, limit: int = 200) -> Table:
-    """A GPU's current offers, cheapest first; commitments are on the Prices page
-    (pricing=reserved), not among what can be rented by the hour."""
-    return fetch_table(
+    """A GPU's current offers, cheapest first, at most `limit` (`total`: how many there are
+    when the limit cut some); commitments are on the Prices page (pricing=reserved), not among
+    what can be rented by the hour."""
+    found = fetch_table(
         con,
-        f"""SELECT {", ".join(OFFER_COLUMNS)} FROM offers
+        f"""SELECT {", ".join(OFFER_COLUMNS)}, count(*) OVER () AS total FROM offers
             WHERE gpu_model = ? AND pricing <> 'reserved'
             ORDER BY price_gpu_hour_usd NULLS LAST, {OFFER_KEY} LIMIT ?""",
         [model, limit],
     )
+    total = int(found.rows[0][-1]) if found.rows else 0
+    rows = [row[:-1] for row in found.rows]
+    return Table(found.columns[:-1], rows, total if total > len(rows) else None)
 
 
 def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
     """The latest ranking of every workload (top N), with the offer's last different price
-    (a closed interval may differ in availability only), whether it comes from a host with no
-    SLA (a marketplace), where each price came from, and its list cost, billing terms and why
-    its rank differs from its rank by list cost."""
+    before the ranked one (a closed interval may differ in availability only), whether it comes
+    from a host with no SLA (a marketplace), where each price came from, and its list cost,
+    billing terms and why its rank differs from its rank by list cost."""
     return fetch_table(
         con,
         f"""
-        SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
+        SELECT a.workload, a.task, a.rank, a.provider, a.region, a.zone, a.instance_type,
+               a.gpu_model,
                a.gpu_count, a.pricing, a.price_hour_usd, a.cost_usd, a.usd_per_mtok,
                a.monthly_usd, a.replicas, a.tokens_per_s, a.hours, a.ttft_ms, a.tpot_ms,
                a.binding, a.low, a.high, a.computed_at, {no_sla("a")} AS no_sla,
@@ -228,6 +240,9 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
                    AND h.zone IS NOT DISTINCT FROM a.zone
                    AND h.instance_type = a.instance_type AND h.pricing = a.pricing
                    AND h.valid_to IS NOT NULL AND h.price_hour_usd <> a.price_hour_usd
+                   -- before the ranked price: an interval that ended after the ranking last
+                   -- saw it came later (the ranking may be several fetches old)
+                   AND h.valid_to <= coalesce(a.fetched_at, a.computed_at)
                  ORDER BY h.valid_to DESC LIMIT 1) AS previous_price_hour_usd
         FROM advice a WHERE a.rank <= ? ORDER BY a.workload, a.rank""",
         [top],
@@ -235,9 +250,10 @@ def workloads(con: duckdb.DuckDBPyConnection, top: int = 10) -> Table:
 
 
 def providers(con: duckdb.DuckDBPyConnection) -> Table:
-    """Per provider: last run, whether it was live or replayed recordings, its status and error,
-    last success, offers, unmapped names, and its rentable kinds' offers (on-demand and spot)
-    with how many of them the source lists but says cannot be rented now, or says nothing of."""
+    """Per provider: last run, its status and error, last success and whether the prices it
+    brought were live or replayed recordings (the last run's source when none succeeded),
+    offers, unmapped names, and its rentable kinds' offers (on-demand and spot) with how many
+    of them the source lists but says cannot be rented now, or says nothing of."""
     return fetch_table(
         con,
         """
@@ -245,8 +261,11 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
             SELECT * FROM fetch_runs WHERE status NOT IN ('running', 'skipped')
             QUALIFY row_number() OVER (PARTITION BY provider ORDER BY run_id DESC) = 1
         ),
-        ok AS (SELECT provider, max(finished_at) AS last_success FROM fetch_runs
-               WHERE status IN ('ok', 'partial') GROUP BY provider),
+        -- the prices shown are the last success's: whether they are live or recorded is its
+        -- source, not that of a later run that failed
+        ok AS (SELECT provider, max(finished_at) AS last_success,
+                      arg_max_null(source, run_id) AS source
+               FROM fetch_runs WHERE status IN ('ok', 'partial') GROUP BY provider),
         counts AS (SELECT provider, count(*) AS offers,
                           count(*) FILTER (WHERE gpu_model IS NULL) AS unmapped_offers,
                           list(DISTINCT gpu_name_raw ORDER BY gpu_name_raw)
@@ -259,7 +278,9 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
                           count(*) FILTER (WHERE pricing IN ('on_demand', 'spot')
                               AND available IS NULL) AS availability_unknown
                    FROM offers GROUP BY provider)
-        SELECT last.provider, last.source, last.status AS last_status,
+        SELECT last.provider,
+               CASE WHEN ok.provider IS NULL THEN last.source ELSE ok.source END AS source,
+               last.status AS last_status,
                last.finished_at AS last_run,
                ok.last_success, last.error AS last_error,
                coalesce(counts.offers, 0) AS offers, coalesce(counts.unmapped_offers, 0)
@@ -293,8 +314,12 @@ def recent_notifications(con: duckdb.DuckDBPyConnection, limit: int = 50) -> Tab
 
 
 def silences(con: duckdb.DuckDBPyConnection) -> Table:
+    """Silences, active first. Active is judged against UTC now from Python, as the alerts that
+    honour them judge it: the view's `active` compares with DuckDB's now()::TIMESTAMP, which is
+    in the host's zone, so off UTC it calls a live silence expired or an expired one live."""
     return fetch_table(
         con,
-        "SELECT id, matchers, comment, created_at, expires_at, active FROM silences "
-        "ORDER BY active DESC, expires_at DESC, id DESC LIMIT 200",
+        "SELECT id, matchers, comment, created_at, expires_at, expires_at > ? AS active "
+        "FROM silences ORDER BY active DESC, expires_at DESC, id DESC LIMIT 200",
+        [utcnow()],
     )
