@@ -260,6 +260,39 @@ def test_tco_break_even(capsys: pytest.CaptureFixture[str], offline_db: Path) ->
     )
 
 
+@pytest.mark.parametrize("gpu", ["P100-16GB", "H100-SXM-80GB", "L40S-48GB"])
+def test_tco_rents_at_the_cheapest_published_price(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, gpu: str
+) -> None:
+    """Each rental compared is the cheapest published, unflagged offer of its kind, as `prices`
+    and `advise` rank: on the recordings OCI's derived P100 preemptible price (50 % of
+    on-demand, $0.6375) undercuts GCP's published spot price ($0.664) and was named."""
+    args = ["tco", "--gpu", gpu, "--purchase-price", "3000", "--power-w", "300", "-f", "json"]
+    code, out, err = cli(capsys, "--db", str(offline_db), *args)
+    assert code == 0, err
+    pricing = {"on_demand": "on_demand", "commitment": "reserved", "spot": "spot"}
+    for even in json.loads(out)["break_evens"]:
+        factor = (
+            "(1.05 + coalesce(interruption_rate, 0.15) * 0.5)" if even["against"] == "spot" else "1"
+        )
+        [(cheapest,)] = query(
+            offline_db,
+            f"SELECT min(price_gpu_hour_usd * {factor}) FROM offers WHERE gpu_model = ? "
+            "AND pricing = ? AND flag IS NULL AND price_origin = 'published'",
+            [gpu, pricing[even["against"]]],
+        )
+        offer = even["offer"]
+        assert (offer and offer["usd_per_gpu_hour"]) == pytest.approx(cheapest), even["against"]
+        if offer:
+            [(origin,)] = query(
+                offline_db,
+                "SELECT DISTINCT price_origin FROM offers WHERE provider = ? AND region = ? "
+                "AND instance_type = ? AND pricing = ?",
+                [offer["provider"], offer["region"], offer["instance_type"], offer["pricing"]],
+            )
+            assert origin == "published"
+
+
 def test_tco_for_a_workload_uses_its_gpus_and_utilisation(
     capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
 ) -> None:

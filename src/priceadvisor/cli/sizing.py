@@ -512,7 +512,10 @@ def _no_price(specs: dict[str, Any]) -> str:
 RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing, term_months"
 
 # The cheapest current offer of a GPU model per rental compared, priced per GPU-hour; spot
-# carries its restart overhead (tco.spot_overhead, the same factor written out in SQL).
+# carries its restart overhead (tco.spot_overhead, the same factor written out in SQL). A
+# derived price (a rule applied to a published one, e.g. OCI preemptible = 50 % of on-demand)
+# is never the cheapest rental, as in `prices` and `advise`; equal prices are ordered by the
+# offer's whole key, so the offer named is the same on every run.
 _RENTAL_SQL = {
     "on_demand": "pricing = 'on_demand'",
     "commitment": "pricing = 'reserved'",
@@ -535,8 +538,8 @@ def _cheapest(con: Any, model: str, against: str, include_flagged: bool) -> dict
     row = con.execute(
         f"SELECT {RENTAL_COLUMNS}, price_gpu_hour_usd, CAST({factor} AS DOUBLE) FROM offers "
         f"WHERE gpu_model = ? AND {_RENTAL_SQL[against]} AND price_gpu_hour_usd IS NOT NULL "
-        "AND (flag IS NULL OR ?) "
-        f"ORDER BY price_gpu_hour_usd * {factor}, provider, region, instance_type LIMIT 1",
+        "AND price_origin = 'published' AND (flag IS NULL OR ?) "
+        f"ORDER BY price_gpu_hour_usd * {factor}, {reads.OFFER_KEY} LIMIT 1",
         [model, include_flagged],
     ).fetchone()
     if not row:
