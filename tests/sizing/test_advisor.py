@@ -645,3 +645,53 @@ def test_a_workload_whose_gpu_has_no_commitment_says_so(
         assert (row["commitment"] is None) == (stored == 0)
     code, out, _ = cli(capsys, "--config", str(config), "--db", str(offline_db), "advise")
     assert code == 0 and out.count("if you commit") == 2
+
+
+LATITUDE_RENTABLE = """
+[[workloads]]
+name = "chat-latitude"
+task = "serve"
+model = "llama-3.1-8b"
+monthly_output_tokens = 1e9
+providers = ["latitude"]
+require_available = true
+"""
+
+
+def test_the_commitment_keeps_the_workloads_own_constraints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, offline_db: Path
+) -> None:
+    """Latitude's recorded 12-month RTX PRO 6000 nodes cost $2.10/GPU-h in the Netherlands (not
+    rentable now) and in the United States (rentable): a workload that ranks only rentable
+    offers must not be told to commit to the one it could not rent."""
+    path = tmp_path / "latitude.toml"
+    path.write_text(LATITUDE_RENTABLE)
+    rows = advice(capsys, path, offline_db, "--top", "100")
+    assert rows and all(r["available"] is True for r in rows)
+    found = rows[0]["commitment"]
+    assert found is not None and found["gpu_model"] == rows[0]["gpu_model"]
+    [(available,)] = query(
+        offline_db,
+        "SELECT available FROM offers WHERE provider = ? AND region = ? AND instance_type = ? "
+        "AND pricing = 'reserved' AND term_months = ?",
+        [found["provider"], found["region"], found["instance_type"], found["term_months"]],
+    )
+    assert available is True
+    assert (found["region"], found["price_gpu_hour_usd"]) == ("united-states", 2.1)
+
+
+def test_a_commitment_holds_no_more_gpus_per_offer_than_the_workload_allows(
+    offline_db: Path,
+) -> None:
+    """The cheapest recorded L40S commitment per GPU-hour is packet.ai's 2-GPU node ($0.78); a
+    workload of at most one GPU per offer is offered Civo's single L40S terms instead."""
+    from priceadvisor.sizing import commitment
+
+    profile = WorkloadProfile(
+        name="one-l40s", task="serve", model="llama-3.1-8b", monthly_output_tokens=1e8
+    )
+    with connections.reader(offline_db) as con:
+        anywhere = commitment.candidates(con, profile, "L40S-48GB")
+        single = commitment.candidates(con, profile.model_copy(update={"max_gpus": 1}), "L40S-48GB")
+    assert (anywhere[0]["provider"], anywhere[0]["gpu_count"]) == ("packetai", 2)
+    assert single and {(o["provider"], o["gpu_count"]) for o in single} == {("civo", 1)}

@@ -22,8 +22,10 @@ from priceadvisor.config import WorkloadProfile
 
 HOURS_PER_MONTH = 730  # 8,760 / 12, as every monthly figure in the store
 
-# The workload's place constraints apply; its pricing list (on_demand, spot) does not. Bounded:
-# a GPU model has a few commitments per provider and term.
+# The workload's constraints on offers apply as `advise` applies them to its ranking (places,
+# at most `max_gpus` per offer, `require_available`: only what the source says can be rented
+# now); its pricing list (on_demand, spot) does not. Equal prices: the offer's whole key
+# decides. Bounded: a GPU model has a few commitments per provider and term.
 _CANDIDATES_SQL = """
 SELECT provider, region, instance_type, gpu_model, gpu_count, term_months, price_hour_usd,
     price_gpu_hour_usd, upfront_usd, monthly_usd AS provider_monthly_usd, source_url
@@ -34,7 +36,9 @@ WHERE pricing = 'reserved' AND gpu_model = $model AND gpu_count >= 1
   AND (len($countries) = 0 OR list_contains($countries, country))
   AND (len($continents) = 0 OR list_contains($continents, continent))
   AND (NOT $eu_only OR is_eu)
-ORDER BY price_gpu_hour_usd, term_months, provider, region, instance_type
+  AND ($max_gpus IS NULL OR gpu_count <= $max_gpus)
+  AND (NOT $require_available OR coalesce(available, false))
+ORDER BY price_gpu_hour_usd, term_months, provider, region, zone, instance_type
 LIMIT 500
 """
 
@@ -49,6 +53,8 @@ def candidates(
         "countries": [c.upper() for c in profile.countries],
         "continents": list(profile.continents),
         "eu_only": profile.eu_only,
+        "max_gpus": profile.max_gpus,
+        "require_available": profile.require_available,
     }
     cursor = con.execute(_CANDIDATES_SQL, params)
     names = [d[0] for d in cursor.description]
