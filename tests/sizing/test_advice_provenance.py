@@ -4,6 +4,7 @@ or assumed), freshness tiers, `require_available`, and each row's price provenan
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,25 @@ def test_a_workload_may_require_offers_rentable_now(db_path: Path, now: dt.datet
     strict = LORA.model_copy(update={"require_available": True})
     assert [r["instance_type"] for r in ranked(db_path, strict)] == ["RTX 4090 x1 host1"]
     assert len(ranked(db_path)) == 3  # by default availability does not filter
+
+
+def test_include_flagged_keeps_include_stale(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path, now: dt.datetime
+) -> None:
+    """`advise --include-flagged --include-stale` ranks the stale price as `advise
+    --include-stale` does: the flagged ranking dropped --include-stale."""
+    from tests.conftest import cli
+
+    run(db_path, "vast", now - dt.timedelta(hours=3), [spot(1)])  # vast fetches every 30 min
+    config = tmp_path / "priceadvisor.toml"
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
+        "train_tokens = 1e8\nspot_ok = true\n"
+    )
+    args = ["--config", str(config), "--db", str(db_path), "advise", "-f", "json"]
+    for extra in (["--include-stale"], ["--include-stale", "--include-flagged"]):
+        code, out, err = cli(capsys, *args, *extra)
+        assert code == 0, err
+        assert [r["instance_type"] for r in json.loads(out)] == ["RTX 4090 x1 host1"], extra
+    code, out, _ = cli(capsys, *args, "--include-flagged")
+    assert code == 0 and json.loads(out) == []

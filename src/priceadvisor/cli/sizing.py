@@ -270,7 +270,7 @@ def advise(
     wanted = ADVICE_COLUMNS + (", task" if fmt is Format.TABLE else "")
     with state(ctx).store.writer() as con:
         if include_flagged:
-            table = _advice_with_flagged(con, settings, names, top)
+            table = _advice_with_flagged(con, settings, names, top, include_stale)
             render(table, fmt, out, title="Advice, flagged offers included (USD)")
             return
         store_advice(con, settings.workloads, options=Options.of(settings, include_stale))
@@ -345,11 +345,14 @@ def _joined(*parts: dict[str, str]) -> dict[str, str]:
     return {n: "\n".join(part[n] for part in parts if part.get(n)) for n in names}
 
 
-def _advice_with_flagged(con: Any, settings: Any, names: list[str], top: int) -> reads.Table:
-    """The ranking with flagged offers, straight from the advisor (never stored)."""
+def _advice_with_flagged(
+    con: Any, settings: Any, names: list[str], top: int, include_stale: bool
+) -> reads.Table:
+    """The ranking with flagged offers, straight from the advisor (never stored); stale prices
+    only with --include-stale, as in the stored ranking."""
     from priceadvisor.sizing.advisor import Options, rank
 
-    options = Options.of(settings, include_flagged=True)
+    options = Options.of(settings, include_stale, include_flagged=True)
     columns, rows = rank(con, settings.workloads, options=options)
     wanted = [c for c in ADVICE_NAMES if c in columns] + ["flag_reason"]
     at = [columns.index(c) for c in wanted]
