@@ -3,6 +3,7 @@ row carrying the offer's whole key, flagged intervals included and marked."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -87,4 +88,21 @@ def test_zones_and_terms_of_one_instance_are_told_apart(tmp_path: Path) -> None:
         (12, 2.0),
         (36, 1.4),
         (36, 1.5),
+    ]
+
+
+def test_flagged_offers_in_two_zones_are_listed_with_their_zone(tmp_path: Path) -> None:
+    """`doctor`'s flagged offers: two zones of one instance, both flagged, are told apart."""
+    db = tmp_path / "a.duckdb"
+    denied = [
+        dataclasses.replace(_quote(zone, "on_demand", 3.6), not_offered_reason="sold out")
+        for zone in ("1", "2")
+    ]
+    _fetched(db, denied, 20)
+    with connections.reader(db) as con:
+        table = reads.flagged_offers(con)
+    rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]
+    assert [(r["zone"], r["term_months"], r["flag"]) for r in rows] == [
+        ("1", None, "not_offered"),
+        ("2", None, "not_offered"),
     ]

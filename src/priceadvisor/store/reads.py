@@ -377,12 +377,13 @@ def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
 
 
 def flagged_offers(con: duckdb.DuckDBPyConnection) -> Table:
-    """Current offers the offer guard flagged (store.guard), cheapest first per provider."""
+    """Current offers the offer guard flagged (store.guard), cheapest first per provider, each
+    with its whole key (two zones or two terms of one instance are two offers)."""
     return fetch_table(
         con,
         f"""
-        SELECT provider, region, instance_type, pricing, gpu_model, price_gpu_hour_usd, flag,
-            flag_reason
+        SELECT provider, region, zone, instance_type, pricing, term_months, gpu_model,
+            price_gpu_hour_usd, flag, flag_reason
         FROM offers WHERE flag IS NOT NULL
         ORDER BY provider, price_gpu_hour_usd NULLS LAST, {OFFER_KEY}""",
     )
