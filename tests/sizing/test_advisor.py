@@ -695,3 +695,36 @@ def test_a_commitment_holds_no_more_gpus_per_offer_than_the_workload_allows(
         single = commitment.candidates(con, profile.model_copy(update={"max_gpus": 1}), "L40S-48GB")
     assert (anywhere[0]["provider"], anywhere[0]["gpu_count"]) == ("packetai", 2)
     assert single and {(o["provider"], o["gpu_count"]) for o in single} == {("civo", 1)}
+
+
+def test_advice_rows_name_the_zone_of_their_offer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two zones of one region price one instance apart (TensorDock's locations, Azure's
+    zones): a machine-readable advice row names its zone, else it matches either offer."""
+    db, config = tmp_path / "z.duckdb", tmp_path / "z.toml"
+    quotes = [
+        RawQuote(
+            region="eastus",
+            zone=zone,
+            instance_type="Standard_NC24ads_A100_v4",
+            pricing="on_demand",
+            price=price,
+            gpu_name_raw="A100 80GB PCIe",
+            gpu_count=1.0,
+        )
+        for zone, price in (("1", 3.60), ("2", 3.20))
+    ]
+    ingest_quotes(db, "azure", quotes)
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
+        'train_tokens = 1e8\nproviders = ["azure"]\n'
+    )
+    for fmt in ("json", "csv"):
+        code, out, err = cli(capsys, "--config", str(config), "--db", str(db), "advise", "-f", fmt)
+        assert code == 0, err
+        if fmt == "json":
+            rows = json.loads(out)
+            assert [(r["zone"], r["price_hour_usd"]) for r in rows] == [("2", 3.2), ("1", 3.6)]
+        else:
+            assert out.splitlines()[0].startswith("workload,rank,provider,region,zone,")

@@ -222,7 +222,8 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
 
 
 ADVICE_COLUMNS = (
-    "workload, rank, provider, region, country, instance_type, gpu_model, gpu_count, pricing, "
+    "workload, rank, provider, region, zone, country, instance_type, gpu_model, gpu_count, "
+    "pricing, "
     "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, list_cost_usd, effective_cost_usd, "
     "list_rank, terms_applied, rank_reason, tokens_per_s, hours, binding, low, high, "
     "interruption_source, "
