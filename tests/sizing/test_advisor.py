@@ -728,3 +728,35 @@ def test_advice_rows_name_the_zone_of_their_offer(
             assert [(r["zone"], r["price_hour_usd"]) for r in rows] == [("2", 3.2), ("1", 3.6)]
         else:
             assert out.splitlines()[0].startswith("workload,rank,provider,region,zone,")
+
+
+def test_a_commitment_outside_the_workloads_places_is_not_said_to_be_missing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An A100 commitment stored in eastus, a workload ranked in the Netherlands only: the
+    line said "no commitment price stored for A100-PCIE-80GB", which the offers view denies."""
+    db, config = tmp_path / "c.duckdb", tmp_path / "c.toml"
+
+    def a100(region: str, pricing: str, price: float, term: int | None = None) -> RawQuote:
+        return RawQuote(
+            region=region,
+            instance_type="Standard_NC24ads_A100_v4",
+            pricing=pricing,
+            price=price,
+            gpu_name_raw="A100 80GB PCIe",
+            gpu_count=1.0,
+            term_months=term,
+        )
+
+    ingest_quotes(
+        db, "azure", [a100("westeurope", "on_demand", 4.0), a100("eastus", "reserved", 2.3, 12)]
+    )
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
+        'train_tokens = 1e8\nproviders = ["azure"]\ncountries = ["NL"]\n'
+    )
+    code, out, err = cli(capsys, "--config", str(config), "--db", str(db), "advise")
+    assert code == 0, err
+    assert query(db, "SELECT count(*) FROM offers WHERE pricing = 'reserved'") == [(1,)]
+    assert "if you commit: no stored commitment for A100-PCIE-80GB fits this workload" in out
+    assert "no commitment price stored" not in out
