@@ -284,7 +284,7 @@ def advise(
         )
         best = apicompare.best_per_workload(con, settings.workloads, names)
         api_lines = {workload: c.sentence() for workload, c in best.items()}
-        commitments = _commitments(con, settings, names)
+        commitments = _commitments(con, settings, names, include_stale)
         if fmt is not Format.TABLE:
             table = _with_api_comparison(con, table, settings.workloads, top)
     if fmt is Format.TABLE:
@@ -317,9 +317,13 @@ def _with_api_comparison(con: Any, table: reads.Table, profiles: Any, top: int) 
     return reads.Table(table.columns + names, rows, table.total)
 
 
-def _commitments(con: Any, settings: Any, names: list[str]) -> dict[str, dict[str, Any] | None]:
-    """Per workload: the cheapest commitment for its best offer's GPU model, at its size."""
+def _commitments(
+    con: Any, settings: Any, names: list[str], include_stale: bool
+) -> dict[str, dict[str, Any] | None]:
+    """Per workload: the cheapest commitment for its best offer's GPU model, at its size, its
+    price as fresh as the ranking's (stale only with --include-stale)."""
     from priceadvisor.sizing import commitment
+    from priceadvisor.store.freshness import configured_intervals
 
     best = reads.fetch_table(
         con,
@@ -329,7 +333,8 @@ def _commitments(con: Any, settings: Any, names: list[str]) -> dict[str, dict[st
     )
     rows = {r[0]: dict(zip(best.columns, r, strict=True)) for r in best.rows}
     profiles = [w for w in settings.workloads if w.name in names]
-    return commitment.for_workloads(con, profiles, rows)
+    intervals = configured_intervals(settings)
+    return commitment.for_workloads(con, profiles, rows, include_stale, intervals)
 
 
 def _with_commitment(
