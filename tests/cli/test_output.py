@@ -140,3 +140,17 @@ def test_provider_text_is_not_markup_in_any_command(
     assert "Traceback" not in err
     assert "[/]" in out
     assert not any(c in out for c in "\x1b\x07\x9b\r")
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_a_small_number_never_prints_as_zero(
+    capsys: pytest.CaptureFixture[str], migrated_db: Path, fmt: str
+) -> None:
+    """A per-token price (OpenRouter lists $0.00000006 a token) printed as 0, and a small
+    negative difference as -0: four significant digits where four decimals show nothing."""
+    query = "SELECT 6e-8::DOUBLE AS per_token, -0.00002::DOUBLE AS diff, 0.5446910617::DOUBLE AS p"
+    code, out, err = cli(capsys, "--db", str(migrated_db), "sql", "-f", fmt, query)
+    assert (code, err) == (0, "")
+    for shown in ("6e-08", "-2e-05", "0.5447"):
+        assert shown in out
+    assert "-0 " not in out and ",0," not in out

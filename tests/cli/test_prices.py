@@ -403,3 +403,14 @@ def test_columns_asked_for_are_kept_on_a_narrow_terminal(
     header = lines[1].split()  # as asked, however squeezed
     assert len(header) == 5 and header[-2:] == ["$/h", "avail"]
     assert not any("narrow terminal" in line for line in lines)
+
+
+def test_a_partial_gpu_count_is_shown_whole(
+    capsys: pytest.CaptureFixture[str], offline_db: Path
+) -> None:
+    """Azure's NV6ads_A10_v5 holds a sixth of an A10 (gpu_count 0.1667): the `n` column
+    showed 0, beside a per-GPU price six times its hourly price."""
+    code, out, _ = prices(capsys, offline_db, "--gpu", "A10", "--columns", "instance,n,hour")
+    assert code == 0
+    shown = [line.split()[1:] for line in out.splitlines() if "Standard_NV6ads_A10_v5" in line]
+    assert shown and all(n == "0.1667" for n, _ in shown)

@@ -4,6 +4,7 @@ or assumed), freshness tiers, `require_available`, and each row's price provenan
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,68 @@ def test_a_workload_may_require_offers_rentable_now(db_path: Path, now: dt.datet
     strict = LORA.model_copy(update={"require_available": True})
     assert [r["instance_type"] for r in ranked(db_path, strict)] == ["RTX 4090 x1 host1"]
     assert len(ranked(db_path)) == 3  # by default availability does not filter
+
+
+def test_include_flagged_keeps_include_stale(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path, now: dt.datetime
+) -> None:
+    """`advise --include-flagged --include-stale` ranks the stale price as `advise
+    --include-stale` does: the flagged ranking dropped --include-stale."""
+    from tests.conftest import cli
+
+    run(db_path, "vast", now - dt.timedelta(hours=3), [spot(1)])  # vast fetches every 30 min
+    config = tmp_path / "priceadvisor.toml"
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
+        "train_tokens = 1e8\nspot_ok = true\n"
+    )
+    args = ["--config", str(config), "--db", str(db_path), "advise", "-f", "json"]
+    for extra in (["--include-stale"], ["--include-stale", "--include-flagged"]):
+        code, out, err = cli(capsys, *args, *extra)
+        assert code == 0, err
+        assert [r["instance_type"] for r in json.loads(out)] == ["RTX 4090 x1 host1"], extra
+    code, out, _ = cli(capsys, *args, "--include-flagged")
+    assert code == 0 and json.loads(out) == []
+
+
+def test_the_commitment_is_as_fresh_as_the_ranking(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path, now: dt.datetime
+) -> None:
+    """A commitment last seen two days ago (Civo fetches every few hours) is stale: `advise`
+    ranks no stale price unless asked, and "if you commit" named it all the same; one older
+    than a week is never recommended."""
+    from tests.conftest import cli
+
+    def l40s(pricing: str, price: float, term: int | None = None) -> RawQuote:
+        return RawQuote(
+            region="global" if pricing == "reserved" else "ams",
+            instance_type="L40S x1",
+            pricing=pricing,
+            price=price,
+            gpu_name_raw="L40S",
+            gpu_count=1.0,
+            term_months=term,
+        )
+
+    run(db_path, "vultr", now - dt.timedelta(minutes=10), [l40s("on_demand", 1.90)])
+    run(db_path, "civo", now - dt.timedelta(days=2), [l40s("reserved", 0.89, 36)])
+    config = tmp_path / "priceadvisor.toml"
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\ntrain_tokens = 1e8\n'
+    )
+    args = ["--config", str(config), "--db", str(db_path), "advise", "-f", "json"]
+
+    def committed(*extra: str) -> Any:
+        code, out, err = cli(capsys, *args, *extra)
+        assert code == 0, err
+        [row] = json.loads(out)
+        assert row["provider"] == "vultr"
+        return row["commitment"] and row["commitment"]["provider"]
+
+    assert committed() is None
+    assert committed("--include-stale") == "civo"
+    old = db_path.with_name("old.duckdb")
+    run(old, "vultr", now - dt.timedelta(minutes=10), [l40s("on_demand", 1.90)])
+    run(old, "civo", now - dt.timedelta(days=8), [l40s("reserved", 0.89, 36)])
+    args[3] = str(old)
+    assert committed("--include-stale") is None

@@ -260,6 +260,39 @@ def test_tco_break_even(capsys: pytest.CaptureFixture[str], offline_db: Path) ->
     )
 
 
+@pytest.mark.parametrize("gpu", ["P100-16GB", "H100-SXM-80GB", "L40S-48GB"])
+def test_tco_rents_at_the_cheapest_published_price(
+    capsys: pytest.CaptureFixture[str], offline_db: Path, gpu: str
+) -> None:
+    """Each rental compared is the cheapest published, unflagged offer of its kind, as `prices`
+    and `advise` rank: on the recordings OCI's derived P100 preemptible price (50 % of
+    on-demand, $0.6375) undercuts GCP's published spot price ($0.664) and was named."""
+    args = ["tco", "--gpu", gpu, "--purchase-price", "3000", "--power-w", "300", "-f", "json"]
+    code, out, err = cli(capsys, "--db", str(offline_db), *args)
+    assert code == 0, err
+    pricing = {"on_demand": "on_demand", "commitment": "reserved", "spot": "spot"}
+    for even in json.loads(out)["break_evens"]:
+        factor = (
+            "(1.05 + coalesce(interruption_rate, 0.15) * 0.5)" if even["against"] == "spot" else "1"
+        )
+        [(cheapest,)] = query(
+            offline_db,
+            f"SELECT min(price_gpu_hour_usd * {factor}) FROM offers WHERE gpu_model = ? "
+            "AND pricing = ? AND flag IS NULL AND price_origin = 'published'",
+            [gpu, pricing[even["against"]]],
+        )
+        offer = even["offer"]
+        assert (offer and offer["usd_per_gpu_hour"]) == pytest.approx(cheapest), even["against"]
+        if offer:
+            [(origin,)] = query(
+                offline_db,
+                "SELECT DISTINCT price_origin FROM offers WHERE provider = ? AND region = ? "
+                "AND instance_type = ? AND pricing = ?",
+                [offer["provider"], offer["region"], offer["instance_type"], offer["pricing"]],
+            )
+            assert origin == "published"
+
+
 def test_tco_for_a_workload_uses_its_gpus_and_utilisation(
     capsys: pytest.CaptureFixture[str], config: Path, offline_db: Path
 ) -> None:
@@ -612,3 +645,118 @@ def test_a_workload_whose_gpu_has_no_commitment_says_so(
         assert (row["commitment"] is None) == (stored == 0)
     code, out, _ = cli(capsys, "--config", str(config), "--db", str(offline_db), "advise")
     assert code == 0 and out.count("if you commit") == 2
+
+
+LATITUDE_RENTABLE = """
+[[workloads]]
+name = "chat-latitude"
+task = "serve"
+model = "llama-3.1-8b"
+monthly_output_tokens = 1e9
+providers = ["latitude"]
+require_available = true
+"""
+
+
+def test_the_commitment_keeps_the_workloads_own_constraints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, offline_db: Path
+) -> None:
+    """Latitude's recorded 12-month RTX PRO 6000 nodes cost $2.10/GPU-h in the Netherlands (not
+    rentable now) and in the United States (rentable): a workload that ranks only rentable
+    offers must not be told to commit to the one it could not rent."""
+    path = tmp_path / "latitude.toml"
+    path.write_text(LATITUDE_RENTABLE)
+    rows = advice(capsys, path, offline_db, "--top", "100")
+    assert rows and all(r["available"] is True for r in rows)
+    found = rows[0]["commitment"]
+    assert found is not None and found["gpu_model"] == rows[0]["gpu_model"]
+    [(available,)] = query(
+        offline_db,
+        "SELECT available FROM offers WHERE provider = ? AND region = ? AND instance_type = ? "
+        "AND pricing = 'reserved' AND term_months = ?",
+        [found["provider"], found["region"], found["instance_type"], found["term_months"]],
+    )
+    assert available is True
+    assert (found["region"], found["price_gpu_hour_usd"]) == ("united-states", 2.1)
+
+
+def test_a_commitment_holds_no_more_gpus_per_offer_than_the_workload_allows(
+    offline_db: Path,
+) -> None:
+    """The cheapest recorded L40S commitment per GPU-hour is packet.ai's 2-GPU node ($0.78); a
+    workload of at most one GPU per offer is offered Civo's single L40S terms instead."""
+    from priceadvisor.sizing import commitment
+
+    profile = WorkloadProfile(
+        name="one-l40s", task="serve", model="llama-3.1-8b", monthly_output_tokens=1e8
+    )
+    with connections.reader(offline_db) as con:
+        anywhere = commitment.candidates(con, profile, "L40S-48GB")
+        single = commitment.candidates(con, profile.model_copy(update={"max_gpus": 1}), "L40S-48GB")
+    assert (anywhere[0]["provider"], anywhere[0]["gpu_count"]) == ("packetai", 2)
+    assert single and {(o["provider"], o["gpu_count"]) for o in single} == {("civo", 1)}
+
+
+def test_advice_rows_name_the_zone_of_their_offer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two zones of one region price one instance apart (TensorDock's locations, Azure's
+    zones): a machine-readable advice row names its zone, else it matches either offer."""
+    db, config = tmp_path / "z.duckdb", tmp_path / "z.toml"
+    quotes = [
+        RawQuote(
+            region="eastus",
+            zone=zone,
+            instance_type="Standard_NC24ads_A100_v4",
+            pricing="on_demand",
+            price=price,
+            gpu_name_raw="A100 80GB PCIe",
+            gpu_count=1.0,
+        )
+        for zone, price in (("1", 3.60), ("2", 3.20))
+    ]
+    ingest_quotes(db, "azure", quotes)
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
+        'train_tokens = 1e8\nproviders = ["azure"]\n'
+    )
+    for fmt in ("json", "csv"):
+        code, out, err = cli(capsys, "--config", str(config), "--db", str(db), "advise", "-f", fmt)
+        assert code == 0, err
+        if fmt == "json":
+            rows = json.loads(out)
+            assert [(r["zone"], r["price_hour_usd"]) for r in rows] == [("2", 3.2), ("1", 3.6)]
+        else:
+            assert out.splitlines()[0].startswith("workload,rank,provider,region,zone,")
+
+
+def test_a_commitment_outside_the_workloads_places_is_not_said_to_be_missing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An A100 commitment stored in eastus, a workload ranked in the Netherlands only: the
+    line said "no commitment price stored for A100-PCIE-80GB", which the offers view denies."""
+    db, config = tmp_path / "c.duckdb", tmp_path / "c.toml"
+
+    def a100(region: str, pricing: str, price: float, term: int | None = None) -> RawQuote:
+        return RawQuote(
+            region=region,
+            instance_type="Standard_NC24ads_A100_v4",
+            pricing=pricing,
+            price=price,
+            gpu_name_raw="A100 80GB PCIe",
+            gpu_count=1.0,
+            term_months=term,
+        )
+
+    ingest_quotes(
+        db, "azure", [a100("westeurope", "on_demand", 4.0), a100("eastus", "reserved", 2.3, 12)]
+    )
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\n'
+        'train_tokens = 1e8\nproviders = ["azure"]\ncountries = ["NL"]\n'
+    )
+    code, out, err = cli(capsys, "--config", str(config), "--db", str(db), "advise")
+    assert code == 0, err
+    assert query(db, "SELECT count(*) FROM offers WHERE pricing = 'reserved'") == [(1,)]
+    assert "if you commit: no stored commitment for A100-PCIE-80GB fits this workload" in out
+    assert "no commitment price stored" not in out

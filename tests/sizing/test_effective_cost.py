@@ -264,3 +264,17 @@ def test_a_served_workload_pays_its_hosts_own_egress_price(db_path: Path) -> Non
     assert row["terms_applied"] == [
         "egress 1000 GB/month × $0.004 (this host's price) (free allowance unknown: none assumed)"
     ]
+
+
+def test_a_storage_cost_below_a_cent_is_never_said_as_zero(db_path: Path) -> None:
+    """20 GB at RunPod's $0.10/GB-month for a run of well under an hour adds about $0.002:
+    the term said "+$0.00" while the cost counted it."""
+    ingest_quotes(db_path, "runpod", [quote("secure", 3.00)])
+    [row] = ranked(db_path, SHORT_LORA.model_copy(update={"storage_gb": 20.0}))
+    billed = per_second(row["hours"])
+    storage = 20 * 0.10 * billed / 730
+    assert 0 < storage < 0.005
+    assert (
+        f"storage 20 GB × $0.1/GB-month for {billed:.4g} h: +${storage:.2g} (minimum disk unknown)"
+        in row["terms_applied"]
+    )

@@ -245,7 +245,8 @@ def rank_change_lines(table: Table) -> dict[str, str]:
 def commitment_line(found: Mapping[str, Any] | None, model: str) -> str:
     """ "If you commit for N months": the commitment at the workload's size, in one line."""
     if found is None:
-        return f"if you commit: no commitment price stored for {model}"
+        # true whether none is stored or none is within the workload's places and limits
+        return f"if you commit: no stored commitment for {model} fits this workload"
     months = int(found["term_months"])
     run = f", ${money(found['run_usd'])} for the run" if found.get("run_usd") is not None else ""
     return (

@@ -175,6 +175,12 @@ def _plain(value: Any) -> str:
 
 
 def _float_text(value: float) -> str:
+    """Four decimals, trailing zeros dropped; a value they would show as 0 (or -0), such as a
+    per-token price, keeps four significant digits instead (4e-05)."""
     if not math.isfinite(value):
         return str(value)
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:.0f}"
+    if value == int(value):
+        return f"{value:.0f}"
+    if abs(value) < 0.00005:
+        return f"{value:.4g}"
+    return f"{value:.4f}".rstrip("0").rstrip(".")

@@ -223,8 +223,8 @@ def _cell(value: Any, kind: Kind) -> str:
         return ""
     if kind == "flag":
         return "yes" if value else "no"
-    if kind == "count":
-        return f"{value:.0f}"
+    if kind == "count":  # a partial GPU (Azure's NV6ads_A10_v5: 1/6) is no 0
+        return f"{value:g}"
     if kind == "money":  # cents for whole dollars, four places below one
         return f"{value:.4f}" if value < 1 else f"{value:.2f}"
     if kind == "number":

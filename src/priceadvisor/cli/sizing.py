@@ -222,7 +222,8 @@ def _render_record(record: dict[str, Any], fmt: Format, title: str) -> None:
 
 
 ADVICE_COLUMNS = (
-    "workload, rank, provider, region, country, instance_type, gpu_model, gpu_count, pricing, "
+    "workload, rank, provider, region, zone, country, instance_type, gpu_model, gpu_count, "
+    "pricing, "
     "price_hour_usd, cost_usd, usd_per_mtok, monthly_usd, list_cost_usd, effective_cost_usd, "
     "list_rank, terms_applied, rank_reason, tokens_per_s, hours, binding, low, high, "
     "interruption_source, "
@@ -270,7 +271,7 @@ def advise(
     wanted = ADVICE_COLUMNS + (", task" if fmt is Format.TABLE else "")
     with state(ctx).store.writer() as con:
         if include_flagged:
-            table = _advice_with_flagged(con, settings, names, top)
+            table = _advice_with_flagged(con, settings, names, top, include_stale)
             render(table, fmt, out, title="Advice, flagged offers included (USD)")
             return
         store_advice(con, settings.workloads, options=Options.of(settings, include_stale))
@@ -283,7 +284,7 @@ def advise(
         )
         best = apicompare.best_per_workload(con, settings.workloads, names)
         api_lines = {workload: c.sentence() for workload, c in best.items()}
-        commitments = _commitments(con, settings, names)
+        commitments = _commitments(con, settings, names, include_stale)
         if fmt is not Format.TABLE:
             table = _with_api_comparison(con, table, settings.workloads, top)
     if fmt is Format.TABLE:
@@ -316,9 +317,13 @@ def _with_api_comparison(con: Any, table: reads.Table, profiles: Any, top: int) 
     return reads.Table(table.columns + names, rows, table.total)
 
 
-def _commitments(con: Any, settings: Any, names: list[str]) -> dict[str, dict[str, Any] | None]:
-    """Per workload: the cheapest commitment for its best offer's GPU model, at its size."""
+def _commitments(
+    con: Any, settings: Any, names: list[str], include_stale: bool
+) -> dict[str, dict[str, Any] | None]:
+    """Per workload: the cheapest commitment for its best offer's GPU model, at its size, its
+    price as fresh as the ranking's (stale only with --include-stale)."""
     from priceadvisor.sizing import commitment
+    from priceadvisor.store.freshness import configured_intervals
 
     best = reads.fetch_table(
         con,
@@ -328,7 +333,8 @@ def _commitments(con: Any, settings: Any, names: list[str]) -> dict[str, dict[st
     )
     rows = {r[0]: dict(zip(best.columns, r, strict=True)) for r in best.rows}
     profiles = [w for w in settings.workloads if w.name in names]
-    return commitment.for_workloads(con, profiles, rows)
+    intervals = configured_intervals(settings)
+    return commitment.for_workloads(con, profiles, rows, include_stale, intervals)
 
 
 def _with_commitment(
@@ -345,11 +351,14 @@ def _joined(*parts: dict[str, str]) -> dict[str, str]:
     return {n: "\n".join(part[n] for part in parts if part.get(n)) for n in names}
 
 
-def _advice_with_flagged(con: Any, settings: Any, names: list[str], top: int) -> reads.Table:
-    """The ranking with flagged offers, straight from the advisor (never stored)."""
+def _advice_with_flagged(
+    con: Any, settings: Any, names: list[str], top: int, include_stale: bool
+) -> reads.Table:
+    """The ranking with flagged offers, straight from the advisor (never stored); stale prices
+    only with --include-stale, as in the stored ranking."""
     from priceadvisor.sizing.advisor import Options, rank
 
-    options = Options.of(settings, include_flagged=True)
+    options = Options.of(settings, include_stale, include_flagged=True)
     columns, rows = rank(con, settings.workloads, options=options)
     wanted = [c for c in ADVICE_NAMES if c in columns] + ["flag_reason"]
     at = [columns.index(c) for c in wanted]
@@ -512,7 +521,10 @@ def _no_price(specs: dict[str, Any]) -> str:
 RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing, term_months"
 
 # The cheapest current offer of a GPU model per rental compared, priced per GPU-hour; spot
-# carries its restart overhead (tco.spot_overhead, the same factor written out in SQL).
+# carries its restart overhead (tco.spot_overhead, the same factor written out in SQL). A
+# derived price (a rule applied to a published one, e.g. OCI preemptible = 50 % of on-demand)
+# is never the cheapest rental, as in `prices` and `advise`; equal prices are ordered by the
+# offer's whole key, so the offer named is the same on every run.
 _RENTAL_SQL = {
     "on_demand": "pricing = 'on_demand'",
     "commitment": "pricing = 'reserved'",
@@ -535,8 +547,8 @@ def _cheapest(con: Any, model: str, against: str, include_flagged: bool) -> dict
     row = con.execute(
         f"SELECT {RENTAL_COLUMNS}, price_gpu_hour_usd, CAST({factor} AS DOUBLE) FROM offers "
         f"WHERE gpu_model = ? AND {_RENTAL_SQL[against]} AND price_gpu_hour_usd IS NOT NULL "
-        "AND (flag IS NULL OR ?) "
-        f"ORDER BY price_gpu_hour_usd * {factor}, provider, region, instance_type LIMIT 1",
+        "AND price_origin = 'published' AND (flag IS NULL OR ?) "
+        f"ORDER BY price_gpu_hour_usd * {factor}, {reads.OFFER_KEY} LIMIT 1",
         [model, include_flagged],
     ).fetchone()
     if not row:

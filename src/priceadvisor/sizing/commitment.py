@@ -19,36 +19,57 @@ from typing import Any
 import duckdb
 
 from priceadvisor.config import WorkloadProfile
+from priceadvisor.records import utcnow
+from priceadvisor.store import freshness
 
 HOURS_PER_MONTH = 730  # 8,760 / 12, as every monthly figure in the store
 
-# The workload's place constraints apply; its pricing list (on_demand, spot) does not. Bounded:
-# a GPU model has a few commitments per provider and term.
-_CANDIDATES_SQL = """
+# The workload's constraints on offers apply as `advise` applies them to its ranking (places,
+# at most `max_gpus` per offer, `require_available`: only what the source says can be rented
+# now), and so does freshness (a stale price only with --include-stale, one older than a week
+# never: store.freshness); its pricing list (on_demand, spot) does not. Equal prices: the
+# offer's whole key decides. Bounded: a GPU model has a few commitments per provider and term.
+_CANDIDATES_SQL = f"""
 SELECT provider, region, instance_type, gpu_model, gpu_count, term_months, price_hour_usd,
     price_gpu_hour_usd, upfront_usd, monthly_usd AS provider_monthly_usd, source_url
-FROM offers
-WHERE pricing = 'reserved' AND gpu_model = $model AND gpu_count >= 1
+FROM (
+    SELECT o.*, {freshness.freshness_sql("o.last_seen", "f.interval_s", "$now")} AS freshness
+    FROM offers AS o LEFT JOIN _fetch_intervals AS f ON f.provider = o.provider
+    WHERE o.pricing = 'reserved' AND o.gpu_model = $model
+)
+WHERE gpu_count >= 1 AND (freshness = 'fresh' OR (freshness = 'stale' AND $include_stale))
   AND price_gpu_hour_usd IS NOT NULL AND flag IS NULL AND price_origin = 'published'
   AND (len($providers) = 0 OR list_contains($providers, provider))
   AND (len($countries) = 0 OR list_contains($countries, country))
   AND (len($continents) = 0 OR list_contains($continents, continent))
   AND (NOT $eu_only OR is_eu)
-ORDER BY price_gpu_hour_usd, term_months, provider, region, instance_type
+  AND ($max_gpus IS NULL OR gpu_count <= $max_gpus)
+  AND (NOT $require_available OR coalesce(available, false))
+ORDER BY price_gpu_hour_usd, term_months, provider, region, zone, instance_type
 LIMIT 500
 """
 
 
 def candidates(
-    con: duckdb.DuckDBPyConnection, profile: WorkloadProfile, model: str
+    con: duckdb.DuckDBPyConnection,
+    profile: WorkloadProfile,
+    model: str,
+    include_stale: bool = False,
+    intervals: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """The commitments for `model` within the workload's places, cheapest per GPU-hour first."""
+    """The commitments for `model` within the workload's constraints, cheapest per GPU-hour
+    first; `intervals`: the providers' fetch intervals as configured (else their manifests')."""
+    freshness.load_intervals(con, intervals)
     params = {
+        "now": utcnow(),
+        "include_stale": include_stale,
         "model": model,
         "providers": list(profile.providers),
         "countries": [c.upper() for c in profile.countries],
         "continents": list(profile.continents),
         "eu_only": profile.eu_only,
+        "max_gpus": profile.max_gpus,
+        "require_available": profile.require_available,
     }
     cursor = con.execute(_CANDIDATES_SQL, params)
     names = [d[0] for d in cursor.description]
@@ -86,12 +107,15 @@ def for_workloads(
     con: duckdb.DuckDBPyConnection,
     profiles: list[WorkloadProfile],
     best_rows: Mapping[str, Mapping[str, Any]],
+    include_stale: bool = False,
+    intervals: Mapping[str, float] | None = None,
 ) -> dict[str, dict[str, Any] | None]:
     """Per workload (by name) with a best row: its commitment at its size, or None."""
     found: dict[str, dict[str, Any] | None] = {}
     for profile in profiles:
         best = best_rows.get(profile.name)
         if best is not None:
-            offers = candidates(con, profile, str(best["gpu_model"]))
+            model = str(best["gpu_model"])
+            offers = candidates(con, profile, model, include_stale, intervals)
             found[profile.name] = cheapest_at_size(offers, best)
     return found

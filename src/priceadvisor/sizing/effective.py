@@ -150,13 +150,22 @@ _SPOT_TERM = """CASE WHEN pricing <> 'spot' THEN NULL
     WHEN training THEN 'spot: no interruptions expected'
     ELSE printf('spot overhead +%.1f %% (flat: checkpoints 5 %% + half the %s interruption rate)',
         (run_overhead - 1) * 100, interruption_source) END"""
-_STORAGE_TERM = """CASE WHEN storage_gb IS NULL THEN NULL
+
+
+def _dollars(amount: str) -> str:
+    """An added cost in words: cents, or two significant digits below a cent (a short run's
+    storage is a fraction of a cent, never "+$0.00")."""
+    cents, below = f"printf('%.2f', {amount})", f"printf('%.2g', {amount})"
+    return f"CASE WHEN {amount} >= 0.01 THEN {cents} ELSE {below} END"
+
+
+_STORAGE_TERM = f"""CASE WHEN storage_gb IS NULL THEN NULL
     WHEN disk_usd_gb_month IS NULL
     THEN printf('storage %g GB: disk price unknown, not counted', storage_gb)
     ELSE printf('storage %g GB × $%.4g/GB-month%s', disk_gb, disk_usd_gb_month,
             CASE WHEN host_disk THEN ' (this host''s price)' ELSE '' END)
-        || CASE WHEN training THEN printf(' for %.4g h: +$%.2f', billed_h,
-            storage_month * billed_h / 730) ELSE '' END
+        || CASE WHEN training THEN printf(' for %.4g h: +$%s', billed_h,
+            {_dollars("storage_month * billed_h / 730")}) ELSE '' END
         || CASE WHEN minimum_disk_gb IS NULL THEN ' (minimum disk unknown)'
                 WHEN minimum_disk_gb > storage_gb THEN ' (the minimum disk)' ELSE '' END
     END"""

@@ -313,8 +313,11 @@ def history(
 def history_query(
     flt: OfferFilter, region: str | None, instance_type: str | None, limit: int
 ) -> tuple[str, list[Any]]:
-    """The SQL and parameters of `history` (the CLI's and the Python API's one query)."""
-    where, params = flt.where()
+    """The SQL and parameters of `history` (the CLI's and the Python API's one query): every
+    interval, flagged ones too (the log is no "cheapest" answer; a glitch stays marked), each
+    with its whole key, so two zones or two commitment terms of one instance never read as one
+    offer's history."""
+    where, params = flt.replaced(include_flagged=True).where()
     extra = ""
     if region:
         extra += " AND region = ?"
@@ -323,13 +326,13 @@ def history_query(
         extra += " AND instance_type = ?"
         params.append(instance_type)
     sql = f"""
-        SELECT provider, region, instance_type, gpu_model, gpu_count, pricing,
-               price_hour_usd, price_gpu_hour_usd, price_origin, available, stock, valid_from,
-               valid_to, last_seen
+        SELECT provider, region, zone, instance_type, gpu_model, gpu_count, pricing,
+               term_months, price_hour_usd, price_gpu_hour_usd, price_origin, available, stock,
+               valid_from, valid_to, last_seen, flag
         FROM (SELECT h.*, r.country, r.country_name, r.continent, r.is_eu
               FROM price_history AS h LEFT JOIN regions AS r USING (provider, region))
         WHERE {where}{extra}
-        ORDER BY provider, region, instance_type, pricing, zone, valid_from DESC
+        ORDER BY {OFFER_KEY}, valid_from DESC
         LIMIT ?"""
     return sql, [*params, limit]
 
@@ -374,12 +377,13 @@ def provider_health(con: duckdb.DuckDBPyConnection) -> Table:
 
 
 def flagged_offers(con: duckdb.DuckDBPyConnection) -> Table:
-    """Current offers the offer guard flagged (store.guard), cheapest first per provider."""
+    """Current offers the offer guard flagged (store.guard), cheapest first per provider, each
+    with its whole key (two zones or two terms of one instance are two offers)."""
     return fetch_table(
         con,
         f"""
-        SELECT provider, region, instance_type, pricing, gpu_model, price_gpu_hour_usd, flag,
-            flag_reason
+        SELECT provider, region, zone, instance_type, pricing, term_months, gpu_model,
+            price_gpu_hour_usd, flag, flag_reason
         FROM offers WHERE flag IS NOT NULL
         ORDER BY provider, price_gpu_hour_usd NULLS LAST, {OFFER_KEY}""",
     )
