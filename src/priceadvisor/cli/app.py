@@ -238,7 +238,10 @@ ContinentOpt = Annotated[
 EuOpt = Annotated[bool, typer.Option("--eu", help="Only EU member states.")]
 PricingOpt = Annotated[
     str | None,
-    typer.Option(help="on_demand, spot or market (market averages are shown only when asked)."),
+    typer.Option(
+        help="on_demand, spot, market or reserved (market averages and commitments are shown "
+        "only when asked)."
+    ),
 ]
 
 
