@@ -102,16 +102,26 @@ FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL
 GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 
+# An offer is gone once, whatever number of intervals (price, availability or stock changes) its
+# history has in the week: its last interval says what it was, and what "new" leaves out
+# (commitments, market averages, derived prices, flagged offers) is no "gone" news either.
 VANISHED_SQL = """
-SELECT h.provider, h.gpu_model, count(*) AS offers,
-    list(DISTINCT h.region ORDER BY h.region)[1:4] AS regions
-FROM price_history AS h
-WHERE h.valid_to > $week_ago AND h.gpu_model IS NOT NULL AND NOT EXISTS (
-    SELECT 1 FROM offers o WHERE o.provider = h.provider AND o.region = h.region
-      AND o.zone IS NOT DISTINCT FROM h.zone
-      AND o.instance_type = h.instance_type AND o.pricing = h.pricing
-      AND o.term_months IS NOT DISTINCT FROM h.term_months)
-GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
+WITH gone AS (
+    SELECT h.* FROM price_history AS h
+    WHERE h.valid_to > $week_ago AND NOT EXISTS (
+        SELECT 1 FROM offers o WHERE o.provider = h.provider AND o.region = h.region
+          AND o.zone IS NOT DISTINCT FROM h.zone
+          AND o.instance_type = h.instance_type AND o.pricing = h.pricing
+          AND o.term_months IS NOT DISTINCT FROM h.term_months)
+    QUALIFY row_number() OVER (
+        PARTITION BY provider, region, zone, instance_type, pricing, term_months
+        ORDER BY valid_to DESC) = 1
+)
+SELECT provider, gpu_model, count(*) AS offers,
+    list(DISTINCT region ORDER BY region)[1:4] AS regions
+FROM gone WHERE gpu_model IS NOT NULL AND pricing IN ('on_demand', 'spot')
+  AND price_origin = 'published' AND flag IS NULL
+GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 
 BEST_SQL = f"""
