@@ -40,6 +40,7 @@ import duckdb
 from priceadvisor.config import AlertRule, AlertSettings, WorkloadProfile
 from priceadvisor.notify import Message, list_vs_effective, provenance
 from priceadvisor.notify import slack as blocks
+from priceadvisor.notify.render import money
 from priceadvisor.sizing import apicompare
 from priceadvisor.store import freshness, transactions
 from priceadvisor.store.ids import next_id
@@ -65,18 +66,26 @@ CREATE OR REPLACE TEMP TABLE alert_obs (
     title VARCHAR, lines VARCHAR[])"""
 
 # One series per GPU model x provider x region; labels and fingerprint as Observation makes them.
+# The price a new offer is "from" is one the provider publishes (as the digest's new offers): a
+# derived price (Oracle's preemptible = half its on-demand) is no price it lists. Without a GPU
+# count there is no per-GPU price: the offer's own is given, never "$0.000/GPU-h".
 NEW_OFFERS_SQL = """
 INSERT INTO alert_obs
 SELECT 'new_offer:gpu_model=' || gpu_model || ',provider=' || provider || ',region=' || region,
     'new_offer', json_object('gpu_model', gpu_model, 'provider', provider, 'region', region),
     1.0, true, 'new ' || gpu_model || ' offer',
-    [format('{} at {} {} from ${:.3f}/GPU-h ({}, fetched {} UTC)', gpu_model, provider, region,
-            coalesce(min(price_gpu_hour_usd), 0),
-            coalesce(arg_min(source_url, price_gpu_hour_usd), 'no source URL'),
+    [format('{} at {} {} from {} ({}, fetched {} UTC)', gpu_model, provider, region,
+            CASE WHEN count(price_gpu_hour_usd) > 0
+                 THEN format('${:.3f}/GPU-h', min(price_gpu_hour_usd))
+                 ELSE format('${:.3f}/h per offer (GPU count unknown)', min(price_hour_usd))
+            END,
+            coalesce(arg_min(source_url, coalesce(price_gpu_hour_usd, price_hour_usd)),
+                     'no source URL'),
             strftime(max(last_seen), '%Y-%m-%d %H:%M'))]
 FROM _alert_offers
 WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu)
   AND pricing IN ('on_demand', 'spot')  -- no market averages, no commitments
+  AND price_origin = 'published'
   AND flag IS NULL  -- an offer the offer guard flagged is no news until confirmed
   AND (len($providers) = 0 OR list_contains($providers, provider))
 GROUP BY gpu_model, provider, region
@@ -205,8 +214,8 @@ def _cheaper(
     unit = "per run" if rows[0][1] not in ("serve", "batch") else "per 1M tokens"
     now = _now(con)
     lines = [
-        f"${c:,.4g} {unit}{list_vs_effective({'cost': c, 'list_cost': lc, 'terms': t})}: "
-        f"{p} {r} {i} ({int(n)}x {g}, {pr}) [{provenance(p, u, at, o, now)}]"
+        f"{money(c)} {unit}{list_vs_effective({'cost': c, 'list_cost': lc, 'terms': t})}: "
+        f"{p} {r} {i} ({n:g}x {g}, {pr}) [{provenance(p, u, at, o, now)}]"
         for c, _, p, r, i, pr, n, g, u, at, o, lc, t in rows
     ]
     return [
@@ -305,7 +314,7 @@ def _available(
     ).fetchall()
     now = _now(con)
     lines = [
-        f"rentable now: {p} {r} {i} ({int(n)}x {g}, {pr}) ${h:,.4g}/h"
+        f"rentable now: {p} {r} {i} ({n:g}x {g}, {pr}) {money(h)}/h"
         + (f", stock {st}" if st else "")
         + f" [{provenance(p, u, at, o, now)}]"
         for p, r, i, n, g, pr, h, st, u, at, o in rows[:5]
