@@ -78,11 +78,14 @@ SELECT count(*) AS offers, count(DISTINCT provider) AS providers,
 FROM offers
 """
 
+# A week-ago price the offer guard flagged (a glitch kept in the history with its `price_jump`
+# flag) was no offer: no basis for a change, here as in the GPU table's weekly prices.
 MOVERS_SQL = """
 WITH earlier AS (
     SELECT provider, region, zone, instance_type, pricing, price_hour_usd AS before
     FROM price_history
     WHERE valid_from <= $week_ago AND coalesce(valid_to, 'infinity'::TIMESTAMP) > $week_ago
+      AND flag IS NULL
 )
 SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_origin,
     o.source_url, o.last_seen AS fetched_at, t.before,
@@ -135,7 +138,7 @@ FROM advice AS a
 LEFT JOIN price_history AS h
   ON h.provider = a.provider AND h.region = a.region AND h.zone IS NOT DISTINCT FROM a.zone
   AND h.instance_type = a.instance_type AND h.pricing = a.pricing AND h.valid_from <= $week_ago
-  AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > $week_ago
+  AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > $week_ago AND h.flag IS NULL
 WHERE a.rank <= $top
 ORDER BY a.workload, a.rank
 """
