@@ -249,10 +249,13 @@ def _api_cheaper(
         if cheaper
         else f"API {api} is cheaper than self-hosting {rule.workload} again"
     )
+    # One series per workload, not per API: when another API of the model becomes the cheapest
+    # one, "self-hosting is cheaper than the cheapest API" must resolve, not leave a series of
+    # the old API firing that nothing observes any more.
     return [
         Observation(
             "api_cheaper",
-            {"workload": str(rule.workload), "api": api},
+            {"workload": str(rule.workload)},
             1.0 if cheaper else 0.0,
             condition=cheaper,
             lines=[head, found.sentence()],
