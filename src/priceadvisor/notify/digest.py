@@ -331,7 +331,8 @@ def slack_payloads(digest: Digest, subject: str) -> list[dict[str, Any]]:
     """A compact summary: no columns to align in a proportional font, every price with who and
     where, at most a handful of lines per section; the full tables are in the email."""
     content: list[dict[str, Any]] = [blocks.header(subject)]
-    content += [blocks.section(text) for text in _slack_lines(digest)]
+    for text in _slack_lines(digest):  # a section over Slack's limit goes on in the next one
+        content += blocks.sections(text.split("\n"))
     return blocks.paginate(content, subject)
 
 

@@ -1,0 +1,47 @@
+"""The digest's Slack summary keeps every line it has: a section longer than Slack's 3000
+characters goes on in the next section, never cut off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from priceadvisor.cli.app import main
+from priceadvisor.config import load_settings
+from priceadvisor.notify import digest
+from priceadvisor.notify.slack import MAX_SECTION_CHARS
+from priceadvisor.records import utcnow
+from priceadvisor.sizing.advisor import store_advice
+from priceadvisor.store import connections
+
+# Pre-training runs on Vast.ai's spot market: each best option's line says its billing, spot
+# restart and storage terms and the rank it moved from, ~600 characters.
+WORKLOAD = """
+[[workloads]]
+name = "pretrain-{n}"
+task = "pretrain"
+model = "llama-3.1-8b"
+train_tokens = {tokens}
+spot_ok = true
+storage_gb = 400
+"""
+
+
+def test_every_workload_reaches_slack(db_path: Path, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        main(["--db", str(db_path), "fetch", "--offline", "-p", "vast"])
+    config = tmp_path / "c.toml"
+    config.write_text("".join(WORKLOAD.format(n=n, tokens=n * 1e9) for n in range(1, 9)))
+    settings = load_settings(config)
+    with connections.writer(db_path) as con:
+        store_advice(con, settings.workloads)
+        built = digest.build(con, settings, utcnow())
+    payloads = digest.render(built).slack
+    texts = [b["text"]["text"] for p in payloads for b in p["blocks"] if b["type"] == "section"]
+    [shown] = [r for r in built.workloads if r["workload"] == "pretrain-8" and r["rank"] == 1]
+    assert all(len(t) <= MAX_SECTION_CHARS for t in texts)
+    slack = "\n".join(texts)
+    assert [n for n in range(1, 9) if f"\npretrain-{n}: $" not in slack] == []
+    assert len([t for t in texts if "pretrain-" in t]) > 1  # more than one section's worth
+    assert f"pretrain-8: ${shown['cost']:,.2f} per run" in slack
