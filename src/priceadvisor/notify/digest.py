@@ -20,6 +20,7 @@ from priceadvisor.notify import Message, list_vs_effective
 from priceadvisor.notify import slack as blocks
 from priceadvisor.notify.chart import CID as price_chart_cid
 from priceadvisor.notify.chart import ChartUnavailable, price_chart
+from priceadvisor.notify.render import counted, money
 from priceadvisor.sizing import apicompare
 from priceadvisor.store import reads
 from priceadvisor.store.handle import Store
@@ -236,8 +237,8 @@ def headline(digest: Digest) -> str:
     else any GPU's, else the biggest single offer move."""
     if digest.first_week:
         return (
-            f"First GPU price digest: {digest.market.get('offers', 0):,} offers from "
-            f"{digest.market.get('providers', 0)} providers"
+            f"First GPU price digest: {counted(digest.market.get('offers', 0), 'offer')} from "
+            f"{counted(digest.market.get('providers', 0), 'provider')}"
         )
     moved = [r for r in digest.gpu_prices if r["change"]]
     mine = [r for r in moved if r["gpu_model"] in digest.reader_gpus]
@@ -245,19 +246,19 @@ def headline(digest: Digest) -> str:
         top = max(mine or moved, key=lambda r: abs(r["change"]))
         return (
             f"{top['gpu_model']} {_kind(top['pricing'])} {_pct(top['change'])} to "
-            f"${top['now_price']:.2f}/GPU-h ({top['provider']}, {top['region']})"
+            f"{money(top['now_price'])}/GPU-h ({top['provider']}, {top['region']})"
         )
     if digest.movers:
         m = digest.movers[0]
         return (
             f"{m['gpu_model'] or m['instance_type']} at {m['provider']} {m['region']} "
-            f"{_pct(m['change'])} to ${m['now']:.2f}/h"
+            f"{_pct(m['change'])} to {money(m['now'])}/h"
         )
     mine = [r for r in digest.gpu_prices if r["gpu_model"] in digest.reader_gpus]
     if mine:
         cheapest = min(mine, key=lambda r: r["now_price"])
         return (
-            f"No price changes; {cheapest['gpu_model']} from ${cheapest['now_price']:.2f}/GPU-h "
+            f"No price changes; {cheapest['gpu_model']} from {money(cheapest['now_price'])}/GPU-h "
             f"({cheapest['provider']}, {cheapest['region']})"
         )
     return "No price changes"
@@ -341,9 +342,10 @@ def _slack_lines(digest: Digest) -> list[str]:
     lines = []
     if digest.first_week:
         lines.append(
-            f"First week of data: {digest.market.get('offers', 0):,} offers of "
-            f"{digest.market.get('gpu_models', 0)} GPU models from "
-            f"{digest.market.get('providers', 0)} providers. Changes appear from next week."
+            f"First week of data: {counted(digest.market.get('offers', 0), 'offer')} of "
+            f"{counted(digest.market.get('gpu_models', 0), 'GPU model')} from "
+            f"{counted(digest.market.get('providers', 0), 'provider')}. "
+            "Changes appear from next week."
         )
     best = [r for r in digest.workloads if r["rank"] == 1]
     if best:
@@ -362,7 +364,7 @@ def _slack_lines(digest: Digest) -> list[str]:
                 f"{_pct(r['change'])} {e(r['provider'])} {e(r['region'])} "
                 f"`{e(r['instance_type'])}` {_kind(r['pricing'])}"
                 f"{' (derived)' if r['price_origin'] == 'derived' else ''}: "
-                f"${r['before']:.2f} → ${r['now']:.2f}/h"
+                f"{money(r['before'])} → {money(r['now'])}/h"
                 for r in digest.movers[:SLACK_ROWS]
             )
         )
@@ -398,7 +400,7 @@ def _slack_workload(r: dict[str, Any]) -> str:
     figure = f"{r['hours']:,.1f} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
     market = " (marketplace, no SLA)" if r["marketplace"] else ""
     return (
-        f"{e(r['workload'])}: ${r['cost']:,.2f} {unit}{e(list_vs_effective(r))} "
+        f"{e(r['workload'])}: {money(r['cost'])} {unit}{e(list_vs_effective(r))} "
         f"on {e(r['provider'])} {e(r['region'])}"
         f"{market}, {r['gpu_count']:g}× {e(r['gpu_model'])} {_kind(r['pricing'])}, "
         f"{e(r['binding'])}-bound, {figure} ({e(_source(r))})"
@@ -419,7 +421,7 @@ def _slack_price(r: dict[str, Any], digest: Digest) -> str:
         name = f"<{e(digest.dashboard_url.rstrip('/'))}/gpu/{e(r['gpu_model'])}|{name}>"
     change = "" if digest.first_week else f" ({_pct(r['change'])} w/w)"
     return (
-        f"{name} {_kind(r['pricing'])}: ${r['now_price']:.2f}/GPU-h at "
+        f"{name} {_kind(r['pricing'])}: {money(r['now_price'])}/GPU-h at "
         f"{e(r['provider'] or '?')} {e(r['region'] or '')}{change}"
     )
 
@@ -428,7 +430,7 @@ def _slack_new_gone(digest: Digest) -> str:
     e = blocks.escape
     new = [
         f"new: {e(r['provider'])} {e(r['gpu_model'])}, {r['offers']} offer(s) from "
-        f"${r['cheapest']:.2f}/GPU-h in {e(', '.join(r['regions']))}"
+        f"{money(r['cheapest'])}/GPU-h in {e(', '.join(r['regions']))}"
         for r in digest.new_offers[:SLACK_ROWS]
     ]
     gone = [
