@@ -183,16 +183,30 @@ def observe(
         return _price_drop(con, rule, failing)
     if rule.kind == "available":
         return _available(con, rule, failing)
+    return _provider_failing(con, failing)
+
+
+def _provider_failing(con: duckdb.DuckDBPyConnection, failing: list[str]) -> list[Observation]:
+    """One series per provider that has run: a provider fetching again is observed too (the
+    condition no longer holds), so its alert resolves and a later failure alerts afresh."""
+    ran = con.execute(
+        "SELECT DISTINCT provider FROM core.fetch_runs"
+        " WHERE status NOT IN ('running', 'skipped', 'abandoned', 'superseded') ORDER BY 1"
+    ).fetchall()
     return [
         Observation(
             "provider_failing",
             {"provider": p},
-            1.0,
-            condition=True,
+            1.0 if p in failing else 0.0,
+            condition=p in failing,
             title=f"{p} is failing",
-            lines=[f"{p}: its last runs all failed"],
+            lines=[
+                f"{p}: its last runs all failed"
+                if p in failing
+                else f"{p}: fetching again (its latest run did not fail)"
+            ],
         )
-        for p in failing
+        for p in sorted({r[0] for r in ran} | set(failing))
     ]
 
 
