@@ -8,9 +8,10 @@ from pathlib import Path
 
 from priceadvisor.config import AlertRule, AlertSettings
 from priceadvisor.notify import alerts
-from priceadvisor.records import RunStatus, utcnow
+from priceadvisor.records import RawQuote, RunStatus, utcnow
 from priceadvisor.store import connections
-from tests.notify.test_alerts import fetch
+from tests.conftest import ingest_quotes
+from tests.notify.test_alerts import H100, fetch
 
 FAILING = AlertSettings(
     rules=[AlertRule(kind="provider_failing")], for_fetches=1, failing_after=2, send_resolved=True
@@ -42,3 +43,44 @@ def test_a_provider_fetching_again_resolves_its_failing_alert(db_path: Path) -> 
     for _ in range(2):  # failing again, an hour later: a new alert, not a silent state
         fetch(db_path, {}, status=RunStatus.FAILED)
     assert evaluate(db_path, now + dt.timedelta(hours=2)) == [("azure", False)]
+
+
+def test_a_message_says_which_of_its_alerts_resolved(db_path: Path) -> None:
+    # Two rules on one GPU model share a message; in one evaluation the on-demand drop is over
+    # (its price went back up) while the spot price drops.
+    settings = AlertSettings(
+        rules=[
+            AlertRule(kind="price_drop", gpu_model="H100-SXM-80GB", pricing="on_demand"),
+            AlertRule(kind="price_drop", gpu_model="H100-SXM-80GB", pricing="spot"),
+        ],
+        for_fetches=1,
+        send_resolved=True,
+    )
+
+    def prices(on_demand: float, spot: float) -> list[alerts.Decision]:
+        quotes = [
+            RawQuote(
+                region="eastus",
+                instance_type=H100,
+                pricing=pricing,
+                price=price,
+                gpu_name_raw="H100 SXM",
+                gpu_count=8.0,
+            )
+            for pricing, price in (("on_demand", on_demand), ("spot", spot))
+        ]
+        ingest_quotes(db_path, "azure", quotes)
+        with connections.writer(db_path) as con:
+            return alerts.evaluate(con, settings, utcnow())
+
+    assert prices(98.32, 40.0) == []
+    assert [d.observation.labels["pricing"] for d in prices(80.0, 40.0)] == ["on_demand"]
+    both = prices(98.32, 30.0)
+    assert sorted((d.observation.labels["pricing"], d.resolved) for d in both) == [
+        ("on_demand", True),
+        ("spot", False),
+    ]
+    [message] = alerts.messages(both, utcnow())
+    over = next(d for d in both if d.resolved).observation.lines
+    assert all(f"- resolved: {line}" in message.text for line in over), message.text
+    assert all(f"resolved: {line}" in message.html for line in over)

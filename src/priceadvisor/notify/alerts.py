@@ -509,7 +509,13 @@ def _message(group: str, decisions: list[Decision], now: dt.datetime) -> Message
     first = decisions[0].observation
     state = "resolved" if all(d.resolved for d in decisions) else "firing"
     subject = f"[priceadvisor] {first.title}" + (" (resolved)" if state == "resolved" else "")
-    lines = [line for d in decisions for line in d.observation.lines]
+    # A message that fires may carry an alert of its group that resolved: say which lines.
+    mark = state == "firing"
+    lines = [
+        f"resolved: {line}" if mark and d.resolved else line
+        for d in decisions
+        for line in d.observation.lines
+    ]
     text = subject + "\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
     from priceadvisor.notify.render import render  # noqa: PLC0415 - Jinja on demand
 
