@@ -23,6 +23,7 @@ from priceadvisor.notify.chart import ChartUnavailable, price_chart
 from priceadvisor.notify.render import counted, money
 from priceadvisor.sizing import apicompare
 from priceadvisor.store import reads
+from priceadvisor.store.freshness import EXCLUDED_AFTER_HOURS
 from priceadvisor.store.handle import Store
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,8 @@ WEEKS = 8
 GPU_ROWS = 12
 SPARK = "▁▂▃▄▅▆▇█"
 
+# A price its provider has not confirmed for longer than the exclusion limit (a week: its
+# fetches fail) is no price of now, as advice and alerts read it; at each weekly point alike.
 GPU_PRICES_SQL = f"""
 WITH points AS (
     SELECT w, $now - INTERVAL (7 * w) DAY AS at FROM range({WEEKS}) AS r(w)
@@ -43,6 +46,7 @@ weekly AS (
     WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL
       AND h.pricing IN ('on_demand', 'spot')  -- no market averages, no commitments
       AND h.price_origin = 'published' AND h.flag IS NULL  -- flagged: never "cheapest"
+      AND h.last_seen > p.at - INTERVAL {EXCLUDED_AFTER_HOURS} HOUR  -- a price of that week
     GROUP BY ALL
 )
 SELECT gpu_model, pricing,
@@ -63,6 +67,7 @@ LEFT JOIN (
         arg_min(price_origin, (price_gpu_hour_usd, provider, region)) AS price_origin
     FROM offers WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
         AND price_origin = 'published' AND flag IS NULL  -- the prices `weekly` reads
+        AND last_seen > $now - INTERVAL {EXCLUDED_AFTER_HOURS} HOUR
     GROUP BY ALL
 ) AS c USING (gpu_model, pricing)
 GROUP BY ALL
