@@ -413,9 +413,11 @@ def evaluate(
     _prepare_offers(con, settings, now, intervals)
     try:
         for rule in settings.rules:
-            seeded = _known(con, rule.kind)
+            seeded = _known(con, rule)
             _load_observations(con, rule, failing, workloads)
             decisions += _step(con, settings, rule, now, seeded)
+            if rule.kind == "new_offer":
+                _mark_watched(con, rule, now)
     finally:
         con.execute(
             "DROP TABLE IF EXISTS alert_obs; DROP TABLE IF EXISTS alert_next; "
@@ -425,9 +427,46 @@ def evaluate(
     return decisions
 
 
-def _known(con: duckdb.DuckDBPyConnection, rule: str) -> bool:
-    row = con.execute("SELECT count(*) FROM core.alert_state WHERE rule = ?", [rule]).fetchone()
+def _known(con: duckdb.DuckDBPyConnection, rule: AlertRule) -> bool:
+    """Whether this rule was evaluated before. A `new_offer` rule is, per its own scope (GPU
+    model and providers): once it has watched, even over no offer at all (the first B200 is
+    news), and not because another rule watched other GPUs (their offers are no news to it)."""
+    if rule.kind != "new_offer":
+        row = con.execute(
+            "SELECT count(*) FROM core.alert_state WHERE rule = ?", [rule.kind]
+        ).fetchone()
+        return bool(row and row[0])
+    marker, _ = _watch_marker(rule)
+    row = con.execute(
+        """
+        SELECT count(*) FROM core.alert_state
+        WHERE rule = 'new_offer' AND (fingerprint = $marker OR (
+            (labels ->> 'region') IS NOT NULL  -- a series of an offer, in this rule's scope
+            AND ($gpu IS NULL OR (labels ->> 'gpu_model') = $gpu)
+            AND (len($providers) = 0 OR list_contains($providers, labels ->> 'provider'))))""",
+        {"marker": marker, "gpu": rule.gpu_model, "providers": rule.providers},
+    ).fetchone()
     return bool(row and row[0])
+
+
+def _watch_marker(rule: AlertRule) -> tuple[str, dict[str, str]]:
+    """The state row that says a `new_offer` rule has watched its scope: labelled with the
+    scope (never a provider and region, as an offer's series is), not firing."""
+    labels = {"gpu_model": rule.gpu_model or "*", "providers": ",".join(sorted(rule.providers))}
+    return Observation("new_offer", labels, 0.0).fingerprint, labels
+
+
+def _mark_watched(con: duckdb.DuckDBPyConnection, rule: AlertRule, now: dt.datetime) -> None:
+    marker, labels = _watch_marker(rule)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE alert_watch AS SELECT $marker AS fingerprint,"
+        " 'new_offer' AS rule, $labels::JSON AS labels, NULL::DOUBLE AS reference,"
+        " NULL::DOUBLE AS value, 0 AS pending, false AS firing, NULL::DOUBLE AS notified_value,"
+        " NULL::TIMESTAMP AS last_notified_at, $now::TIMESTAMP AS updated_at",
+        {"marker": marker, "labels": json.dumps(labels), "now": now},
+    )
+    transactions.replace_rows(con, "core.alert_state", ["fingerprint"], "alert_watch")
+    con.execute("DROP TABLE alert_watch")
 
 
 def _load_observations(
