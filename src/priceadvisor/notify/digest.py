@@ -99,7 +99,8 @@ SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_or
 FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
 WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
   AND o.pricing IN ('on_demand', 'spot') AND o.flag IS NULL
-ORDER BY abs(change) DESC, o.provider, o.region, o.instance_type LIMIT $limit
+ORDER BY abs(change) DESC, o.provider, o.region, o.zone NULLS FIRST, o.instance_type, o.pricing
+LIMIT $limit
 """
 
 NEW_SQL = """
@@ -258,6 +259,7 @@ def headline(digest: Digest) -> str:
         return (
             f"{m['gpu_model'] or m['instance_type']} at {m['provider']} {m['region']} "
             f"{_pct(m['change'])} to {money(m['now'])}/h"
+            + (" (derived)" if m["price_origin"] == "derived" else "")
         )
     mine = [r for r in digest.gpu_prices if r["gpu_model"] in digest.reader_gpus]
     if mine:
