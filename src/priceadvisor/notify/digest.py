@@ -86,20 +86,38 @@ FROM offers
 
 # A week-ago price the offer guard flagged (a glitch kept in the history with its `price_jump`
 # flag) was no offer: no basis for a change, here as in the GPU table's weekly prices.
-MOVERS_SQL = """
+# Both ends at one exchange rate: an open interval's USD price follows the latest rate, a closed
+# one keeps the rate it closed with, so a euro price that held would "move" with the rate only
+# where a stock change closed an interval in the week. Compared in the source's currency, the
+# week-ago price is shown at today's rate.
+WEEK_AGO_AT_TODAYS_RATE = """
+CASE WHEN {now}.currency IS NOT DISTINCT FROM {then}.currency AND {now}.price_hour_original > 0
+     THEN CASE WHEN {then}.price_hour_original = {now}.price_hour_original
+               THEN {now}.price_hour_usd
+               ELSE {then}.price_hour_original * {now}.price_hour_usd / {now}.price_hour_original
+          END
+     ELSE {then}.price_hour_usd
+END"""
+
+MOVERS_SQL = f"""
 WITH earlier AS (
-    SELECT provider, region, zone, instance_type, pricing, price_hour_usd AS before
+    SELECT provider, region, zone, instance_type, pricing, price_hour_usd, price_hour_original,
+        currency
     FROM price_history
     WHERE valid_from <= $week_ago AND coalesce(valid_to, 'infinity'::TIMESTAMP) > $week_ago
       AND flag IS NULL
+),
+compared AS (
+    SELECT o.*, {WEEK_AGO_AT_TODAYS_RATE.format(now="o", then="t")} AS before
+    FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
+    WHERE coalesce(o.zone, '') = coalesce(t.zone, '')
+      AND o.pricing IN ('on_demand', 'spot') AND o.flag IS NULL
 )
-SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_origin,
-    o.source_url, o.last_seen AS fetched_at, t.before,
-    o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
-FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
-WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
-  AND o.pricing IN ('on_demand', 'spot') AND o.flag IS NULL
-ORDER BY abs(change) DESC, o.provider, o.region, o.zone NULLS FIRST, o.instance_type, o.pricing
+SELECT provider, region, instance_type, gpu_model, pricing, price_origin,
+    source_url, last_seen AS fetched_at, before,
+    price_hour_usd AS now, (price_hour_usd - before) / before AS change
+FROM compared WHERE price_hour_usd <> before
+ORDER BY abs(change) DESC, provider, region, zone NULLS FIRST, instance_type, pricing
 LIMIT $limit
 """
 
@@ -138,7 +156,8 @@ BEST_SQL = f"""
 SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
     a.gpu_count, a.pricing, a.price_hour_usd, coalesce(a.cost_usd, a.usd_per_mtok) AS cost,
     a.list_cost_usd AS list_cost, coalesce(a.terms_applied, []) AS terms, a.rank_reason,
-    a.binding, a.tokens_per_s, a.hours, a.tpot_ms, h.price_hour_usd AS price_week_ago,
+    a.binding, a.tokens_per_s, a.hours, a.tpot_ms,
+    {WEEK_AGO_AT_TODAYS_RATE.format(now="o", then="h")} AS price_week_ago,
     a.source_url, a.fetched_at, a.price_origin, a.freshness,
     {reads.no_sla("a")} AS marketplace
 FROM advice AS a
@@ -146,6 +165,9 @@ LEFT JOIN price_history AS h
   ON h.provider = a.provider AND h.region = a.region AND h.zone IS NOT DISTINCT FROM a.zone
   AND h.instance_type = a.instance_type AND h.pricing = a.pricing AND h.valid_from <= $week_ago
   AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > $week_ago AND h.flag IS NULL
+LEFT JOIN offers AS o  -- the offer now: today's exchange rate
+  ON o.provider = a.provider AND o.region = a.region AND o.zone IS NOT DISTINCT FROM a.zone
+  AND o.instance_type = a.instance_type AND o.pricing = a.pricing AND o.term_months IS NULL
 WHERE a.rank <= $top
 ORDER BY a.workload, a.rank
 """
