@@ -190,6 +190,7 @@ class Digest:
     api_comparisons: list[str] = field(default_factory=list)
     health: list[dict[str, Any]] = field(default_factory=list)
     healthy: bool = True
+    problems: list[str] = field(default_factory=list)  # the health report's, one line each
 
     @property
     def key(self) -> str:
@@ -299,6 +300,7 @@ def with_health(digest: Digest, settings: Settings, store: Store) -> Digest:
         dict(zip(report.providers.columns, r, strict=True)) for r in report.providers.rows
     ]
     digest.healthy = report.healthy
+    digest.problems = list(report.problems)
     return digest
 
 
@@ -405,12 +407,8 @@ def _slack_lines(digest: Digest) -> list[str]:
             "*Listed but not rentable*: "
             + ", ".join(f"{e(str(h['provider']))} {e(str(h['not_rentable']))}" for h in unrentable)
         )
-    if not digest.healthy:
-        stale = [h for h in digest.health if h["state"] not in ("fresh", "disabled")]
-        lines.append(
-            "*Data health*: "
-            + ", ".join(f"{e(str(h['provider']))}: {e(str(h['state']))}" for h in stale)
-        )
+    if not digest.healthy:  # what the health report counts as problems, nothing else
+        lines.append("*Data health*: " + ", ".join(e(p) for p in digest.problems))
     if digest.dashboard_url:
         lines.append(f"<{blocks.escape(digest.dashboard_url)}|Open the dashboard>")
     return lines
