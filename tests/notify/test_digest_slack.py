@@ -10,7 +10,7 @@ import pytest
 from priceadvisor.cli.app import main
 from priceadvisor.config import load_settings
 from priceadvisor.notify import digest
-from priceadvisor.notify.render import money
+from priceadvisor.notify.render import figure, money
 from priceadvisor.notify.slack import MAX_SECTION_CHARS
 from priceadvisor.records import utcnow
 from priceadvisor.sizing.advisor import store_advice
@@ -87,3 +87,23 @@ def test_a_single_provider_market_is_one_provider(db_path: Path) -> None:
     assert message.subject.startswith(f"First GPU price digest: {built.market['offers']} offers")
     for text in (message.subject, message.text, message.html, str(message.slack)):
         assert "from 1 provider" in text and "1 providers" not in text
+
+
+def test_a_short_run_s_hours_are_not_zero_in_slack(db_path: Path, tmp_path: Path) -> None:
+    # A LoRA pass over 2M tokens takes a few minutes on an H100: "0.0 h" to one decimal.
+    with pytest.raises(SystemExit):
+        main(["--db", str(db_path), "fetch", "--offline", "-p", "lambda"])
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[[workloads]]\nname = "tiny"\ntask = "lora"\nmodel = "llama-3.1-8b"\ntrain_tokens = 2e6\n'
+    )
+    settings = load_settings(config)
+    with connections.writer(db_path) as con:
+        store_advice(con, settings.workloads)
+        built = digest.build(con, settings, utcnow())
+    message = digest.render(built)
+    [best] = [r for r in built.workloads if r["rank"] == 1]
+    assert 0 < best["hours"] < 0.05
+    slack = str(message.slack)
+    assert f"{figure(best['hours'])} h" in slack and " 0.0 h" not in slack
+    assert f"{figure(best['hours'])} h" in message.text

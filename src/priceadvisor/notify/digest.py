@@ -20,7 +20,7 @@ from priceadvisor.notify import Message, list_vs_effective
 from priceadvisor.notify import slack as blocks
 from priceadvisor.notify.chart import CID as price_chart_cid
 from priceadvisor.notify.chart import ChartUnavailable, price_chart
-from priceadvisor.notify.render import counted, money
+from priceadvisor.notify.render import counted, figure, money
 from priceadvisor.sizing import apicompare
 from priceadvisor.store import reads
 from priceadvisor.store.freshness import EXCLUDED_AFTER_HOURS
@@ -424,13 +424,15 @@ def _kind(pricing: str) -> str:
 def _slack_workload(r: dict[str, Any]) -> str:
     e = blocks.escape
     unit = "per run" if r["task"] not in ("serve", "batch") else "per 1M tokens"
-    figure = f"{r['hours']:,.1f} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
+    measure = (  # as the email gives it: a run of minutes is not "0.0 h"
+        f"{figure(r['hours'])} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
+    )
     market = " (marketplace, no SLA)" if r["marketplace"] else ""
     return (
         f"{e(r['workload'])}: {money(r['cost'])} {unit}{e(list_vs_effective(r))} "
         f"on {e(r['provider'])} {e(r['region'])}"
         f"{market}, {r['gpu_count']:g}× {e(r['gpu_model'])} {_kind(r['pricing'])}, "
-        f"{e(r['binding'])}-bound, {figure} ({e(_source(r))})"
+        f"{e(r['binding'])}-bound, {measure} ({e(_source(r))})"
     )
 
 
