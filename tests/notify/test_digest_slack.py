@@ -107,3 +107,22 @@ def test_a_short_run_s_hours_are_not_zero_in_slack(db_path: Path, tmp_path: Path
     slack = str(message.slack)
     assert f"{figure(best['hours'])} h" in slack and " 0.0 h" not in slack
     assert f"{figure(best['hours'])} h" in message.text
+
+
+def test_a_list_cost_under_a_dollar_reads_as_the_cost_does(db_path: Path, tmp_path: Path) -> None:
+    # Serving an 8B model at 100M tokens a month with 200 GB of disk: the disk costs more per
+    # 1M tokens than the GPU, whose list cost is cents.
+    with pytest.raises(SystemExit):
+        main(["--db", str(db_path), "fetch", "--offline", "-p", "vast"])
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[[workloads]]\nname = "chat"\ntask = "serve"\nmodel = "llama-3.1-8b"\n'
+        "monthly_output_tokens = 1e8\nstorage_gb = 200\n"
+    )
+    settings = load_settings(config)
+    with connections.writer(db_path) as con:
+        store_advice(con, settings.workloads)
+        built = digest.build(con, settings, utcnow())
+    [best] = [r for r in built.workloads if r["rank"] == 1]
+    assert best["list_cost"] < 1 < best["cost"] - best["list_cost"] + 1
+    assert f"effective (list {money(best['list_cost'])}: " in best["effective_note"]
