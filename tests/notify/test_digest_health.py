@@ -58,3 +58,20 @@ def test_slack_names_only_the_providers_with_a_problem(db_path: Path, tmp_path: 
         if b["type"] == "section" and b["text"]["text"].startswith("*Data health*")
     ]
     assert line == "*Data health*: azure: failing"
+
+
+def test_slack_lists_only_providers_with_offers_not_rentable(db_path: Path, tmp_path: Path) -> None:
+    # RunPod's recording says some of its GPUs cannot be rented now; every Vast.ai ask can be.
+    settings = only(tmp_path, db_path, "vast", "runpod")
+    with pytest.raises(SystemExit):
+        main(["--db", str(db_path), "fetch", "--offline", "-p", "vast", "-p", "runpod"])
+    report = built(settings)
+    said = {h["provider"]: h["not_rentable"] for h in report.health if h["not_rentable"]}
+    assert said["vast"].startswith("0/") and not said["runpod"].startswith("0/")
+    [line] = [
+        b["text"]["text"]
+        for p in digest.render(report).slack
+        for b in p["blocks"]
+        if b["type"] == "section" and b["text"]["text"].startswith("*Listed but not rentable*")
+    ]
+    assert line == f"*Listed but not rentable*: runpod {said['runpod']}"

@@ -401,7 +401,13 @@ def _slack_lines(digest: Digest) -> list[str]:
         )
     if digest.new_offers or digest.vanished:
         lines.append(_slack_new_gone(digest))
-    unrentable = [h for h in digest.health if h.get("not_rentable") not in (None, "unknown")]
+    # the health report's "n/m (p%)": a provider with none listed but not rentable is not one
+    unrentable = [
+        h
+        for h in digest.health
+        if h.get("not_rentable") not in (None, "unknown")
+        and not str(h["not_rentable"]).startswith("0/")
+    ]
     if unrentable:
         lines.append(
             "*Listed but not rentable*: "
