@@ -67,6 +67,8 @@ def test_an_exchange_rate_alone_moves_no_offer(db_path: Path) -> None:
         ("fr-par-2", 0.0),
         ("pl-waw-2", 0.0),
     ]
+    [gpu] = built.gpu_prices  # a week ago Paris's closed interval was the cheapest, at 1.10
+    assert (gpu["now_price"], gpu["week_ago"], gpu["change"]) == (2.73 * 1.20, 2.73 * 1.20, 0)
 
 
 def test_a_euro_price_change_is_measured_at_one_rate(db_path: Path) -> None:

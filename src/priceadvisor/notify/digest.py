@@ -34,15 +34,27 @@ SPARK = "▁▂▃▄▅▆▇█"
 
 # A price its provider has not confirmed for longer than the exclusion limit (a week: its
 # fetches fail) is no price of now, as advice and alerts read it; at each weekly point alike.
+# Every point at one exchange rate, today's (as the movers): an open interval's USD price follows
+# the latest rate, a closed one keeps the rate it closed with, so a euro price that held would
+# otherwise change the weekly minimum where a stock change closed an interval.
 GPU_PRICES_SQL = f"""
 WITH points AS (
     SELECT w, $now - INTERVAL (7 * w) DAY AS at FROM range({WEEKS}) AS r(w)
 ),
+rates AS (  -- each provider's rate of now per currency, as its current prices carry it
+    SELECT provider, currency, any_value(price_hour_usd / price_hour_original) AS usd_per_unit
+    FROM offers WHERE currency <> 'USD' AND price_hour_original > 0 GROUP BY ALL
+),
 weekly AS (
-    SELECT h.gpu_model, h.pricing, p.w, min(h.price_gpu_hour_usd) AS price
+    SELECT h.gpu_model, h.pricing, p.w,
+        min(CASE WHEN h.valid_to IS NOT NULL AND r.usd_per_unit IS NOT NULL
+                      AND h.price_hour_original > 0
+                 THEN h.price_hour_original * r.usd_per_unit / h.gpu_count
+                 ELSE h.price_gpu_hour_usd END) AS price
     FROM points AS p
     JOIN price_history AS h
       ON h.valid_from <= p.at AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > p.at
+    LEFT JOIN rates AS r ON r.provider = h.provider AND r.currency = h.currency
     WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL
       AND h.pricing IN ('on_demand', 'spot')  -- no market averages, no commitments
       AND h.price_origin = 'published' AND h.flag IS NULL  -- flagged: never "cheapest"
@@ -305,7 +317,10 @@ def with_health(digest: Digest, settings: Settings, store: Store) -> Digest:
 
 
 def _change(now: float | None, before: float | None) -> float | None:
-    return None if not now or not before else (now - before) / before
+    if not now or not before:
+        return None
+    # a week-ago price converted at today's rate can differ from today's in the last bits only
+    return 0.0 if abs(now - before) < 1e-9 else (now - before) / before
 
 
 def sparkline(values: list[float | None]) -> str:
