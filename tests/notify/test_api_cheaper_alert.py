@@ -128,3 +128,35 @@ def test_the_digest_shows_the_api_beside_the_best_rented_option(db: Path, tmp_pa
     assert "self-hosting wins at every volume above" in line
     assert "Self-host or call an API" in message.html
     assert line.strip().split(";")[0] in message.html
+
+
+def test_resolves_when_another_api_of_the_model_becomes_the_cheaper_one(db: Path) -> None:
+    # OpenRouter lists variants of a model (":nitro", ":floor") at their own prices; the
+    # cheapest API for the model can change from one to another. The workload's alert is one
+    # state: "self-hosting is cheaper than the cheapest API" stops holding, whichever API it is.
+    assert step(db, CHEAP_API) == []
+    assert step(db, DEAR_API) == []
+    assert [d.resolved for d in step(db, DEAR_API)] == [False]  # self-hosting is cheaper
+
+    def with_cheap_variant(price: str) -> Any:
+        document = listing(price)
+        variant = copy.deepcopy(document["data"][LLAMA_8B])
+        variant["id"] = "meta-llama/llama-3.1-8b-instruct:floor"
+        variant["pricing"]["prompt"] = variant["pricing"]["completion"] = CHEAP_API
+        document["data"].append(variant)
+        return document
+
+    with store.writer(db) as con:
+        run_id = start_run(con, "openrouter")
+        prices = parse_listing(with_cheap_variant(DEAR_API))
+        result = FetchResult("openrouter", RunStatus.OK, api_prices=prices, finished_at=utcnow())
+        ingest(con, run_id, result, manifest("openrouter"))
+        store_advice(con, [WORKLOAD])
+        [back] = alerts.evaluate(con, RULES, utcnow(), workloads=[WORKLOAD])
+        firing = con.execute("SELECT count(*) FROM core.alert_state WHERE firing").fetchone()
+    assert back.resolved
+    assert back.observation.lines[0] == (
+        "API openrouter meta-llama/llama-3.1-8b-instruct:floor is cheaper than self-hosting "
+        "chat-8b again"
+    )
+    assert firing == (0,)

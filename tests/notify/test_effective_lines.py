@@ -8,6 +8,7 @@ from pathlib import Path
 
 from priceadvisor.config import load_settings
 from priceadvisor.notify import alerts, digest
+from priceadvisor.notify.render import money
 from priceadvisor.records import RawQuote, utcnow
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections
@@ -46,9 +47,11 @@ def test_alert_and_digest_say_list_and_effective(tmp_path: Path) -> None:
         alerts._prepare_offers(con, settings.alerts, utcnow(), None)  # as evaluate() does
         [observed] = alerts.observe(con, settings.alerts.rules[0], [])
         built = digest.build(con, settings, utcnow())
-    said = f"effective (list ${listed:,.2f}: billed per hour, at least 60 min: {hours:.4g} h → 1 h)"
+    said = (
+        f"effective (list {money(listed)}: billed per hour, at least 60 min: {hours:.4g} h → 1 h)"
+    )
     assert observed.value == 2.00  # ranked and alerted at the hour billed
-    assert observed.lines[0].startswith(f"$2 per run {said}: vultr ams H100 x1")
+    assert observed.lines[0].startswith(f"$2.00 per run {said}: vultr ams H100 x1")
     [row] = built.workloads
     assert row["cost"] == 2.00 and row["effective_note"] == f" {said}"
     message = digest.render(built)

@@ -10,6 +10,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from priceadvisor.notify.render import money
+
 
 class DeliveryError(Exception):
     """A channel did not deliver a message. One line, no secrets.
@@ -56,7 +58,7 @@ def list_vs_effective(r: dict[str, Any]) -> str:
         return f" ({moved})" if moved else ""
     terms = "; ".join(r.get("terms") or [])
     said = "; ".join(part for part in (terms, moved) if part)
-    return f" effective (list ${listed:,.2f}{': ' + said if said else ''})"
+    return f" effective (list {money(listed)}{': ' + said if said else ''})"
 
 
 def provenance(

@@ -40,6 +40,7 @@ import duckdb
 from priceadvisor.config import AlertRule, AlertSettings, WorkloadProfile
 from priceadvisor.notify import Message, list_vs_effective, provenance
 from priceadvisor.notify import slack as blocks
+from priceadvisor.notify.render import money
 from priceadvisor.sizing import apicompare
 from priceadvisor.store import freshness, transactions
 from priceadvisor.store.ids import next_id
@@ -65,18 +66,26 @@ CREATE OR REPLACE TEMP TABLE alert_obs (
     title VARCHAR, lines VARCHAR[])"""
 
 # One series per GPU model x provider x region; labels and fingerprint as Observation makes them.
+# The price a new offer is "from" is one the provider publishes (as the digest's new offers): a
+# derived price (Oracle's preemptible = half its on-demand) is no price it lists. Without a GPU
+# count there is no per-GPU price: the offer's own is given, never "$0.000/GPU-h".
 NEW_OFFERS_SQL = """
 INSERT INTO alert_obs
 SELECT 'new_offer:gpu_model=' || gpu_model || ',provider=' || provider || ',region=' || region,
     'new_offer', json_object('gpu_model', gpu_model, 'provider', provider, 'region', region),
     1.0, true, 'new ' || gpu_model || ' offer',
-    [format('{} at {} {} from ${:.3f}/GPU-h ({}, fetched {} UTC)', gpu_model, provider, region,
-            coalesce(min(price_gpu_hour_usd), 0),
-            coalesce(arg_min(source_url, price_gpu_hour_usd), 'no source URL'),
+    [format('{} at {} {} from {} ({}, fetched {} UTC)', gpu_model, provider, region,
+            CASE WHEN count(price_gpu_hour_usd) > 0
+                 THEN format('${:.3f}/GPU-h', min(price_gpu_hour_usd))
+                 ELSE format('${:.3f}/h per offer (GPU count unknown)', min(price_hour_usd))
+            END,
+            coalesce(arg_min(source_url, coalesce(price_gpu_hour_usd, price_hour_usd)),
+                     'no source URL'),
             strftime(max(last_seen), '%Y-%m-%d %H:%M'))]
 FROM _alert_offers
 WHERE gpu_model IS NOT NULL AND ($gpu IS NULL OR gpu_model = $gpu)
   AND pricing IN ('on_demand', 'spot')  -- no market averages, no commitments
+  AND price_origin = 'published'
   AND flag IS NULL  -- an offer the offer guard flagged is no news until confirmed
   AND (len($providers) = 0 OR list_contains($providers, provider))
 GROUP BY gpu_model, provider, region
@@ -174,16 +183,30 @@ def observe(
         return _price_drop(con, rule, failing)
     if rule.kind == "available":
         return _available(con, rule, failing)
+    return _provider_failing(con, failing)
+
+
+def _provider_failing(con: duckdb.DuckDBPyConnection, failing: list[str]) -> list[Observation]:
+    """One series per provider that has run: a provider fetching again is observed too (the
+    condition no longer holds), so its alert resolves and a later failure alerts afresh."""
+    ran = con.execute(
+        "SELECT DISTINCT provider FROM core.fetch_runs"
+        " WHERE status NOT IN ('running', 'skipped', 'abandoned', 'superseded') ORDER BY 1"
+    ).fetchall()
     return [
         Observation(
             "provider_failing",
             {"provider": p},
-            1.0,
-            condition=True,
+            1.0 if p in failing else 0.0,
+            condition=p in failing,
             title=f"{p} is failing",
-            lines=[f"{p}: its last runs all failed"],
+            lines=[
+                f"{p}: its last runs all failed"
+                if p in failing
+                else f"{p}: fetching again (its latest run did not fail)"
+            ],
         )
-        for p in failing
+        for p in sorted({r[0] for r in ran} | set(failing))
     ]
 
 
@@ -205,8 +228,8 @@ def _cheaper(
     unit = "per run" if rows[0][1] not in ("serve", "batch") else "per 1M tokens"
     now = _now(con)
     lines = [
-        f"${c:,.4g} {unit}{list_vs_effective({'cost': c, 'list_cost': lc, 'terms': t})}: "
-        f"{p} {r} {i} ({int(n)}x {g}, {pr}) [{provenance(p, u, at, o, now)}]"
+        f"{money(c)} {unit}{list_vs_effective({'cost': c, 'list_cost': lc, 'terms': t})}: "
+        f"{p} {r} {i} ({n:g}x {g}, {pr}) [{provenance(p, u, at, o, now)}]"
         for c, _, p, r, i, pr, n, g, u, at, o, lc, t in rows
     ]
     return [
@@ -240,10 +263,13 @@ def _api_cheaper(
         if cheaper
         else f"API {api} is cheaper than self-hosting {rule.workload} again"
     )
+    # One series per workload, not per API: when another API of the model becomes the cheapest
+    # one, "self-hosting is cheaper than the cheapest API" must resolve, not leave a series of
+    # the old API firing that nothing observes any more.
     return [
         Observation(
             "api_cheaper",
-            {"workload": str(rule.workload), "api": api},
+            {"workload": str(rule.workload)},
             1.0 if cheaper else 0.0,
             condition=cheaper,
             lines=[head, found.sentence()],
@@ -305,7 +331,7 @@ def _available(
     ).fetchall()
     now = _now(con)
     lines = [
-        f"rentable now: {p} {r} {i} ({int(n)}x {g}, {pr}) ${h:,.4g}/h"
+        f"rentable now: {p} {r} {i} ({n:g}x {g}, {pr}) {money(h)}/h"
         + (f", stock {st}" if st else "")
         + f" [{provenance(p, u, at, o, now)}]"
         for p, r, i, n, g, pr, h, st, u, at, o in rows[:5]
@@ -387,9 +413,11 @@ def evaluate(
     _prepare_offers(con, settings, now, intervals)
     try:
         for rule in settings.rules:
-            seeded = _known(con, rule.kind)
+            seeded = _known(con, rule)
             _load_observations(con, rule, failing, workloads)
             decisions += _step(con, settings, rule, now, seeded)
+            if rule.kind == "new_offer":
+                _mark_watched(con, rule, now)
     finally:
         con.execute(
             "DROP TABLE IF EXISTS alert_obs; DROP TABLE IF EXISTS alert_next; "
@@ -399,9 +427,46 @@ def evaluate(
     return decisions
 
 
-def _known(con: duckdb.DuckDBPyConnection, rule: str) -> bool:
-    row = con.execute("SELECT count(*) FROM core.alert_state WHERE rule = ?", [rule]).fetchone()
+def _known(con: duckdb.DuckDBPyConnection, rule: AlertRule) -> bool:
+    """Whether this rule was evaluated before. A `new_offer` rule is, per its own scope (GPU
+    model and providers): once it has watched, even over no offer at all (the first B200 is
+    news), and not because another rule watched other GPUs (their offers are no news to it)."""
+    if rule.kind != "new_offer":
+        row = con.execute(
+            "SELECT count(*) FROM core.alert_state WHERE rule = ?", [rule.kind]
+        ).fetchone()
+        return bool(row and row[0])
+    marker, _ = _watch_marker(rule)
+    row = con.execute(
+        """
+        SELECT count(*) FROM core.alert_state
+        WHERE rule = 'new_offer' AND (fingerprint = $marker OR (
+            (labels ->> 'region') IS NOT NULL  -- a series of an offer, in this rule's scope
+            AND ($gpu IS NULL OR (labels ->> 'gpu_model') = $gpu)
+            AND (len($providers) = 0 OR list_contains($providers, labels ->> 'provider'))))""",
+        {"marker": marker, "gpu": rule.gpu_model, "providers": rule.providers},
+    ).fetchone()
     return bool(row and row[0])
+
+
+def _watch_marker(rule: AlertRule) -> tuple[str, dict[str, str]]:
+    """The state row that says a `new_offer` rule has watched its scope: labelled with the
+    scope (never a provider and region, as an offer's series is), not firing."""
+    labels = {"gpu_model": rule.gpu_model or "*", "providers": ",".join(sorted(rule.providers))}
+    return Observation("new_offer", labels, 0.0).fingerprint, labels
+
+
+def _mark_watched(con: duckdb.DuckDBPyConnection, rule: AlertRule, now: dt.datetime) -> None:
+    marker, labels = _watch_marker(rule)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE alert_watch AS SELECT $marker AS fingerprint,"
+        " 'new_offer' AS rule, $labels::JSON AS labels, NULL::DOUBLE AS reference,"
+        " NULL::DOUBLE AS value, 0 AS pending, false AS firing, NULL::DOUBLE AS notified_value,"
+        " NULL::TIMESTAMP AS last_notified_at, $now::TIMESTAMP AS updated_at",
+        {"marker": marker, "labels": json.dumps(labels), "now": now},
+    )
+    transactions.replace_rows(con, "core.alert_state", ["fingerprint"], "alert_watch")
+    con.execute("DROP TABLE alert_watch")
 
 
 def _load_observations(
@@ -483,7 +548,13 @@ def _message(group: str, decisions: list[Decision], now: dt.datetime) -> Message
     first = decisions[0].observation
     state = "resolved" if all(d.resolved for d in decisions) else "firing"
     subject = f"[priceadvisor] {first.title}" + (" (resolved)" if state == "resolved" else "")
-    lines = [line for d in decisions for line in d.observation.lines]
+    # A message that fires may carry an alert of its group that resolved: say which lines.
+    mark = state == "firing"
+    lines = [
+        f"resolved: {line}" if mark and d.resolved else line
+        for d in decisions
+        for line in d.observation.lines
+    ]
     text = subject + "\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
     from priceadvisor.notify.render import render  # noqa: PLC0415 - Jinja on demand
 

@@ -20,8 +20,10 @@ from priceadvisor.notify import Message, list_vs_effective
 from priceadvisor.notify import slack as blocks
 from priceadvisor.notify.chart import CID as price_chart_cid
 from priceadvisor.notify.chart import ChartUnavailable, price_chart
+from priceadvisor.notify.render import counted, figure, money
 from priceadvisor.sizing import apicompare
 from priceadvisor.store import reads
+from priceadvisor.store.freshness import EXCLUDED_AFTER_HOURS
 from priceadvisor.store.handle import Store
 
 log = logging.getLogger(__name__)
@@ -30,18 +32,33 @@ WEEKS = 8
 GPU_ROWS = 12
 SPARK = "▁▂▃▄▅▆▇█"
 
+# A price its provider has not confirmed for longer than the exclusion limit (a week: its
+# fetches fail) is no price of now, as advice and alerts read it; at each weekly point alike.
+# Every point at one exchange rate, today's (as the movers): an open interval's USD price follows
+# the latest rate, a closed one keeps the rate it closed with, so a euro price that held would
+# otherwise change the weekly minimum where a stock change closed an interval.
 GPU_PRICES_SQL = f"""
 WITH points AS (
     SELECT w, $now - INTERVAL (7 * w) DAY AS at FROM range({WEEKS}) AS r(w)
 ),
+rates AS (  -- each provider's rate of now per currency, as its current prices carry it
+    SELECT provider, currency, any_value(price_hour_usd / price_hour_original) AS usd_per_unit
+    FROM offers WHERE currency <> 'USD' AND price_hour_original > 0 GROUP BY ALL
+),
 weekly AS (
-    SELECT h.gpu_model, h.pricing, p.w, min(h.price_gpu_hour_usd) AS price
+    SELECT h.gpu_model, h.pricing, p.w,
+        min(CASE WHEN h.valid_to IS NOT NULL AND r.usd_per_unit IS NOT NULL
+                      AND h.price_hour_original > 0
+                 THEN h.price_hour_original * r.usd_per_unit / h.gpu_count
+                 ELSE h.price_gpu_hour_usd END) AS price
     FROM points AS p
     JOIN price_history AS h
       ON h.valid_from <= p.at AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > p.at
+    LEFT JOIN rates AS r ON r.provider = h.provider AND r.currency = h.currency
     WHERE h.gpu_model IS NOT NULL AND h.price_gpu_hour_usd IS NOT NULL
       AND h.pricing IN ('on_demand', 'spot')  -- no market averages, no commitments
       AND h.price_origin = 'published' AND h.flag IS NULL  -- flagged: never "cheapest"
+      AND h.last_seen > p.at - INTERVAL {EXCLUDED_AFTER_HOURS} HOUR  -- a price of that week
     GROUP BY ALL
 )
 SELECT gpu_model, pricing,
@@ -62,6 +79,7 @@ LEFT JOIN (
         arg_min(price_origin, (price_gpu_hour_usd, provider, region)) AS price_origin
     FROM offers WHERE gpu_model IS NOT NULL AND price_gpu_hour_usd IS NOT NULL
         AND price_origin = 'published' AND flag IS NULL  -- the prices `weekly` reads
+        AND last_seen > $now - INTERVAL {EXCLUDED_AFTER_HOURS} HOUR
     GROUP BY ALL
 ) AS c USING (gpu_model, pricing)
 GROUP BY ALL
@@ -78,19 +96,41 @@ SELECT count(*) AS offers, count(DISTINCT provider) AS providers,
 FROM offers
 """
 
-MOVERS_SQL = """
+# A week-ago price the offer guard flagged (a glitch kept in the history with its `price_jump`
+# flag) was no offer: no basis for a change, here as in the GPU table's weekly prices.
+# Both ends at one exchange rate: an open interval's USD price follows the latest rate, a closed
+# one keeps the rate it closed with, so a euro price that held would "move" with the rate only
+# where a stock change closed an interval in the week. Compared in the source's currency, the
+# week-ago price is shown at today's rate.
+WEEK_AGO_AT_TODAYS_RATE = """
+CASE WHEN {now}.currency IS NOT DISTINCT FROM {then}.currency AND {now}.price_hour_original > 0
+     THEN CASE WHEN {then}.price_hour_original = {now}.price_hour_original
+               THEN {now}.price_hour_usd
+               ELSE {then}.price_hour_original * {now}.price_hour_usd / {now}.price_hour_original
+          END
+     ELSE {then}.price_hour_usd
+END"""
+
+MOVERS_SQL = f"""
 WITH earlier AS (
-    SELECT provider, region, zone, instance_type, pricing, price_hour_usd AS before
+    SELECT provider, region, zone, instance_type, pricing, price_hour_usd, price_hour_original,
+        currency
     FROM price_history
     WHERE valid_from <= $week_ago AND coalesce(valid_to, 'infinity'::TIMESTAMP) > $week_ago
+      AND flag IS NULL
+),
+compared AS (
+    SELECT o.*, {WEEK_AGO_AT_TODAYS_RATE.format(now="o", then="t")} AS before
+    FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
+    WHERE coalesce(o.zone, '') = coalesce(t.zone, '')
+      AND o.pricing IN ('on_demand', 'spot') AND o.flag IS NULL
 )
-SELECT o.provider, o.region, o.instance_type, o.gpu_model, o.pricing, o.price_origin,
-    o.source_url, o.last_seen AS fetched_at, t.before,
-    o.price_hour_usd AS now, (o.price_hour_usd - t.before) / t.before AS change
-FROM offers AS o JOIN earlier AS t USING (provider, region, instance_type, pricing)
-WHERE coalesce(o.zone, '') = coalesce(t.zone, '') AND o.price_hour_usd <> t.before
-  AND o.pricing IN ('on_demand', 'spot') AND o.flag IS NULL
-ORDER BY abs(change) DESC, o.provider, o.region, o.instance_type LIMIT $limit
+SELECT provider, region, instance_type, gpu_model, pricing, price_origin,
+    source_url, last_seen AS fetched_at, before,
+    price_hour_usd AS now, (price_hour_usd - before) / before AS change
+FROM compared WHERE price_hour_usd <> before
+ORDER BY abs(change) DESC, provider, region, zone NULLS FIRST, instance_type, pricing
+LIMIT $limit
 """
 
 NEW_SQL = """
@@ -102,30 +142,44 @@ FROM offers WHERE first_seen > $week_ago AND gpu_model IS NOT NULL
 GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 
+# An offer is gone once, whatever number of intervals (price, availability or stock changes) its
+# history has in the week: its last interval says what it was, and what "new" leaves out
+# (commitments, market averages, derived prices, flagged offers) is no "gone" news either.
 VANISHED_SQL = """
-SELECT h.provider, h.gpu_model, count(*) AS offers,
-    list(DISTINCT h.region ORDER BY h.region)[1:4] AS regions
-FROM price_history AS h
-WHERE h.valid_to > $week_ago AND h.gpu_model IS NOT NULL AND NOT EXISTS (
-    SELECT 1 FROM offers o WHERE o.provider = h.provider AND o.region = h.region
-      AND o.zone IS NOT DISTINCT FROM h.zone
-      AND o.instance_type = h.instance_type AND o.pricing = h.pricing
-      AND o.term_months IS NOT DISTINCT FROM h.term_months)
-GROUP BY ALL ORDER BY offers DESC, h.provider, h.gpu_model LIMIT $limit
+WITH gone AS (
+    SELECT h.* FROM price_history AS h
+    WHERE h.valid_to > $week_ago AND NOT EXISTS (
+        SELECT 1 FROM offers o WHERE o.provider = h.provider AND o.region = h.region
+          AND o.zone IS NOT DISTINCT FROM h.zone
+          AND o.instance_type = h.instance_type AND o.pricing = h.pricing
+          AND o.term_months IS NOT DISTINCT FROM h.term_months)
+    QUALIFY row_number() OVER (
+        PARTITION BY provider, region, zone, instance_type, pricing, term_months
+        ORDER BY valid_to DESC) = 1
+)
+SELECT provider, gpu_model, count(*) AS offers,
+    list(DISTINCT region ORDER BY region)[1:4] AS regions
+FROM gone WHERE gpu_model IS NOT NULL AND pricing IN ('on_demand', 'spot')
+  AND price_origin = 'published' AND flag IS NULL
+GROUP BY ALL ORDER BY offers DESC, provider, gpu_model LIMIT $limit
 """
 
 BEST_SQL = f"""
 SELECT a.workload, a.task, a.rank, a.provider, a.region, a.instance_type, a.gpu_model,
     a.gpu_count, a.pricing, a.price_hour_usd, coalesce(a.cost_usd, a.usd_per_mtok) AS cost,
     a.list_cost_usd AS list_cost, coalesce(a.terms_applied, []) AS terms, a.rank_reason,
-    a.binding, a.tokens_per_s, a.hours, a.tpot_ms, h.price_hour_usd AS price_week_ago,
+    a.binding, a.tokens_per_s, a.hours, a.tpot_ms,
+    {WEEK_AGO_AT_TODAYS_RATE.format(now="o", then="h")} AS price_week_ago,
     a.source_url, a.fetched_at, a.price_origin, a.freshness,
     {reads.no_sla("a")} AS marketplace
 FROM advice AS a
 LEFT JOIN price_history AS h
   ON h.provider = a.provider AND h.region = a.region AND h.zone IS NOT DISTINCT FROM a.zone
   AND h.instance_type = a.instance_type AND h.pricing = a.pricing AND h.valid_from <= $week_ago
-  AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > $week_ago
+  AND coalesce(h.valid_to, 'infinity'::TIMESTAMP) > $week_ago AND h.flag IS NULL
+LEFT JOIN offers AS o  -- the offer now: today's exchange rate
+  ON o.provider = a.provider AND o.region = a.region AND o.zone IS NOT DISTINCT FROM a.zone
+  AND o.instance_type = a.instance_type AND o.pricing = a.pricing AND o.term_months IS NULL
 WHERE a.rank <= $top
 ORDER BY a.workload, a.rank
 """
@@ -148,6 +202,7 @@ class Digest:
     api_comparisons: list[str] = field(default_factory=list)
     health: list[dict[str, Any]] = field(default_factory=list)
     healthy: bool = True
+    problems: list[str] = field(default_factory=list)  # the health report's, one line each
 
     @property
     def key(self) -> str:
@@ -223,8 +278,8 @@ def headline(digest: Digest) -> str:
     else any GPU's, else the biggest single offer move."""
     if digest.first_week:
         return (
-            f"First GPU price digest: {digest.market.get('offers', 0):,} offers from "
-            f"{digest.market.get('providers', 0)} providers"
+            f"First GPU price digest: {counted(digest.market.get('offers', 0), 'offer')} from "
+            f"{counted(digest.market.get('providers', 0), 'provider')}"
         )
     moved = [r for r in digest.gpu_prices if r["change"]]
     mine = [r for r in moved if r["gpu_model"] in digest.reader_gpus]
@@ -232,19 +287,20 @@ def headline(digest: Digest) -> str:
         top = max(mine or moved, key=lambda r: abs(r["change"]))
         return (
             f"{top['gpu_model']} {_kind(top['pricing'])} {_pct(top['change'])} to "
-            f"${top['now_price']:.2f}/GPU-h ({top['provider']}, {top['region']})"
+            f"{money(top['now_price'])}/GPU-h ({top['provider']}, {top['region']})"
         )
     if digest.movers:
         m = digest.movers[0]
         return (
             f"{m['gpu_model'] or m['instance_type']} at {m['provider']} {m['region']} "
-            f"{_pct(m['change'])} to ${m['now']:.2f}/h"
+            f"{_pct(m['change'])} to {money(m['now'])}/h"
+            + (" (derived)" if m["price_origin"] == "derived" else "")
         )
     mine = [r for r in digest.gpu_prices if r["gpu_model"] in digest.reader_gpus]
     if mine:
         cheapest = min(mine, key=lambda r: r["now_price"])
         return (
-            f"No price changes; {cheapest['gpu_model']} from ${cheapest['now_price']:.2f}/GPU-h "
+            f"No price changes; {cheapest['gpu_model']} from {money(cheapest['now_price'])}/GPU-h "
             f"({cheapest['provider']}, {cheapest['region']})"
         )
     return "No price changes"
@@ -256,11 +312,15 @@ def with_health(digest: Digest, settings: Settings, store: Store) -> Digest:
         dict(zip(report.providers.columns, r, strict=True)) for r in report.providers.rows
     ]
     digest.healthy = report.healthy
+    digest.problems = list(report.problems)
     return digest
 
 
 def _change(now: float | None, before: float | None) -> float | None:
-    return None if not now or not before else (now - before) / before
+    if not now or not before:
+        return None
+    # a week-ago price converted at today's rate can differ from today's in the last bits only
+    return 0.0 if abs(now - before) < 1e-9 else (now - before) / before
 
 
 def sparkline(values: list[float | None]) -> str:
@@ -318,7 +378,8 @@ def slack_payloads(digest: Digest, subject: str) -> list[dict[str, Any]]:
     """A compact summary: no columns to align in a proportional font, every price with who and
     where, at most a handful of lines per section; the full tables are in the email."""
     content: list[dict[str, Any]] = [blocks.header(subject)]
-    content += [blocks.section(text) for text in _slack_lines(digest)]
+    for text in _slack_lines(digest):  # a section over Slack's limit goes on in the next one
+        content += blocks.sections(text.split("\n"))
     return blocks.paginate(content, subject)
 
 
@@ -327,9 +388,10 @@ def _slack_lines(digest: Digest) -> list[str]:
     lines = []
     if digest.first_week:
         lines.append(
-            f"First week of data: {digest.market.get('offers', 0):,} offers of "
-            f"{digest.market.get('gpu_models', 0)} GPU models from "
-            f"{digest.market.get('providers', 0)} providers. Changes appear from next week."
+            f"First week of data: {counted(digest.market.get('offers', 0), 'offer')} of "
+            f"{counted(digest.market.get('gpu_models', 0), 'GPU model')} from "
+            f"{counted(digest.market.get('providers', 0), 'provider')}. "
+            "Changes appear from next week."
         )
     best = [r for r in digest.workloads if r["rank"] == 1]
     if best:
@@ -348,24 +410,26 @@ def _slack_lines(digest: Digest) -> list[str]:
                 f"{_pct(r['change'])} {e(r['provider'])} {e(r['region'])} "
                 f"`{e(r['instance_type'])}` {_kind(r['pricing'])}"
                 f"{' (derived)' if r['price_origin'] == 'derived' else ''}: "
-                f"${r['before']:.2f} → ${r['now']:.2f}/h"
+                f"{money(r['before'])} → {money(r['now'])}/h"
                 for r in digest.movers[:SLACK_ROWS]
             )
         )
     if digest.new_offers or digest.vanished:
         lines.append(_slack_new_gone(digest))
-    unrentable = [h for h in digest.health if h.get("not_rentable") not in (None, "unknown")]
+    # the health report's "n/m (p%)": a provider with none listed but not rentable is not one
+    unrentable = [
+        h
+        for h in digest.health
+        if h.get("not_rentable") not in (None, "unknown")
+        and not str(h["not_rentable"]).startswith("0/")
+    ]
     if unrentable:
         lines.append(
             "*Listed but not rentable*: "
             + ", ".join(f"{e(str(h['provider']))} {e(str(h['not_rentable']))}" for h in unrentable)
         )
-    if not digest.healthy:
-        stale = [h for h in digest.health if h["state"] not in ("fresh", "disabled")]
-        lines.append(
-            "*Data health*: "
-            + ", ".join(f"{e(str(h['provider']))}: {e(str(h['state']))}" for h in stale)
-        )
+    if not digest.healthy:  # what the health report counts as problems, nothing else
+        lines.append("*Data health*: " + ", ".join(e(p) for p in digest.problems))
     if digest.dashboard_url:
         lines.append(f"<{blocks.escape(digest.dashboard_url)}|Open the dashboard>")
     return lines
@@ -381,13 +445,15 @@ def _kind(pricing: str) -> str:
 def _slack_workload(r: dict[str, Any]) -> str:
     e = blocks.escape
     unit = "per run" if r["task"] not in ("serve", "batch") else "per 1M tokens"
-    figure = f"{r['hours']:,.1f} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
+    measure = (  # as the email gives it: a run of minutes is not "0.0 h"
+        f"{figure(r['hours'])} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
+    )
     market = " (marketplace, no SLA)" if r["marketplace"] else ""
     return (
-        f"{e(r['workload'])}: ${r['cost']:,.2f} {unit}{e(list_vs_effective(r))} "
+        f"{e(r['workload'])}: {money(r['cost'])} {unit}{e(list_vs_effective(r))} "
         f"on {e(r['provider'])} {e(r['region'])}"
         f"{market}, {r['gpu_count']:g}× {e(r['gpu_model'])} {_kind(r['pricing'])}, "
-        f"{e(r['binding'])}-bound, {figure} ({e(_source(r))})"
+        f"{e(r['binding'])}-bound, {measure} ({e(_source(r))})"
     )
 
 
@@ -405,7 +471,7 @@ def _slack_price(r: dict[str, Any], digest: Digest) -> str:
         name = f"<{e(digest.dashboard_url.rstrip('/'))}/gpu/{e(r['gpu_model'])}|{name}>"
     change = "" if digest.first_week else f" ({_pct(r['change'])} w/w)"
     return (
-        f"{name} {_kind(r['pricing'])}: ${r['now_price']:.2f}/GPU-h at "
+        f"{name} {_kind(r['pricing'])}: {money(r['now_price'])}/GPU-h at "
         f"{e(r['provider'] or '?')} {e(r['region'] or '')}{change}"
     )
 
@@ -414,7 +480,7 @@ def _slack_new_gone(digest: Digest) -> str:
     e = blocks.escape
     new = [
         f"new: {e(r['provider'])} {e(r['gpu_model'])}, {r['offers']} offer(s) from "
-        f"${r['cheapest']:.2f}/GPU-h in {e(', '.join(r['regions']))}"
+        f"{money(r['cheapest'])}/GPU-h in {e(', '.join(r['regions']))}"
         for r in digest.new_offers[:SLACK_ROWS]
     ]
     gone = [

@@ -38,6 +38,11 @@ def figure(value: float | None) -> str:
     return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
+def counted(value: int, noun: str) -> str:
+    """`1 provider`, `35 providers`, `1,157 offers`: a count with its noun, singular for one."""
+    return f"{value:,} {noun}{'' if value == 1 else 's'}"
+
+
 def when(value: object) -> str:
     """Timestamps to the minute (UTC, as stored), never with microseconds."""
     if isinstance(value, dt.datetime):
@@ -66,7 +71,9 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(usd=usd, money=money, figure=figure, when=when, with_page=with_page)
+    env.filters.update(
+        usd=usd, money=money, figure=figure, when=when, with_page=with_page, counted=counted
+    )
     return env
 
 
