@@ -21,6 +21,7 @@ from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.sizing.advisor import Options, rank
 from priceadvisor.store import connections as store
+from priceadvisor.store import guard as guard_module
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
 from tests.conftest import query
@@ -178,6 +179,39 @@ def test_a_price_far_below_the_providers_own_offers_is_flagged(tmp_path: Path) -
         ("PL", "H100 SXM x1 verified", "on_demand")
     ]
     assert found["PL", "H100 SXM x1 verified", "on_demand"][0] == "below_provider"
+
+
+@pytest.mark.parametrize(
+    ("ask", "suspects"),
+    [({"dph_total": 0.25, "dph_base": 0.24, "min_bid": None}, True), ({}, False)],
+)
+def test_skipping_the_low_price_rules_without_suspects_flags_what_running_them_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ask: dict[str, Any], suspects: bool
+) -> None:
+    """The guard skips the confirmation and both low-price rules when no row is suspect: the
+    same snapshot flags the same offers, with the same reasons, as with every rule run."""
+    skips = []
+
+    def any_row(con: Any, table: str) -> bool:
+        found = bool(guard_module._any_row_checked(con, table))
+        skips.append(not found)
+        return found
+
+    def run_all(con: Any, table: str) -> bool:
+        return True
+
+    def ingested(name: str) -> dict[tuple[str, str, str], tuple[str | None, str | None]]:
+        db = tmp_path / f"{name}.duckdb"
+        summary = ingest_as(db, "vast", vast_h100(dict(ask)))
+        assert summary.offers_flagged == (1 if suspects else 0)
+        return flags(db, "vast")
+
+    monkeypatch.setattr(guard_module, "_any_row_checked", guard_module._any_row, raising=False)
+    monkeypatch.setattr(guard_module, "_any_row", any_row)
+    skipped = ingested("skipping")
+    assert skips == [not suspects]  # the case under test takes the path it names
+    monkeypatch.setattr(guard_module, "_any_row", run_all)
+    assert skipped == ingested("every-rule")
 
 
 def test_marketplace_asks_agreeing_with_each_other_are_not_flagged(market: Path) -> None:

@@ -14,7 +14,7 @@ tables take ~5 MB instead of ~14 MB, held through the ingest (docs/benchmarks.md
 from __future__ import annotations
 
 import ctypes
-from array import array
+import sys
 from collections.abc import Iterable, Sequence
 from operator import attrgetter, countOf
 from typing import Any, Literal
@@ -93,12 +93,15 @@ def _column(objects: Sequence[Any], name: str, kind: Kind) -> Any:
     return na.c_array(map(attrgetter(name), objects), _TYPES[kind]())
 
 
-class _Codes(dict[Any, int]):
+class _Codes(dict[Any, bytes]):
     """Each distinct value's code, numbered in order of first sight (None is a value too: its
-    dictionary entry is null)."""
+    dictionary entry is null), as the two bytes of an int16 in the machine's byte order:
+    joining a column's codes makes the index buffer in one call, about twice as fast as
+    appending each code to an `array("h")` (docs/benchmarks.md)."""
 
-    def __missing__(self, value: Any) -> int:
-        self[value] = code = len(self)
+    def __missing__(self, value: Any) -> bytes:
+        # OverflowError past 16 bits: _dictionary_encoded's signal to keep the column plain
+        self[value] = code = len(self).to_bytes(2, sys.byteorder, signed=True)
         return code
 
 
@@ -107,7 +110,7 @@ def _dictionary_encoded(values: Iterable[Any], value_type: Any) -> Any:
     values than 16 bits number (then they hardly repeat: the plain array is as small)."""
     codes = _Codes()
     try:
-        indices = array("h", map(codes.__getitem__, values))
+        indices = memoryview(b"".join(map(codes.__getitem__, values))).cast("h")
     except OverflowError:
         return None
     encoded = na.c_array_from_buffers(

@@ -226,12 +226,15 @@ def flag_offers(
     _execute(con, _MARKET_SQL, params)
     if placeholders:
         _execute(con, _PLACEHOLDER_SQL, params)
-    for sql in (_SUSPECTS_SQL, _CONFIRMED_SQL, _BELOW_MARKET_SQL, _BELOW_PROVIDER_SQL):
-        _execute(con, sql, params)
+    _execute(con, _SUSPECTS_SQL, params)
+    if _any_row(con, "_suspects"):
+        for sql in (_CONFIRMED_SQL, _BELOW_MARKET_SQL, _BELOW_PROVIDER_SQL):
+            _execute(con, sql, params)
+        con.execute("DROP TABLE _confirmed")
     _execute(con, _PRICE_JUMP_SQL, params)
     if allow:
         _execute(con, _ALLOW_SQL, params)
-    con.execute("DROP TABLE _market; DROP TABLE _suspects; DROP TABLE _confirmed")
+    con.execute("DROP TABLE _market; DROP TABLE _suspects")
     row = con.execute("SELECT count(flag) FROM _snap WHERE reject_reason IS NULL").fetchone()
     return int(row[0]) if row else 0
 
@@ -288,6 +291,13 @@ _KEY_REASON: columns.Schema = {
     "pricing": "string",
     "reason": "string",
 }
+
+
+def _any_row(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether `table` has a row. Without suspects the confirmation and both low-price rules
+    can flag nothing (each reads only _suspects' rows), so they are skipped: ~20 ms of a
+    100,000-quote snapshot that has none (docs/benchmarks.md)."""
+    return con.execute(f"SELECT EXISTS (FROM {table})").fetchone() == (True,)
 
 
 def _execute(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> None:
