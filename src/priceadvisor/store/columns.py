@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from operator import attrgetter, countOf
 from typing import Any, Literal
 
@@ -110,7 +111,7 @@ def _dictionary_encoded(values: Iterable[Any], value_type: Any) -> Any:
     values than 16 bits number (then they hardly repeat: the plain array is as small)."""
     codes = _Codes()
     try:
-        indices = memoryview(b"".join(map(codes.__getitem__, values))).cast("h")
+        indices = memoryview(_joined(map(codes.__getitem__, values))).cast("h")
     except OverflowError:
         return None
     encoded = na.c_array_from_buffers(
@@ -121,6 +122,19 @@ def _dictionary_encoded(values: Iterable[Any], value_type: Any) -> Any:
     )
     _move_dictionary(na.c_array(list(codes), value_type), encoded)
     return encoded
+
+
+# Codes joined per this many rows, then the pieces: a join builds a list of all it joins first,
+# and one of a whole batch's codes (50,000 pointers) cost the daemon's allocator settings
+# (service.daemon._bound_memory) about twice the join itself.
+_JOIN_CHUNK = 1024
+
+
+def _joined(pieces: Iterator[bytes]) -> bytes:
+    chunks = []
+    while chunk := b"".join(islice(pieces, _JOIN_CHUNK)):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class _ArrowArray(ctypes.Structure):
