@@ -4,6 +4,7 @@ allow-list, and that a flagged offer never reaches advice."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import shutil
 from collections.abc import Sequence
@@ -249,6 +250,45 @@ def test_a_jump_seen_again_by_the_next_fetch_is_confirmed(tmp_path: Path) -> Non
     summary = ingest_as(db, "runpod", parse_gpu_prices(cut, URL))
     assert ("secure", h100, "on_demand") not in flags(db, "runpod")
     assert summary.offers_flagged == 1  # only the MI300X placeholder is left
+
+
+def test_a_jump_of_the_exchange_rate_alone_is_flagged(tmp_path: Path) -> None:
+    """The jump is read over the keys the classification keeps to write (store.guard): a key
+    whose price in its own currency stayed, but whose dollar price moved with the rate, is
+    one of them (an attribute moved) and is flagged like any jump."""
+    db = tmp_path / "a.duckdb"
+    today = utcnow().date()
+    eur = RawQuote("westeurope", "h100-box", "on_demand", 2.0, "node", currency="EUR")
+    eur.gpu_name_raw, eur.gpu_count = "H100", 1
+
+    def rate(day: Any, usd_per_eur: float) -> None:
+        with store.writer(db) as con:
+            con.executemany(
+                "INSERT INTO core.fx_rates VALUES (?, ?, ?, 'test', now())",
+                [(day, "USD", usd_per_eur), (day, "EUR", 1.0)],
+            )
+
+    rate(today - dt.timedelta(days=1), 1.1)
+    ingest_as(db, "azure", [copy.copy(eur)])
+    rate(today, 4.0)
+    summary = ingest_as(db, "azure", [copy.copy(eur)])
+    flag, reason = flags(db, "azure")["westeurope", "h100-box", "on_demand"]
+    assert flag == "price_jump" and "3.6x" in (reason or "")
+    assert (summary.offers_changed, summary.offers_flagged) == (0, 1)
+
+
+def test_a_jump_of_an_offer_the_allow_list_lifted_keeps_the_earlier_reason(
+    tmp_path: Path,
+) -> None:
+    """The jump rule runs after the allow-list has passed once (store.guard.flag_jumps): an
+    offer an earlier rule flagged is no jump, allowed or not, as when the rules ran in one go."""
+    db = tmp_path / "a.duckdb"
+    allow = [f"community/{MI300X}"]
+    ingest_as(db, "runpod", parse_gpu_prices(runpod_list(), URL), allow)
+    jumped = runpod_list(**{"AMD Instinct MI300X OAM": {"communityPrice": 4.99}})
+    ingest_as(db, "runpod", parse_gpu_prices(jumped, URL), allow)
+    flag, reason = flags(db, "runpod")["community", MI300X, "on_demand"]
+    assert flag is None and (reason or "").startswith("allowed by config (not_offered)")
 
 
 @pytest.mark.parametrize(

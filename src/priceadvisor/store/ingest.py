@@ -41,7 +41,7 @@ from priceadvisor.store import allocator, clustering, columns, transactions
 from priceadvisor.store.api_prices import merge_api_prices
 from priceadvisor.store.drift import DEFAULT_MIN_OFFER_SHARE, drift_reason
 from priceadvisor.store.expectations import broken_expectations
-from priceadvisor.store.guard import flag_offers
+from priceadvisor.store.guard import flag_jumps, flag_offers
 
 MAX_REJECTED_SAMPLES = 1000
 # More than this share of quotes rejected means the source changed shape: fail, change nothing.
@@ -689,9 +689,10 @@ def _merge(
         result, status, error = _check_expectations(con, result, manifest, status, error)
     if status in (RunStatus.OK, RunStatus.PARTIAL):
         placeholders = manifest.guard.placeholder_prices
-        counts["flagged"] = flag_offers(con, result.provider, placeholders, allow_flagged)
+        flag_offers(con, result.provider, placeholders, allow_flagged)
         allocator.return_freed_pages()
-        counts |= _apply_changes(con, result, staged, manifest, status, params | {"now": now})
+        params |= {"now": now}
+        counts |= _apply_changes(con, result, staged, manifest, status, params, allow_flagged)
         counts["seen"] = offers
     return counts, status, error
 
@@ -878,11 +879,14 @@ def _apply_changes(
     manifest: Manifest,
     status: RunStatus,
     params: dict[str, Any],
+    allow_flagged: Sequence[str] = (),
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
     con.execute(_GOOD_SQL)
     con.execute(_KEY_NAMES_SQL)
     _run(con, _CLASSIFY_SQL, params)
+    allocator.return_freed_pages()
+    flagged = flag_jumps(con, result.provider, allow_flagged)
     allocator.return_freed_pages()
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
@@ -899,7 +903,7 @@ def _apply_changes(
     for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, open_sql, _UNCOVER_SQL, _COVER_SQL):
         if sql is not _TOUCH_SQL or row[3]:  # an UPDATE with no stale row would still scan
             _run(con, sql, params)
-    return {"changed": row[0], "new": row[1], "closed": row[2]}
+    return {"changed": row[0], "new": row[1], "closed": row[2], "flagged": flagged}
 
 
 def _finish_run(
