@@ -182,37 +182,53 @@ def test_a_price_far_below_the_providers_own_offers_is_flagged(tmp_path: Path) -
     assert found["PL", "H100 SXM x1 verified", "on_demand"][0] == "below_provider"
 
 
+ORDINARY = {f"b200-{i}": 5.0 for i in range(5)}
+
+
 @pytest.mark.parametrize(
-    ("ask", "suspects"),
-    [({"dph_total": 0.25, "dph_base": 0.24, "min_bid": None}, True), ({}, False)],
+    ("cheap", "checks", "flagged"),
+    [
+        ({"b200-cheap": 1.0}, [True, True], 1),  # a suspect nothing confirms
+        ({"b200-cheap-a": 1.0, "b200-cheap-b": 1.1, "b200-cheap-c": 1.2}, [True, False], 0),
+        ({}, [False], 0),  # no suspect
+    ],
 )
-def test_skipping_the_low_price_rules_without_suspects_flags_what_running_them_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ask: dict[str, Any], suspects: bool
+def test_skipping_the_low_price_rules_flags_what_running_them_does(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cheap: dict[str, float],
+    checks: list[bool],
+    flagged: int,
 ) -> None:
-    """The guard skips the confirmation and both low-price rules when no row is suspect: the
-    same snapshot flags the same offers, with the same reasons, as with every rule run."""
-    skips = []
+    """The guard skips the confirmation and both low-price rules when no row is suspect, and
+    the rules when every suspect is confirmed (by two other instance types as cheap): the same
+    snapshot flags the same offers, with the same reasons, as with every statement run."""
+    found_rows: list[bool] = []
+    real_any_row = guard_module._any_row
 
-    def any_row(con: Any, table: str) -> bool:
-        found = bool(guard_module._any_row_checked(con, table))
-        skips.append(not found)
-        return found
-
-    def run_all(con: Any, table: str) -> bool:
-        return True
+    def any_row(con: Any, rows: str) -> bool:
+        found_rows.append(real_any_row(con, rows))
+        return found_rows[-1]
 
     def ingested(name: str) -> dict[tuple[str, str, str], tuple[str | None, str | None]]:
         db = tmp_path / f"{name}.duckdb"
-        summary = ingest_as(db, "vast", vast_h100(dict(ask)))
-        assert summary.offers_flagged == (1 if suspects else 0)
-        return flags(db, "vast")
+        quotes = []
+        for instance_type, price in (ORDINARY | cheap).items():
+            quote = RawQuote(
+                "global", instance_type, "on_demand", price, "gpu", gpu_name_raw="B200"
+            )
+            quote.gpu_count = 1
+            quotes.append(quote)
+        assert ingest_as(db, "lambda", quotes).offers_flagged == flagged
+        return flags(db, "lambda")
 
-    monkeypatch.setattr(guard_module, "_any_row_checked", guard_module._any_row, raising=False)
     monkeypatch.setattr(guard_module, "_any_row", any_row)
-    skipped = ingested("skipping")
-    assert skips == [not suspects]  # the case under test takes the path it names
-    monkeypatch.setattr(guard_module, "_any_row", run_all)
-    assert skipped == ingested("every-rule")
+    skipping = ingested("skipping")
+    assert found_rows == checks  # the case takes the path it names
+    monkeypatch.setattr(guard_module, "_any_row", lambda con, rows: True)
+    assert skipping == ingested("every-statement")
+    if flagged:
+        assert skipping["global", "b200-cheap", "on_demand"][0] == "below_provider"
 
 
 def test_marketplace_asks_agreeing_with_each_other_are_not_flagged(market: Path) -> None:

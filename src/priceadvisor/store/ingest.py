@@ -805,23 +805,37 @@ def _superseded(quotes: int, newer: Any) -> tuple[dict[str, int], RunStatus, str
     return counts, RunStatus.SUPERSEDED, error + "; nothing changed"
 
 
+# The valid quotes' distinct keys counted by their hash: cheaper than counting the keys
+# themselves (~4 ms at 100,000 quotes), and exact whenever it finds no duplicate (equal keys
+# hash alike, so as many hashes as quotes means as many keys). Otherwise the keys are counted
+# exactly (_DUPLICATES_SQL): there are duplicates, or two keys' hashes collided.
+_COUNTS_SQL = f"""
+SELECT count(*), count(reject_reason),
+    count(*) FILTER (WHERE reject_reason IS NULL AND gpu_model IS NULL),
+    mode(reject_reason),
+    count(*) FILTER (WHERE reject_reason IS NULL)
+        - count(DISTINCT hash({_KEYS})) FILTER (WHERE reject_reason IS NULL)
+FROM _snap
+"""
+_DUPLICATES_SQL = f"""
+SELECT count(*) - count(DISTINCT ({_KEYS})) FROM _snap WHERE reject_reason IS NULL
+"""
+
+
 def _snapshot_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    row = con.execute(
-        """SELECT count(*), count(reject_reason),
-                  count(*) FILTER (WHERE reject_reason IS NULL AND gpu_model IS NULL),
-                  mode(reject_reason),
-                  count(*) FILTER (WHERE reject_reason IS NULL)
-                      - count(DISTINCT (region, zone, instance_type, pricing, term_months))
-                        FILTER (WHERE reject_reason IS NULL)
-           FROM _snap"""
-    ).fetchone()
+    row = con.execute(_COUNTS_SQL).fetchone()
     assert row is not None
+    duplicates = row[4]
+    if duplicates:
+        exact = con.execute(_DUPLICATES_SQL).fetchone()
+        assert exact is not None
+        duplicates = exact[0]
     return {
         "total": row[0],
         "rejected": row[1],
         "unmapped": row[2],
         "top_reason": row[3],
-        "duplicates": row[4],
+        "duplicates": duplicates,
     }
 
 
