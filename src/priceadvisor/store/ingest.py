@@ -900,8 +900,7 @@ def _apply_changes(
     con.execute(_KEY_NAMES_SQL)
     _run(con, _CLASSIFY_SQL, params)
     allocator.return_freed_pages()
-    flagged = flag_jumps(con, result.provider, allow_flagged)
-    allocator.return_freed_pages()
+    flagged = flag_jumps(con, result.provider, allow_flagged)  # small: the keys to write
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
     con.execute("DROP TABLE _key_names; DROP VIEW _good; DROP TABLE _snap")
