@@ -706,6 +706,18 @@ def _merge(
 HANDOFF_BATCH = 50_000
 
 
+@dataclass
+class _Lookups:
+    """What a pass over the snapshot's batches has looked up so far, for the next batches:
+    each (instance type, raw GPU name, memory)'s resolution, and the currencies the temp table
+    _fx has rates for (None before the pass's first batch made it). A currency's rate depends
+    only on the currency and the observation time, so a batch whose currencies _fx already has
+    reads the same rates from it; only a new currency makes it again."""
+
+    resolved: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    currencies: set[str | None] | None = None
+
+
 def _normalise(
     con: duckdb.DuckDBPyConnection, staged: StagedQuotes, manifest: Manifest, now: Any
 ) -> None:
@@ -713,7 +725,7 @@ def _normalise(
     Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
     batch normalises exactly as it would within the whole snapshot."""
     sql = _NORMALISE_FIRST_SQL
-    known: dict[tuple[Any, ...], Any] = {}  # resolutions, shared by the batches
+    known = _Lookups()
     for start in staged.starts():
         _normalise_batch(con, staged.table(start), manifest, now, sql, known)
         sql = _NORMALISE_MORE_SQL
@@ -754,7 +766,7 @@ def _changes_table(
     full (the statement joins each batch to _verdicts), batch by batch of the snapshot; then
     the vanished keys."""
     sql = _CHANGES_FIRST_SQL
-    known: dict[tuple[Any, ...], Any] = {}
+    known = _Lookups()
     for start in staged.starts():
         wanted = [
             row[0] for row in con.execute(_WANTED_SQL, [start, start + HANDOFF_BATCH]).fetchall()
@@ -773,7 +785,7 @@ def _normalise_batch(
     manifest: Manifest,
     now: Any,
     sql: str,
-    known: dict[tuple[Any, ...], Any],
+    known: _Lookups,
 ) -> None:
     # _raw and _resolved are read by the SQL under these names: DuckDB scans a Python
     # variable of the calling function that a query names (a replacement scan). Registering
@@ -782,8 +794,11 @@ def _normalise_batch(
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
     _raw = table
     distinct = con.execute(_DISTINCT_SQL).fetchall()
-    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known)
-    fx_table(con, now, [r[3] for r in distinct if not r[4]])
+    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known.resolved)
+    currencies = {r[3] for r in distinct if not r[4]}
+    if known.currencies is None or not currencies <= known.currencies:
+        known.currencies = currencies | (known.currencies or set())
+        fx_table(con, now, list(known.currencies))
     con.execute(sql)
     del _raw, _resolved
 
