@@ -1,7 +1,9 @@
 """The suspicious-offer guard: flags, at ingest, offers no team should be told to rent.
 
 It runs on every snapshot after validation (store.ingest), over the snapshot's valid rows in
-the temp table `_snap`, for every provider alike (adapters only pass on what the source says).
+the temp table `_snap`, for every provider alike (adapters only pass on what the source says):
+flag_offers before the snapshot is classified, flag_jumps (the price jump, the last rule) after,
+over the keys the classification keeps to write.
 A flagged offer is kept and shown with its reason, counted in fetch_runs.offers_flagged, and
 left out of every "cheapest" answer (`prices`, `advise`, `tco --workload`, alerts, the digest,
 the dashboard) until it is confirmed or allowed. One flag per offer; the first rule that
