@@ -691,8 +691,9 @@ def _merge(
         placeholders = manifest.guard.placeholder_prices
         flag_offers(con, result.provider, placeholders, allow_flagged)
         allocator.return_freed_pages()
-        params |= {"now": now}
-        counts |= _apply_changes(con, result, staged, manifest, status, params, allow_flagged)
+        counts |= _apply_changes(
+            con, result, staged, manifest, status, params | {"now": now}, allow_flagged
+        )
         counts["seen"] = offers
     return counts, status, error
 
