@@ -4,6 +4,7 @@ allow-list, and that a flagged offer never reaches advice."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import shutil
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from priceadvisor.records import FetchResult, IngestSummary, RawQuote, RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.sizing.advisor import Options, rank
 from priceadvisor.store import connections as store
+from priceadvisor.store import guard as guard_module
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
 from tests.conftest import query
@@ -180,6 +182,55 @@ def test_a_price_far_below_the_providers_own_offers_is_flagged(tmp_path: Path) -
     assert found["PL", "H100 SXM x1 verified", "on_demand"][0] == "below_provider"
 
 
+ORDINARY = {f"b200-{i}": 5.0 for i in range(5)}
+
+
+@pytest.mark.parametrize(
+    ("cheap", "checks", "flagged"),
+    [
+        ({"b200-cheap": 1.0}, [True, True], 1),  # a suspect nothing confirms
+        ({"b200-cheap-a": 1.0, "b200-cheap-b": 1.1, "b200-cheap-c": 1.2}, [True, False], 0),
+        ({}, [False], 0),  # no suspect
+    ],
+)
+def test_skipping_the_low_price_rules_flags_what_running_them_does(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cheap: dict[str, float],
+    checks: list[bool],
+    flagged: int,
+) -> None:
+    """The guard skips the confirmation and both low-price rules when no row is suspect, and
+    the rules when every suspect is confirmed (by two other instance types as cheap): the same
+    snapshot flags the same offers, with the same reasons, as with every statement run."""
+    found_rows: list[bool] = []
+    real_any_row = guard_module._any_row
+
+    def any_row(con: Any, rows: str) -> bool:
+        found_rows.append(real_any_row(con, rows))
+        return found_rows[-1]
+
+    def ingested(name: str) -> dict[tuple[str, str, str], tuple[str | None, str | None]]:
+        db = tmp_path / f"{name}.duckdb"
+        quotes = []
+        for instance_type, price in (ORDINARY | cheap).items():
+            quote = RawQuote(
+                "global", instance_type, "on_demand", price, "gpu", gpu_name_raw="B200"
+            )
+            quote.gpu_count = 1
+            quotes.append(quote)
+        assert ingest_as(db, "lambda", quotes).offers_flagged == flagged
+        return flags(db, "lambda")
+
+    monkeypatch.setattr(guard_module, "_any_row", any_row)
+    skipping = ingested("skipping")
+    assert found_rows == checks  # the case takes the path it names
+    monkeypatch.setattr(guard_module, "_any_row", lambda con, rows: True)
+    assert skipping == ingested("every-statement")
+    if flagged:
+        assert skipping["global", "b200-cheap", "on_demand"][0] == "below_provider"
+
+
 def test_marketplace_asks_agreeing_with_each_other_are_not_flagged(market: Path) -> None:
     """The recorded Vast H100 asks span $1.6-2.9 over many hosts: none is an outlier."""
     ingest_as(market, "vast", vast_h100({}))
@@ -215,6 +266,45 @@ def test_a_jump_seen_again_by_the_next_fetch_is_confirmed(tmp_path: Path) -> Non
     summary = ingest_as(db, "runpod", parse_gpu_prices(cut, URL))
     assert ("secure", h100, "on_demand") not in flags(db, "runpod")
     assert summary.offers_flagged == 1  # only the MI300X placeholder is left
+
+
+def test_a_jump_of_the_exchange_rate_alone_is_flagged(tmp_path: Path) -> None:
+    """The jump is read over the keys the classification keeps to write (store.guard): a key
+    whose price in its own currency stayed, but whose dollar price moved with the rate, is
+    one of them (an attribute moved) and is flagged like any jump."""
+    db = tmp_path / "a.duckdb"
+    today = utcnow().date()
+    eur = RawQuote("westeurope", "h100-box", "on_demand", 2.0, "node", currency="EUR")
+    eur.gpu_name_raw, eur.gpu_count = "H100", 1
+
+    def rate(day: Any, usd_per_eur: float) -> None:
+        with store.writer(db) as con:
+            con.executemany(
+                "INSERT INTO core.fx_rates VALUES (?, ?, ?, 'test', now())",
+                [(day, "USD", usd_per_eur), (day, "EUR", 1.0)],
+            )
+
+    rate(today - dt.timedelta(days=1), 1.1)
+    ingest_as(db, "azure", [copy.copy(eur)])
+    rate(today, 4.0)
+    summary = ingest_as(db, "azure", [copy.copy(eur)])
+    flag, reason = flags(db, "azure")["westeurope", "h100-box", "on_demand"]
+    assert flag == "price_jump" and "3.6x" in (reason or "")
+    assert (summary.offers_changed, summary.offers_flagged) == (0, 1)
+
+
+def test_a_jump_of_an_offer_the_allow_list_lifted_keeps_the_earlier_reason(
+    tmp_path: Path,
+) -> None:
+    """The jump rule runs after the allow-list has passed once (store.guard.flag_jumps): an
+    offer an earlier rule flagged is no jump, allowed or not, as when the rules ran in one go."""
+    db = tmp_path / "a.duckdb"
+    allow = [f"community/{MI300X}"]
+    ingest_as(db, "runpod", parse_gpu_prices(runpod_list(), URL), allow)
+    jumped = runpod_list(**{"AMD Instinct MI300X OAM": {"communityPrice": 4.99}})
+    ingest_as(db, "runpod", parse_gpu_prices(jumped, URL), allow)
+    flag, reason = flags(db, "runpod")["community", MI300X, "on_demand"]
+    assert flag is None and (reason or "").startswith("allowed by config (not_offered)")
 
 
 @pytest.mark.parametrize(

@@ -165,3 +165,36 @@ def test_a_staged_table_reads_back_every_field_of_every_quote() -> None:
     assert len(rows) == len(given)
     for read, values in zip(rows, given, strict=True):
         assert all(map(_same, read, values)), (read, values)
+
+
+def in_currencies(step: int) -> list[RawQuote]:
+    """The varied snapshot with quotes in euros and pounds coming only in later batches, and
+    one currency no rate is known for."""
+    quotes = snapshot(step)
+    for i, currency in enumerate(("EUR", "GBP", "XYZ", "EUR")):
+        quotes.insert(5 + 3 * i, RawQuote("uksouth", SKUS[i % 3], "on_demand", 2.0 + step + i,
+                                          currency=currency, zone=str(i)))  # fmt: skip
+    return quotes
+
+
+@pytest.mark.parametrize("batch", [1, 6])
+def test_batches_in_new_currencies_are_converted_at_their_rates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """Each batch looks its currencies' rates up again only when one is new to the snapshot
+    (store.ingest._Lookups): a currency first met in a later batch is converted as in one go."""
+    for name in ("batched", "whole"):
+        with connections.writer(tmp_path / f"{name}.duckdb") as con:
+            con.executemany(
+                "INSERT INTO core.fx_rates VALUES (?, ?, ?, 'test', now())",
+                [(START.date(), c, rate) for c, rate in (("USD", 1.1), ("EUR", 1.0), ("GBP", 0.8))],
+            )
+    batched = ingest_series(tmp_path / "batched.duckdb", batch, monkeypatch, False, in_currencies)
+    whole = ingest_series(tmp_path / "whole.duckdb", 10_000, monkeypatch, False, in_currencies)
+    assert batched == whole
+    assert stored(tmp_path / "batched.duckdb") == stored(tmp_path / "whole.duckdb")
+    converted = query(
+        tmp_path / "batched.duckdb",
+        "SELECT currency, count(*) FROM core.current_offers WHERE region = 'uksouth' GROUP BY 1",
+    )
+    assert sorted(converted) == [("EUR", 2), ("GBP", 1)]  # XYZ rejected: no rate

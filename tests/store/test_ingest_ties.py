@@ -80,3 +80,28 @@ def test_ties_read_again_store_what_the_full_width_snapshot_did(
         ("japaneast", SKU, None, "high"),
         ("westus", SKU, URL + "6", None),
     ]
+
+
+def without_duplicates(step: int) -> list[RawQuote]:
+    unique: dict[tuple[Any, ...], RawQuote] = {}
+    for q in varied_snapshot(step):
+        unique.setdefault((q.region, q.zone, q.instance_type, q.pricing, q.term_months), q)
+    return list(unique.values())
+
+
+@pytest.mark.parametrize(("snapshots", "duplicates"), [(tied, 8), (without_duplicates, 0)])
+def test_keys_whose_hashes_collide_are_counted_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snapshots: Any, duplicates: int
+) -> None:
+    """The counts take the number of distinct key hashes, and count the keys themselves only
+    when that finds duplicates: with every key's hash colliding, a series stores and counts
+    what it does with real hashes."""
+    hashed = batches.ingest_series(tmp_path / "hashed.duckdb", 7, monkeypatch, False, snapshots)
+    key_hash = f"hash({ingest_module._KEYS})"
+    assert key_hash in ingest_module._COUNTS_SQL
+    colliding = ingest_module._COUNTS_SQL.replace(key_hash, "0")
+    monkeypatch.setattr(ingest_module, "_COUNTS_SQL", colliding)
+    collided = batches.ingest_series(tmp_path / "collided.duckdb", 7, monkeypatch, False, snapshots)
+    assert collided == hashed
+    assert all(s.offers_duplicate == duplicates for s in hashed)
+    assert stored(tmp_path / "hashed.duckdb") == stored(tmp_path / "collided.duckdb")
