@@ -12,18 +12,7 @@ from priceadvisor.records import RawQuote, utcnow
 from priceadvisor.sizing.advisor import store_advice
 from priceadvisor.store import connections
 from tests.conftest import ingest_quotes
-from tests.notify.test_zone_keys import backdate
-
-CONFIG = """
-[[workloads]]
-name = "short"
-task = "lora"
-model = "llama-3.1-8b"
-train_tokens = 1e7
-
-[digest]
-top = 10
-"""
+from tests.notify.test_zone_keys import CONFIG, backdate
 
 
 def h100(region: str, price: float) -> RawQuote:

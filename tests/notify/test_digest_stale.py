@@ -15,17 +15,7 @@ from priceadvisor.store import connections
 from priceadvisor.store.freshness import EXCLUDED_AFTER_HOURS
 from priceadvisor.store.ingest import ingest
 from priceadvisor.store.runs import start_run
-
-
-def h100(region: str, price: float) -> RawQuote:
-    return RawQuote(
-        region=region,
-        instance_type="gpu_1x_h100_sxm5",
-        pricing="on_demand",
-        price=price,
-        gpu_name_raw="H100 SXM5 80GB",
-        gpu_count=1.0,
-    )
+from tests.notify.test_digest_basis import h100
 
 
 def fetched(db: Path, provider: str, quotes: list[RawQuote], at: dt.datetime) -> None:

@@ -21,7 +21,7 @@ model = "llama-3.1-8b"
 train_tokens = 1e7
 
 [digest]
-top = 5
+top = 10
 """
 # Two TensorDock locations in one country: the same region, instance type and pricing.
 ZONES = ("0b3a6f7e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f")
