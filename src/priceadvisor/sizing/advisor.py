@@ -2,12 +2,13 @@
 
 Sizing runs once per distinct (sizing inputs of a workload, GPU model, GPU count) that exists
 among the offers its constraints allow — workloads that differ only in constraints share their
-estimates, and later rankings in the same process reuse them. Constraints are evaluated in
-DuckDB once per (workload, offer class). Offers are grouped by (class, shape): a workload reads
-only the groups of the classes it allows whose shape it fits, skips every group whose cheapest
-offer costs more than the cheapest offers of k other groups, and its top k among the rest is
-chosen by a partition, not a sort (sizing.topk). DuckDB then ranks the chosen few with the full
-tie-break, joining each to its offer and its estimate by number. Everything runs on one DuckDB
+estimates, and later rankings in the same process reuse them. Constraints are evaluated once
+per (distinct constraints, offer class), in numpy (sizing.eligibility). Offers are grouped by
+(class, shape): a workload reads only the groups of the classes it allows whose shape it fits,
+skips every group whose cheapest offer costs more than the cheapest offers of k other groups,
+and its top k among the rest is chosen by a partition, not a sort (sizing.topk). DuckDB then
+ranks the chosen few with the full tie-break, joining each to its offer and its estimate by
+number. Everything runs on one DuckDB
 thread (see _one_thread).
 
 Offers are chosen by list cost (price x hours) and ranked by effective cost (sizing.effective:
@@ -33,7 +34,6 @@ instance type, pricing), so a ranking is the same on every run.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -45,7 +45,7 @@ import numpy as np
 
 from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.records import TRAINING_TASKS, utcnow
-from priceadvisor.sizing import effective, estimatecache, layoutbounds, topk
+from priceadvisor.sizing import effective, eligibility, estimatecache, layoutbounds, topk
 from priceadvisor.sizing.estimate import (
     Estimate,
     ServingFigures,
@@ -88,24 +88,14 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "replicas": "int",
 }
 _CHEAPEST_SCHEMA: columns.Schema = {"widx": "int", "oid": "int", "cost": "float", "est": "int"}
-# List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
+# What the effective costs read of each workload (its constraints on offers are read in
+# numpy: sizing.eligibility).
 _WORKLOAD_SCHEMA: columns.Schema = {
     "widx": "int",
-    "name": "string",
-    "providers": "string",
-    "countries": "string",
-    "continents": "string",
-    "eu_only": "bool",
-    "max_gpus": "int",
-    "spot_ok": "bool",
-    "require_available": "bool",
-    "pricing": "string",
     "storage_gb": "float",
     "egress_gb_per_month": "float",
     "checkpoint_minutes": "float",
     "restart_minutes": "float",
-    "sla": "bool",
-    "sla_allow": "string",
 }
 # What sizing reads of a profile: every field of the workload (the rest are constraints on
 # offers, and replicas/monthly volume, which only count the offers a sized result needs).
@@ -177,34 +167,6 @@ JOIN _advice_classes AS c ON o.provider = c.provider
     AND o.is_eu = c.is_eu AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
     AND o.rentable = c.rentable AND o.no_sla = c.no_sla
 JOIN _advice_shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count
-"""
-
-WORKLOADS_SQL = """
-CREATE OR REPLACE TEMP TABLE _workloads AS
-SELECT widx, name, eu_only, max_gpus, spot_ok, require_available, storage_gb,
-    egress_gb_per_month, checkpoint_minutes, restart_minutes, sla,
-    from_json(sla_allow, '["VARCHAR"]') AS sla_allow,
-    from_json(providers, '["VARCHAR"]') AS providers,
-    from_json(countries, '["VARCHAR"]') AS countries,
-    from_json(continents, '["VARCHAR"]') AS continents,
-    from_json(pricing, '["VARCHAR"]') AS pricing
-FROM _workloads_json
-"""
-
-# INTEGER: half the bytes to convert of up to (workloads x classes) pairs, and measurably faster.
-ELIGIBLE_SQL = """
-SELECT w.widx::INTEGER AS widx, c.class_id::INTEGER AS class_id
-FROM _workloads AS w, _advice_classes AS c
-WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
-  AND (len(w.countries) = 0 OR list_contains(w.countries, c.country))
-  AND (len(w.continents) = 0 OR list_contains(w.continents, c.continent))
-  AND (NOT w.eu_only OR c.is_eu)
-  AND (w.max_gpus IS NULL OR c.gpu_count <= w.max_gpus)
-  AND (c.pricing = 'on_demand' OR w.spot_ok)
-  AND (NOT w.require_available OR c.rentable)
-  AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
-  AND (NOT w.sla OR ((c.pricing <> 'spot' OR list_contains(w.sla_allow, 'spot'))
-      AND (NOT c.no_sla OR list_contains(w.sla_allow, 'marketplace'))))
 """
 
 # Each candidate (`_effective`) ranked within its workload by effective cost and by list cost,
@@ -500,7 +462,7 @@ def _plan(
     offers: topk.OfferColumns,
     shapes: list[tuple[str, float]],
 ) -> _Plan:
-    eligible = _eligible_classes(con, len(profiles))
+    eligible = eligibility.eligible_classes(con, profiles)
     size = (len(profiles), len(shapes))
     plan = _Plan([], eligible, np.full(size, np.nan), np.full(size, -1), [], [])
     allowed = topk.allowed_shapes(offers, eligible, len(shapes))
@@ -511,15 +473,6 @@ def _plan(
     if plan.cache_written:
         estimatecache.tidy_up()
     return plan
-
-
-def _eligible_classes(con: duckdb.DuckDBPyConnection, n_workloads: int) -> topk.Bools:
-    """[workload, class]: whether the workload's constraints allow the offer class."""
-    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
-    pairs = con.execute(ELIGIBLE_SQL).fetchnumpy()
-    eligible = np.zeros((n_workloads, int(n_classes)), dtype=np.bool_)
-    eligible[pairs["widx"], pairs["class_id"]] = True
-    return eligible
 
 
 def _size_workload(
@@ -596,21 +549,10 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
     rows = [
         {
             "widx": widx,
-            "name": p.name,
-            "providers": json.dumps(p.providers),
-            "countries": json.dumps([c.upper() for c in p.countries]),
-            "continents": json.dumps(list(p.continents)),
-            "eu_only": p.eu_only,
-            "max_gpus": p.max_gpus,
-            "spot_ok": p.spot_ok,
-            "require_available": p.require_available,
-            "pricing": json.dumps(list(p.pricing)),
             "storage_gb": p.storage_gb,
             "egress_gb_per_month": p.egress_gb_per_month,
             "checkpoint_minutes": p.checkpoint_minutes,
             "restart_minutes": p.restart_minutes,
-            "sla": p.sla,
-            "sla_allow": json.dumps(list(p.sla_allow)),
         }
         for widx, p in enumerate(profiles)
     ]
@@ -621,12 +563,11 @@ _TEMP_TABLES = (
     "_advice_offers",
     "_advice_classes",
     "_advice_shapes",
-    "_workloads",
     "_measured_interruption",
     "_fetch_intervals",
     "_effective",
 )
-_VIEWS = ("_workloads_json", "_estimates", "_cheapest", "_billing")
+_VIEWS = ("_workloads", "_estimates", "_cheapest", "_billing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -667,8 +608,7 @@ def _prepared(
                 }
                 con.execute(inline(PREPARE_SQL, values))
             con.execute(GROUPS_SQL)
-            con.register("_workloads_json", workloads_table(profiles))
-            con.execute(WORKLOADS_SQL)
+            con.register("_workloads", workloads_table(profiles))
             shapes = _shapes(con)
             offers = _offer_columns(con, len(shapes))
             plan = _plan(con, profiles, offers, shapes)
