@@ -34,10 +34,11 @@ instance type, pricing), so a ranking is the same on every run.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -415,17 +416,21 @@ def _fields(profile: WorkloadProfile, result: Estimate) -> tuple[Any, ...]:
 
 
 def _sized_shapes(
-    profile: WorkloadProfile, work: Workload, shapes: list[tuple[str, float]]
+    profile: WorkloadProfile,
+    work: Workload,
+    shapes: list[tuple[str, float]],
+    cache: Callable[[], estimatecache.Opened],
 ) -> tuple[list[Sized | None], bool]:
     """`sized` for each shape, and whether the estimate cache was written: shapes not in the
-    process's memo are read from the cache first, and what had to be sized is added to it (the
-    caller tidies the cache once, `estimatecache.tidy_up`, after its workloads)."""
+    process's memo are read from the cache first (`cache`: its folder as the ranking found it),
+    and what had to be sized is added to it (the caller tidies the cache once,
+    `estimatecache.tidy_up`, after its workloads)."""
     key = sizing_key(profile, work)
     missing = [shape for shape in shapes if (key, *shape) not in _memo]
     if not missing:
         return [sized(key, profile, work, *shape) for shape in shapes], False
     disk_key = estimatecache.workload_key(work, profile.tensor_parallel)
-    kept = estimatecache.read(disk_key)
+    kept = estimatecache.read(disk_key, cache())
     for shape in missing:
         if shape in kept:
             _memo[(key, *shape)] = kept[shape]
@@ -437,7 +442,8 @@ def _sized_shapes(
     found = [sized(key, profile, work, *shape) for shape in shapes]
     if all(shape in kept for shape in missing):
         return found, False
-    estimatecache.write(disk_key, kept | dict(zip(shapes, found, strict=True)), tidy=False)
+    entries = kept | dict(zip(shapes, found, strict=True))
+    estimatecache.write(disk_key, entries, tidy=False, where=cache())
     return found, True
 
 
@@ -454,6 +460,10 @@ class _Plan:
     row_workload: list[int]
     row_sized: list[Sized]
     cache_written: bool = False
+    # The estimate cache's folder, listed once when a workload is first not in the memo.
+    cache: Callable[[], estimatecache.Opened] = field(
+        default_factory=lambda: functools.cache(estimatecache.opened)
+    )
 
 
 def _plan(
@@ -481,7 +491,7 @@ def _size_workload(
     """The workload's cost factors and estimate rows on the shapes its constraints allow."""
     work = to_workload(profile)
     plan.works.append(work)
-    found_all, written = _sized_shapes(profile, work, [shape for _, shape in shapes])
+    found_all, written = _sized_shapes(profile, work, [shape for _, shape in shapes], plan.cache)
     plan.cache_written |= written
     fitting = [(s, found) for (s, _), found in zip(shapes, found_all, strict=True) if found]
     if fitting:
