@@ -271,24 +271,13 @@ Sized = estimatecache.Kept
 # ranking reads what earlier processes sized from the estimate cache (sizing.estimatecache).
 MEMO_LIMIT = 20_000
 _memo: dict[tuple[str, str, float], Sized | None] = {}
+# What the memo gives for a shape not in it (None is a shape sized that does not fit).
+_UNSIZED = Sized(math.nan, (), math.nan, 0)
 
 
 def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
     """What sizing reads of a profile: profiles equal on it share their estimates."""
     return profile.model_dump_json(include=_SIZING_FIELDS) + repr(work.scales)
-
-
-def sized(
-    key: str, profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
-) -> Sized | None:
-    """`size_offer` with its cost factor and fields, memoised per (sizing key, GPU model, GPU
-    count)."""
-    memo_key = (key, gpu_model, gpu_count)
-    if memo_key not in _memo:
-        if len(_memo) >= MEMO_LIMIT:
-            _memo.clear()
-        _memo[memo_key] = _size(profile, work, gpu_model, gpu_count)
-    return _memo[memo_key]
 
 
 def _size(
@@ -421,26 +410,29 @@ def _sized_shapes(
     shapes: list[tuple[str, float]],
     cache: Callable[[], estimatecache.Opened],
 ) -> tuple[list[Sized | None], bool]:
-    """`sized` for each shape, and whether the estimate cache was written: shapes not in the
-    process's memo are read from the cache first (`cache`: its folder as the ranking found it),
-    and what had to be sized is added to it (the caller tidies the cache once,
-    `estimatecache.tidy_up`, after its workloads)."""
+    """What advice keeps of each shape (`_size`'s, memoised per sizing key and shape), and
+    whether the estimate cache was written: shapes not in the process's memo are read from the
+    cache first (`cache`: its folder as the ranking found it), and what had to be sized is
+    added to it (the caller tidies the cache once, `estimatecache.tidy_up`, after its
+    workloads)."""
     key = sizing_key(profile, work)
-    missing = [shape for shape in shapes if (key, *shape) not in _memo]
+    found = [_memo.get((key, *shape), _UNSIZED) for shape in shapes]  # one lookup a shape
+    missing = [shape for shape, got in zip(shapes, found, strict=True) if got is _UNSIZED]
     if not missing:
-        return [sized(key, profile, work, *shape) for shape in shapes], False
+        return found, False
     disk_key = estimatecache.workload_key(work, profile.tensor_parallel)
     kept = estimatecache.read(disk_key, cache())
-    for shape in missing:
-        if shape in kept:
-            _memo[(key, *shape)] = kept[shape]
+    fresh = {shape: kept[shape] for shape in missing if shape in kept}
     unknown = [shape for shape in missing if shape not in kept]
-    for shape, made in zip(unknown, _size_all(profile, work, unknown), strict=True):
+    fresh.update(zip(unknown, _size_all(profile, work, unknown), strict=True))
+    for shape in missing:
         if len(_memo) >= MEMO_LIMIT:
             _memo.clear()
-        _memo[(key, *shape)] = made
-    found = [sized(key, profile, work, *shape) for shape in shapes]
-    if all(shape in kept for shape in missing):
+        _memo[(key, *shape)] = fresh[shape]
+    found = [
+        fresh[shape] if got is _UNSIZED else got for shape, got in zip(shapes, found, strict=True)
+    ]
+    if not unknown:
         return found, False
     entries = kept | dict(zip(shapes, found, strict=True))
     estimatecache.write(disk_key, entries, tidy=False, where=cache())
