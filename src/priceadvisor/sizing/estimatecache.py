@@ -17,10 +17,11 @@ before anything is decoded (a file corrupted or not written here is never decode
 folder's digest names the Python that writes it, and every row decoded is checked column by
 column as before.
 
-A file that cannot be read is ignored (sized again, then rewritten); one that cannot be
-written is not kept. Folders of other code versions beyond the `KEEP` most recently used are
-removed, and a folder keeps at most `MAX_FILES` workload files (the least recently used go)
-and no temporary file a killed write left behind.
+A ranking lists the folder once (`opened`) and opens only the files it found there or wrote
+itself: a workload not kept costs no failed open. A file that cannot be read is ignored (sized
+again, then rewritten); one that cannot be written is not kept. Folders of other code versions
+beyond the `KEEP` most recently used are removed, and a folder keeps at most `MAX_FILES`
+workload files (the least recently used go) and no temporary file a killed write left behind.
 """
 
 from __future__ import annotations
