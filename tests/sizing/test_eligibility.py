@@ -136,7 +136,7 @@ def test_the_classes_allowed_are_those_of_the_sql_definition(seed: int) -> None:
         shuffled = rng.sample(classes, len(classes))  # read back in class_id order
         con.executemany("INSERT INTO _advice_classes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", shuffled)
         expected = by_definition(con, profiles, len(classes))
-        got = eligibility.eligible_classes(con, profiles)
+        got = eligibility.eligible_classes(eligibility.read_classes(con), profiles)
     assert got.dtype == np.bool_ and got.shape == expected.shape
     assert (got == expected).all()
     assert 0 < expected.sum() < expected.size  # some classes allowed, some not
@@ -150,4 +150,6 @@ def test_no_class_means_an_empty_mask() -> None:
             "continent VARCHAR, is_eu BOOLEAN, pricing VARCHAR, gpu_count DOUBLE, "
             "rentable BOOLEAN, no_sla BOOLEAN, class_id BIGINT)"
         )
-        assert eligibility.eligible_classes(con, [profile]).shape == (1, 0)
+        classes = eligibility.read_classes(con)
+        assert eligibility.eligible_classes(classes, [profile]).shape == (1, 0)
+        assert classes.providers() == []

@@ -612,11 +612,12 @@ def _prepared(
             con.execute(GROUPS_SQL)
             con.register("_workloads", workloads_table(profiles))
             shapes = _shapes(con)
-            eligible = eligibility.eligible_classes(con, profiles)
+            classes = eligibility.read_classes(con)
+            eligible = eligibility.eligible_classes(classes, profiles)
             offers = _offer_columns(con, eligible.shape[1], len(shapes))
             plan = _plan(profiles, offers, shapes, eligible)
-            # the classes hold every offer's provider: ~3,300 rows to read, not ~50,000
-            con.register("_billing", effective.load_billing(con, "_advice_classes"))
+            # the classes hold every offer's provider: ~3,300 values, not ~50,000
+            con.register("_billing", effective.billing_table(classes.providers()))
             _effective_candidates(con, profiles, offers, plan, keep)
             yield
     finally:

@@ -55,15 +55,23 @@ class Classes:
     rentable: Bools
     no_sla: Bools
 
+    def providers(self) -> list[str]:
+        """Every offer's provider: each class holds one, the classes hold every offer."""
+        return [str(provider) for provider in self.provider[self.has_provider].tolist()]
+
 
 # What a workload's constraints on offers are (the rest of a profile is sizing and run costs).
 Constraints = tuple[Any, ...]
 
 
-def eligible_classes(con: duckdb.DuckDBPyConnection, profiles: Sequence[WorkloadProfile]) -> Bools:
-    """[workload, class]: whether the workload's constraints allow the offer class."""
+def read_classes(con: duckdb.DuckDBPyConnection) -> Classes:
+    """The offer classes (`_advice_classes`) as columns."""
     found = con.execute(CLASSES_SQL).fetchnumpy()
-    classes = Classes(**{name: found[name] for name in Classes.__slots__})
+    return Classes(**{name: found[name] for name in Classes.__slots__})
+
+
+def eligible_classes(classes: Classes, profiles: Sequence[WorkloadProfile]) -> Bools:
+    """[workload, class]: whether the workload's constraints allow the offer class."""
     eligible = np.empty((len(profiles), len(classes.provider)), dtype=np.bool_)
     masks: dict[Constraints, Bools] = {}
     for widx, profile in enumerate(profiles):
