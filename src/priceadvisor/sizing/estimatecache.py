@@ -108,9 +108,10 @@ def opened() -> Opened:
     target = folder()
     try:
         names = set(os.listdir(target))
-        os.utime(target)
     except OSError:
-        names = set()  # none yet, or not ours to read: every workload is sized
+        return Opened(target, set())  # none yet, or not ours to read: every workload is sized
+    with contextlib.suppress(OSError):  # a folder we may read but not change is still read
+        os.utime(target)
     return Opened(target, names)
 
 
