@@ -345,3 +345,25 @@ def test_a_ranking_tidies_the_cache_once_after_writing_its_files(
     ranking(offline_db)  # every file read from the cache: nothing written, nothing tidied
     assert len(tidied) == 2
     assert len(list(estimatecache.folder().glob("*.est"))) == 3
+
+
+def test_workloads_of_one_sizing_input_keep_every_shape_in_their_file(
+    offline_db: Path, new_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workloads that differ only in their constraints share a file: the second adds its
+    shapes to what the first wrote in the same ranking (the ranking lists the folder once,
+    before either file exists), so a later process sizes neither."""
+    one_gpu = PROFILES[0].model_copy(update={"name": "one-gpu", "max_gpus": 1})
+    with connections.reader(offline_db) as con:
+        [(provider,)] = con.execute(
+            "SELECT provider FROM offers WHERE gpu_count > 1 GROUP BY provider "
+            "ORDER BY count(DISTINCT gpu_model) DESC LIMIT 1"
+        ).fetchall()
+    one_provider = PROFILES[0].model_copy(update={"name": "one-provider", "providers": [provider]})
+    profiles = [one_gpu, one_provider]
+    first = ranking(offline_db, profiles)
+    [path] = estimatecache.folder().glob("*.est")
+    shapes = set(estimatecache.read(path.stem))
+    assert any(count == 1.0 for _, count in shapes) and any(count > 1 for _, count in shapes)
+    sizings = Sizings(monkeypatch)
+    assert repr(ranking(offline_db, profiles)) == repr(first) and sizings.count == 0

@@ -2,12 +2,13 @@
 
 Sizing runs once per distinct (sizing inputs of a workload, GPU model, GPU count) that exists
 among the offers its constraints allow — workloads that differ only in constraints share their
-estimates, and later rankings in the same process reuse them. Constraints are evaluated in
-DuckDB once per (workload, offer class). Offers are grouped by (class, shape): a workload reads
-only the groups of the classes it allows whose shape it fits, skips every group whose cheapest
-offer costs more than the cheapest offers of k other groups, and its top k among the rest is
-chosen by a partition, not a sort (sizing.topk). DuckDB then ranks the chosen few with the full
-tie-break, joining each to its offer and its estimate by number. Everything runs on one DuckDB
+estimates, and later rankings in the same process reuse them. Constraints are evaluated once
+per (distinct constraints, offer class), in numpy (sizing.eligibility). Offers are grouped by
+(class, shape): a workload reads only the groups of the classes it allows whose shape it fits,
+skips every group whose cheapest offer costs more than the cheapest offers of k other groups,
+and its top k among the rest is chosen by a partition, not a sort (sizing.topk). DuckDB then
+ranks the chosen few with the full tie-break, joining each to its offer and its estimate by
+number. Everything runs on one DuckDB
 thread (see _one_thread).
 
 Offers are chosen by list cost (price x hours) and ranked by effective cost (sizing.effective:
@@ -33,11 +34,11 @@ instance type, pricing), so a ranking is the same on every run.
 from __future__ import annotations
 
 import datetime as dt
-import json
+import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -45,7 +46,7 @@ import numpy as np
 
 from priceadvisor.config import Settings, WorkloadProfile
 from priceadvisor.records import TRAINING_TASKS, utcnow
-from priceadvisor.sizing import effective, estimatecache, layoutbounds, topk
+from priceadvisor.sizing import effective, eligibility, estimatecache, layoutbounds, topk
 from priceadvisor.sizing.estimate import (
     Estimate,
     ServingFigures,
@@ -88,24 +89,14 @@ _ESTIMATE_SCHEMA: columns.Schema = {
     "replicas": "int",
 }
 _CHEAPEST_SCHEMA: columns.Schema = {"widx": "int", "oid": "int", "cost": "float", "est": "int"}
-# List-valued constraints travel as JSON text (nanoarrow builds no lists); SQL parses them.
+# What the effective costs read of each workload (its constraints on offers are read in
+# numpy: sizing.eligibility).
 _WORKLOAD_SCHEMA: columns.Schema = {
     "widx": "int",
-    "name": "string",
-    "providers": "string",
-    "countries": "string",
-    "continents": "string",
-    "eu_only": "bool",
-    "max_gpus": "int",
-    "spot_ok": "bool",
-    "require_available": "bool",
-    "pricing": "string",
     "storage_gb": "float",
     "egress_gb_per_month": "float",
     "checkpoint_minutes": "float",
     "restart_minutes": "float",
-    "sla": "bool",
-    "sla_allow": "string",
 }
 # What sizing reads of a profile: every field of the workload (the rest are constraints on
 # offers, and replicas/monthly volume, which only count the offers a sized result needs).
@@ -177,34 +168,6 @@ JOIN _advice_classes AS c ON o.provider = c.provider
     AND o.is_eu = c.is_eu AND o.pricing = c.pricing AND o.gpu_count = c.gpu_count
     AND o.rentable = c.rentable AND o.no_sla = c.no_sla
 JOIN _advice_shapes AS s ON o.gpu_model = s.gpu_model AND o.gpu_count = s.gpu_count
-"""
-
-WORKLOADS_SQL = """
-CREATE OR REPLACE TEMP TABLE _workloads AS
-SELECT widx, name, eu_only, max_gpus, spot_ok, require_available, storage_gb,
-    egress_gb_per_month, checkpoint_minutes, restart_minutes, sla,
-    from_json(sla_allow, '["VARCHAR"]') AS sla_allow,
-    from_json(providers, '["VARCHAR"]') AS providers,
-    from_json(countries, '["VARCHAR"]') AS countries,
-    from_json(continents, '["VARCHAR"]') AS continents,
-    from_json(pricing, '["VARCHAR"]') AS pricing
-FROM _workloads_json
-"""
-
-# INTEGER: half the bytes to convert of up to (workloads x classes) pairs, and measurably faster.
-ELIGIBLE_SQL = """
-SELECT w.widx::INTEGER AS widx, c.class_id::INTEGER AS class_id
-FROM _workloads AS w, _advice_classes AS c
-WHERE (len(w.providers) = 0 OR list_contains(w.providers, c.provider))
-  AND (len(w.countries) = 0 OR list_contains(w.countries, c.country))
-  AND (len(w.continents) = 0 OR list_contains(w.continents, c.continent))
-  AND (NOT w.eu_only OR c.is_eu)
-  AND (w.max_gpus IS NULL OR c.gpu_count <= w.max_gpus)
-  AND (c.pricing = 'on_demand' OR w.spot_ok)
-  AND (NOT w.require_available OR c.rentable)
-  AND (len(w.pricing) = 0 OR list_contains(w.pricing, c.pricing))
-  AND (NOT w.sla OR ((c.pricing <> 'spot' OR list_contains(w.sla_allow, 'spot'))
-      AND (NOT c.no_sla OR list_contains(w.sla_allow, 'marketplace'))))
 """
 
 # Each candidate (`_effective`) ranked within its workload by effective cost and by list cost,
@@ -308,24 +271,13 @@ Sized = estimatecache.Kept
 # ranking reads what earlier processes sized from the estimate cache (sizing.estimatecache).
 MEMO_LIMIT = 20_000
 _memo: dict[tuple[str, str, float], Sized | None] = {}
+# What the memo gives for a shape not in it (None is a shape sized that does not fit).
+_UNSIZED = Sized(math.nan, (), math.nan, 0)
 
 
 def sizing_key(profile: WorkloadProfile, work: Workload) -> str:
     """What sizing reads of a profile: profiles equal on it share their estimates."""
     return profile.model_dump_json(include=_SIZING_FIELDS) + repr(work.scales)
-
-
-def sized(
-    key: str, profile: WorkloadProfile, work: Workload, gpu_model: str, gpu_count: float
-) -> Sized | None:
-    """`size_offer` with its cost factor and fields, memoised per (sizing key, GPU model, GPU
-    count)."""
-    memo_key = (key, gpu_model, gpu_count)
-    if memo_key not in _memo:
-        if len(_memo) >= MEMO_LIMIT:
-            _memo.clear()
-        _memo[memo_key] = _size(profile, work, gpu_model, gpu_count)
-    return _memo[memo_key]
 
 
 def _size(
@@ -453,29 +405,37 @@ def _fields(profile: WorkloadProfile, result: Estimate) -> tuple[Any, ...]:
 
 
 def _sized_shapes(
-    profile: WorkloadProfile, work: Workload, shapes: list[tuple[str, float]]
+    profile: WorkloadProfile,
+    work: Workload,
+    shapes: list[tuple[str, float]],
+    cache: Callable[[], estimatecache.Opened],
 ) -> tuple[list[Sized | None], bool]:
-    """`sized` for each shape, and whether the estimate cache was written: shapes not in the
-    process's memo are read from the cache first, and what had to be sized is added to it (the
-    caller tidies the cache once, `estimatecache.tidy_up`, after its workloads)."""
+    """What advice keeps of each shape (`_size`'s, memoised per sizing key and shape), and
+    whether the estimate cache was written: shapes not in the process's memo are read from the
+    cache first (`cache`: its folder as the ranking found it), and what had to be sized is
+    added to it (the caller tidies the cache once, `estimatecache.tidy_up`, after its
+    workloads)."""
     key = sizing_key(profile, work)
-    missing = [shape for shape in shapes if (key, *shape) not in _memo]
+    found = [_memo.get((key, *shape), _UNSIZED) for shape in shapes]  # one lookup a shape
+    missing = [shape for shape, got in zip(shapes, found, strict=True) if got is _UNSIZED]
     if not missing:
-        return [sized(key, profile, work, *shape) for shape in shapes], False
+        return found, False
     disk_key = estimatecache.workload_key(work, profile.tensor_parallel)
-    kept = estimatecache.read(disk_key)
-    for shape in missing:
-        if shape in kept:
-            _memo[(key, *shape)] = kept[shape]
+    kept = estimatecache.read(disk_key, cache())
+    fresh = {shape: kept[shape] for shape in missing if shape in kept}
     unknown = [shape for shape in missing if shape not in kept]
-    for shape, made in zip(unknown, _size_all(profile, work, unknown), strict=True):
+    fresh.update(zip(unknown, _size_all(profile, work, unknown), strict=True))
+    for shape in missing:
         if len(_memo) >= MEMO_LIMIT:
             _memo.clear()
-        _memo[(key, *shape)] = made
-    found = [sized(key, profile, work, *shape) for shape in shapes]
-    if all(shape in kept for shape in missing):
+        _memo[(key, *shape)] = fresh[shape]
+    found = [
+        fresh[shape] if got is _UNSIZED else got for shape, got in zip(shapes, found, strict=True)
+    ]
+    if not unknown:
         return found, False
-    estimatecache.write(disk_key, kept | dict(zip(shapes, found, strict=True)), tidy=False)
+    entries = kept | dict(zip(shapes, found, strict=True))
+    estimatecache.write(disk_key, entries, tidy=False, where=cache())
     return found, True
 
 
@@ -492,15 +452,18 @@ class _Plan:
     row_workload: list[int]
     row_sized: list[Sized]
     cache_written: bool = False
+    # The estimate cache's folder, listed once when a workload is first not in the memo.
+    cache: Callable[[], estimatecache.Opened] = field(
+        default_factory=lambda: functools.cache(estimatecache.opened)
+    )
 
 
 def _plan(
-    con: duckdb.DuckDBPyConnection,
     profiles: Sequence[WorkloadProfile],
     offers: topk.OfferColumns,
     shapes: list[tuple[str, float]],
+    eligible: topk.Bools,
 ) -> _Plan:
-    eligible = _eligible_classes(con, len(profiles))
     size = (len(profiles), len(shapes))
     plan = _Plan([], eligible, np.full(size, np.nan), np.full(size, -1), [], [])
     allowed = topk.allowed_shapes(offers, eligible, len(shapes))
@@ -513,22 +476,13 @@ def _plan(
     return plan
 
 
-def _eligible_classes(con: duckdb.DuckDBPyConnection, n_workloads: int) -> topk.Bools:
-    """[workload, class]: whether the workload's constraints allow the offer class."""
-    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
-    pairs = con.execute(ELIGIBLE_SQL).fetchnumpy()
-    eligible = np.zeros((n_workloads, int(n_classes)), dtype=np.bool_)
-    eligible[pairs["widx"], pairs["class_id"]] = True
-    return eligible
-
-
 def _size_workload(
     plan: _Plan, widx: int, profile: WorkloadProfile, shapes: list[tuple[int, tuple[str, float]]]
 ) -> None:
     """The workload's cost factors and estimate rows on the shapes its constraints allow."""
     work = to_workload(profile)
     plan.works.append(work)
-    found_all, written = _sized_shapes(profile, work, [shape for _, shape in shapes])
+    found_all, written = _sized_shapes(profile, work, [shape for _, shape in shapes], plan.cache)
     plan.cache_written |= written
     fitting = [(s, found) for (s, _), found in zip(shapes, found_all, strict=True) if found]
     if fitting:
@@ -562,16 +516,17 @@ def _shapes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
     return [(str(model), float(count)) for model, count in shapes.fetchall()]
 
 
-def _offer_columns(con: duckdb.DuckDBPyConnection, n_shapes: int) -> topk.OfferColumns:
+def _offer_columns(
+    con: duckdb.DuckDBPyConnection, n_classes: int, n_shapes: int
+) -> topk.OfferColumns:
     """Every offer's number, class, shape and list price, as numpy columns."""
     found = con.execute(OFFER_COLUMNS_SQL).fetchnumpy()
-    [(n_classes,)] = con.execute("SELECT count(*) FROM _advice_classes").fetchall()
     return topk.by_group(
         found["oid"].astype(np.int64, copy=False),
         found["class_id"].astype(np.int64, copy=False),
         found["shape_id"].astype(np.int64, copy=False),
         found["price_hour_usd"].astype(np.float64, copy=False),
-        int(n_classes),
+        n_classes,
         n_shapes,
     )
 
@@ -596,21 +551,10 @@ def workloads_table(profiles: Sequence[WorkloadProfile]) -> Any:
     rows = [
         {
             "widx": widx,
-            "name": p.name,
-            "providers": json.dumps(p.providers),
-            "countries": json.dumps([c.upper() for c in p.countries]),
-            "continents": json.dumps(list(p.continents)),
-            "eu_only": p.eu_only,
-            "max_gpus": p.max_gpus,
-            "spot_ok": p.spot_ok,
-            "require_available": p.require_available,
-            "pricing": json.dumps(list(p.pricing)),
             "storage_gb": p.storage_gb,
             "egress_gb_per_month": p.egress_gb_per_month,
             "checkpoint_minutes": p.checkpoint_minutes,
             "restart_minutes": p.restart_minutes,
-            "sla": p.sla,
-            "sla_allow": json.dumps(list(p.sla_allow)),
         }
         for widx, p in enumerate(profiles)
     ]
@@ -621,12 +565,11 @@ _TEMP_TABLES = (
     "_advice_offers",
     "_advice_classes",
     "_advice_shapes",
-    "_workloads",
     "_measured_interruption",
     "_fetch_intervals",
     "_effective",
 )
-_VIEWS = ("_workloads_json", "_estimates", "_cheapest", "_billing")
+_VIEWS = ("_workloads", "_estimates", "_cheapest", "_billing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -655,8 +598,8 @@ def _prepared(
 ) -> Iterator[None]:
     """Each workload's cheapest offers as `_cheapest`, their estimates as `_estimates`;
     offers the offer guard flagged only with `options.include_flagged`."""
-    with _one_thread(con):
-        try:
+    try:
+        with _one_thread(con):
             interruption.measure(con, now)
             freshness.load_intervals(con, options.intervals)
             with _joins_as_written(con):
@@ -667,19 +610,22 @@ def _prepared(
                 }
                 con.execute(inline(PREPARE_SQL, values))
             con.execute(GROUPS_SQL)
-            con.register("_workloads_json", workloads_table(profiles))
-            con.execute(WORKLOADS_SQL)
+            con.register("_workloads", workloads_table(profiles))
             shapes = _shapes(con)
-            offers = _offer_columns(con, len(shapes))
-            plan = _plan(con, profiles, offers, shapes)
-            # the classes hold every offer's provider: ~3,300 rows to read, not ~50,000
-            con.register("_billing", effective.load_billing(con, "_advice_classes"))
+            classes = eligibility.read_classes(con)
+            eligible = eligibility.eligible_classes(classes, profiles)
+            offers = _offer_columns(con, eligible.shape[1], len(shapes))
+            plan = _plan(profiles, offers, shapes, eligible)
+            # the classes hold every offer's provider: ~3,300 values, not ~50,000
+            con.register("_billing", effective.billing_table(classes.providers()))
             _effective_candidates(con, profiles, offers, plan, keep)
             yield
-        finally:
-            for view in _VIEWS:
-                con.unregister(view)
-            con.execute("".join(f"DROP TABLE IF EXISTS {t};" for t in _TEMP_TABLES))
+    finally:
+        # after the thread setting is restored: DuckDB then has the tables' memory to give
+        # back when its threads change (~1 ms less at 50k offers than dropping them first)
+        for view in _VIEWS:
+            con.unregister(view)
+        con.execute("".join(f"DROP TABLE IF EXISTS {t};" for t in _TEMP_TABLES))
 
 
 def _effective_candidates(
@@ -784,6 +730,6 @@ def store_advice(
         con.execute("DELETE FROM core.advice")
         # Stored advice (read by alerts, the digest, the dashboard) never holds a flagged offer.
         stored = f"SELECT * EXCLUDE (flag_reason) FROM ({RANK_SQL})"
-        con.execute(inline(f"INSERT INTO core.advice BY NAME {stored}", {"now": now, "keep": keep}))
-        row = con.execute("SELECT count(*) FROM core.advice").fetchone()
+        inserted = inline(f"INSERT INTO core.advice BY NAME {stored}", {"now": now, "keep": keep})
+        row = con.execute(inserted).fetchone()  # the rows inserted: the table's, after the DELETE
     return int(row[0]) if row else 0

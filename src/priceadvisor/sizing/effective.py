@@ -31,9 +31,8 @@ assumed rate is the chance of losing the offer within an hour, λ = −ln(1 − 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
-
-import duckdb
 
 from priceadvisor.manifest import Billing, ManifestError, manifest
 from priceadvisor.store import columns
@@ -87,11 +86,10 @@ def billing_row(provider: str) -> dict[str, Any]:
     }
 
 
-def load_billing(con: duckdb.DuckDBPyConnection, providers_table: str) -> Any:
-    """The billing terms of every provider of the table (its `provider` column: the offers or
-    anything that holds each of their providers), as an Arrow table to register."""
-    found = con.execute(f"SELECT DISTINCT provider FROM {providers_table} ORDER BY 1").fetchall()
-    return columns.from_rows([billing_row(str(p)) for (p,) in found], BILLING_SCHEMA)
+def billing_table(providers: Iterable[str]) -> Any:
+    """The billing terms of each of the providers (each once, in order), as an Arrow table to
+    register."""
+    return columns.from_rows([billing_row(p) for p in sorted(set(providers))], BILLING_SCHEMA)
 
 
 def hourly_rate(rate: float, source: str) -> float:

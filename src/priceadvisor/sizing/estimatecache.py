@@ -17,10 +17,11 @@ before anything is decoded (a file corrupted or not written here is never decode
 folder's digest names the Python that writes it, and every row decoded is checked column by
 column as before.
 
-A file that cannot be read is ignored (sized again, then rewritten); one that cannot be
-written is not kept. Folders of other code versions beyond the `KEEP` most recently used are
-removed, and a folder keeps at most `MAX_FILES` workload files (the least recently used go)
-and no temporary file a killed write left behind.
+A ranking lists the folder once (`opened`) and opens only the files it found there or wrote
+itself: a workload not kept costs no failed open. A file that cannot be read is ignored (sized
+again, then rewritten); one that cannot be written is not kept. Folders of other code versions
+beyond the `KEEP` most recently used are removed, and a folder keeps at most `MAX_FILES`
+workload files (the least recently used go) and no temporary file a killed write left behind.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import marshal
 import math
 import os
@@ -91,37 +93,82 @@ def folder() -> Path:
     return Path(platformdirs.user_cache_dir("priceadvisor")) / f"{_PREFIX}{inputs_digest()}"
 
 
-def read(key: str) -> Entries:
-    """The kept estimates of a workload, empty when there is no readable file."""
-    path = folder() / f"{key}{_SUFFIX}"
+class Opened(NamedTuple):
+    """The cache folder of this code version as a ranking found it: where it is, and the
+    names of its files (listed once, then those the ranking writes): a ranking opens only
+    those, not every file it might find."""
+
+    path: Path
+    names: set[str]
+
+
+def opened() -> Opened:
+    """The folder and its files' names (one listing instead of a failed open per workload not
+    kept), marked used now (what pruning other versions' folders reads)."""
+    target = folder()
+    try:
+        names = set(os.listdir(target))
+    except OSError:
+        return Opened(target, set())  # none yet, or not ours to read: every workload is sized
+    with contextlib.suppress(OSError):  # a folder we may read but not change is still read
+        os.utime(target)
+    return Opened(target, names)
+
+
+def read(key: str, where: Opened | None = None) -> Entries:
+    """The kept estimates of a workload, empty when there is no readable file (`where`: the
+    folder as a ranking found it, else looked up now)."""
+    name = f"{key}{_SUFFIX}"
+    if where is not None and name not in where.names:
+        return {}
+    path = (folder() if where is None else where.path) / name
     try:
         found = _decoded(path.read_bytes())
     except (OSError, ValueError, TypeError, AttributeError, IndexError, EOFError):
         return {}  # missing, unreadable or not ours: sized again
-    with contextlib.suppress(OSError):  # when they were last used: what eviction reads
+    with contextlib.suppress(OSError):  # when it was last used: what eviction reads
         os.utime(path)
-        os.utime(path.parent)
+        if where is None:
+            os.utime(path.parent)
     return found
 
 
-def write(key: str, entries: Mapping[tuple[str, float], Kept | None], tidy: bool = True) -> None:
+def write(
+    key: str,
+    entries: Mapping[tuple[str, float], Kept | None],
+    tidy: bool = True,
+    where: Opened | None = None,
+) -> None:
     """Store a workload's kept estimates (replacing its file at once). With `tidy` the cache is
     then kept within its bounds (`tidy`); a caller writing many files tidies once after them."""
     try:
-        body = marshal.dumps({(m, float(c)): _row(k) for (m, c), k in entries.items()}, 4)
+        # a Kept is a tuple of the four values: tuple() is its row
+        rows = {(m, float(c)): None if k is None else tuple(k) for (m, c), k in entries.items()}
+        body = marshal.dumps(rows, 4)
     except ValueError:
         return  # a value marshal has no type for (a float subclass without a buffer): not kept
-    target = folder()
+    target = folder() if where is None else where.path
     try:
-        target.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(dir=target, prefix=".tmp-", suffix=".part")
-        with open(handle, "wb") as file:  # writes it all, or raises
-            file.write(hashlib.sha256(body).digest()[:_CHECK] + body)
+        name = _written(target, hashlib.sha256(body).digest()[:_CHECK] + body)
         os.replace(name, target / f"{key}{_SUFFIX}")  # atomic: a reader sees all of it or none
     except OSError:
         return  # a read-only or full cache folder: the next process sizes again
+    if where is not None:
+        where.names.add(f"{key}{_SUFFIX}")  # workloads of one sizing input share their file
     if tidy:
         tidy_up()
+
+
+def _written(target: Path, data: bytes) -> str:
+    """A temporary file in `target` holding `data` (the folder made on the first write)."""
+    try:
+        handle, name = tempfile.mkstemp(dir=target, prefix=".tmp-", suffix=".part")
+    except FileNotFoundError:
+        target.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=target, prefix=".tmp-", suffix=".part")
+    with open(handle, "wb") as file:  # writes it all, or raises
+        file.write(data)
+    return name
 
 
 def _decoded(data: bytes) -> Entries:
@@ -147,45 +194,44 @@ def tidy_up() -> None:
         _trim(target)
 
 
-def _row(kept: Kept | None) -> tuple[Any, ...] | None:
-    return None if kept is None else (kept.factor, kept.fields, kept.tokens_per_s, kept.replicas)
-
-
 # The estimate columns (advisor._fields): GPU model, count, tokens/s, hours, TTFT, TPOT,
 # binding, uncertainty; None where a column has no value. marshal keeps an int an int and a
-# float a float, so each reads back as the type it was written with.
-_NUMBER = float | int
-_FIELD_TYPES = (str, _NUMBER, _NUMBER, _NUMBER | None, _NUMBER | None, _NUMBER | None, str, _NUMBER)
+# float a float, and gives back no subclass of them (bool aside, which is no number here), so
+# a row is checked by its columns' exact types: one lookup among the combinations allowed.
+_NUMBERS = frozenset((float, int))
+_COLUMN_TYPES: tuple[frozenset[type], ...] = (
+    frozenset((str,)),
+    _NUMBERS,
+    _NUMBERS,
+    _NUMBERS | {type(None)},
+    _NUMBERS | {type(None)},
+    _NUMBERS | {type(None)},
+    frozenset((str,)),
+    _NUMBERS,
+)
+_ROW_TYPES = frozenset(itertools.product(*_COLUMN_TYPES))
 
 
 def _kept(value: Any) -> Kept | None:
     if value is None:
         return None
-    if not isinstance(value, tuple) or not isinstance(value[1], tuple):
+    if type(value) is not tuple or len(value) != 4:
         raise TypeError("not an estimate row")
     factor, fields, tokens_per_s, replicas = value
-    if len(fields) != len(_FIELD_TYPES) or not all(map(_is, fields, _FIELD_TYPES)):
+    if type(fields) is not tuple or tuple(map(type, fields)) not in _ROW_TYPES:
         raise ValueError("not an estimate row")
-    if not isinstance(replicas, int) or isinstance(replicas, bool):
+    if type(replicas) is not int:
         raise TypeError("not a replica count")
-    return Kept(_float(factor), fields, _float(tokens_per_s), replicas)
-
-
-def _is(value: Any, kind: Any) -> bool:
-    return isinstance(value, kind) and not isinstance(value, bool)  # true is no number here
-
-
-def _float(value: Any) -> float:
-    if not _is(value, _NUMBER):
+    if type(factor) not in _NUMBERS or type(tokens_per_s) not in _NUMBERS:
         raise TypeError("not a number")
-    return float(value)
+    return Kept(float(factor), fields, float(tokens_per_s), replicas)
 
 
 def _shape(shape: Any) -> tuple[str, float]:
-    if not isinstance(shape, tuple) or len(shape) != 2:
+    if type(shape) is not tuple or len(shape) != 2:
         raise TypeError("not a shape")
     model, count = shape
-    if not isinstance(model, str) or not isinstance(count, float) or not math.isfinite(count):
+    if type(model) is not str or type(count) is not float or not math.isfinite(count):
         raise ValueError("not a GPU model and count")
     return model, count
 

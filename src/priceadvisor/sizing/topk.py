@@ -39,7 +39,10 @@ def by_group(
     n_shapes: int,
 ) -> OfferColumns:
     key = class_id * max(1, n_shapes) + shape_id
-    order = np.argsort(key, kind="stable")
+    # Not a stable sort (~3 ms at 50k offers against ~0.5 ms): nothing reads the order of the
+    # offers within a group. Every choice over them is by cost with each tie at the boundary
+    # kept (`cheapest`, `_contenders`), and DuckDB ranks the chosen with the full tie-break.
+    order = np.argsort(key)
     key, price = key[order], list_price[order]
     starts = np.flatnonzero(np.diff(key, prepend=-1)) if len(key) else np.zeros(0, np.int64)
     group_key = key[starts]
