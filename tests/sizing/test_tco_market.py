@@ -115,6 +115,12 @@ def test_a_term_that_outlasts_the_years_is_paid_in_full(
     assert (
         "the last paid in full though it runs 24 months past the 4 years" in (commitment["summary"])
     )
+    single = tco(capsys, db_path, *L40S, "--years", "2.5")["commitment"]
+    assert single["terms"] == 1 and single["horizon_usd"] == pytest.approx(0.89 * 730 * 36)
+    assert (
+        "1 × 36-month term, paid in full though it runs 6 months past the 2.5 years"
+        in (single["summary"])
+    )
 
 
 def test_the_terms_payments_are_its_cost_where_the_source_states_them(

@@ -219,16 +219,16 @@ def _terms(even: dict[str, Any], years: float) -> str:
     text = f"{count} × {months}-month term{'s' if count != 1 else ''}"
     beyond = count * months - years * 12
     if beyond > 1e-6:
-        text += f", the last paid in full though it runs {beyond:g} months past the {years:g} years"
+        which = "the last " if count > 1 else ""
+        text += f", {which}paid in full though it runs {beyond:g} months past the {years:g} years"
     return text
 
 
 def _held_when(even: dict[str, Any], record: dict[str, Any]) -> str:
     hours, share, years = even["gpu_hours"], even["utilisation"], record["years"]
     if hours is None and even["horizon_usd"] <= record["fixed_usd"]:
-        return (
-            f"committing is cheaper at any use (owning's fixed ${money(record['fixed_usd'])} alone)"
-        )
+        fixed = money(record["fixed_usd"])
+        return f"committing is cheaper at any use (owning's fixed costs alone are ${fixed})"
     if hours is None or share >= 1:
         full = record["own_full_use_usd"]
         return f"owning is cheaper at any use (${money(full)} at 100%)"
