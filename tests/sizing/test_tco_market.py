@@ -134,6 +134,17 @@ def test_the_terms_payments_are_its_cost_where_the_source_states_them(
     assert commitment["horizon_usd"] == pytest.approx(36 * 649.70)
 
 
+def test_an_upfront_payment_is_part_of_the_hourly_price_not_added_to_it(
+    capsys: pytest.CaptureFixture[str], db_path: Path, now: dt.datetime
+) -> None:
+    """Azure's reservation: the whole term paid upfront, its hourly price that over the hours."""
+    term = 0.89 * 730 * 36
+    quote = dataclasses.replace(l40s("reserved", 0.89, 36), upfront=term)
+    run(db_path, "civo", now - dt.timedelta(minutes=10), [quote])
+    commitment = tco(capsys, db_path, *L40S)["commitment"]
+    assert commitment["horizon_usd"] == pytest.approx(term)
+
+
 def interrupted_history(db: Path, now: dt.datetime) -> None:
     """Twelve rentable spot offers fetched daily for eight days; three vanish half an hour
     after the fifth fetch: 105 judged sightings, 3 of them followed by a loss within the hour;

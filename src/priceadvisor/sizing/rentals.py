@@ -100,22 +100,23 @@ def _priced(offer: dict[str, Any]) -> dict[str, Any]:
 
 def held(offer: Mapping[str, Any]) -> tco.Commitment:
     """One GPU's share of a commitment offer. A term costs what the source says is paid for it
-    (upfront plus monthly payments) where it says so, else its effective hourly price over the
-    term's hours; the two agree to the cent's rounding where both are stored, since the hourly
-    price is the term's total over its hours (packet.ai's 2 x L40S: $1,142 a month against
-    $1.56 x 730 = $1,138.80)."""
+    (upfront plus monthly payments, per GPU), never less than its effective hourly price over the
+    term's hours (730 a month): that price is the term's total over its hours, so the two agree
+    within the source's rounding where both are stated (packet.ai's 2 x L40S: $1,142 a month
+    against $1.56 x 730 = $1,138.80), and the hourly price covers a source that states only part
+    of what is paid. The upfront payment is not added to the hourly price: it is part of it
+    (Azure's upfront is the whole term's price, its hourly price that over 8,760 hours)."""
     months = int(offer["term_months"])
+    hourly = float(offer["list_usd_per_gpu_hour"])
     upfront, monthly = offer.get("upfront_usd"), offer.get("monthly_usd")
-    if upfront is None and monthly is None:
-        term = float(offer["list_usd_per_gpu_hour"]) * committed.HOURS_PER_MONTH * months
-    else:
-        whole = float(upfront or 0.0) + float(monthly or 0.0) * months
-        term = whole / float(offer["gpu_count"])
-    return tco.Commitment(float(offer["list_usd_per_gpu_hour"]), months, term)
+    stated = (float(upfront or 0.0) + float(monthly or 0.0) * months) / float(offer["gpu_count"])
+    term = max(stated, hourly * committed.HOURS_PER_MONTH * months)
+    return tco.Commitment(hourly, months, term)
 
 
 def _cheapest_held(offers: list[dict[str, Any]], years: float) -> dict[str, Any] | None:
     """The commitment that costs least held over `years` (ties: the cheaper per GPU-hour,
     listed first), with its term's cost per GPU."""
-    priced = [offer | {"term_usd": held(offer).term_usd} for offer in offers]
-    return min(priced, key=lambda offer: held(offer).cost_usd(years), default=None)
+    terms = [(held(offer), offer) for offer in offers]
+    cheapest = min(terms, key=lambda pair: pair[0].cost_usd(years), default=None)
+    return None if cheapest is None else cheapest[1] | {"term_usd": cheapest[0].term_usd}
