@@ -216,3 +216,43 @@ def test_tco_breaks_even_against_the_cheapest_stored_commitment(
     tco(capsys, offline_db, "--gpu", "B200-180GB")
     text = " ".join(screen.export_text().split())
     assert f"reserved for {months} month" in text
+
+
+@pytest.mark.parametrize(
+    ("hourly", "utilisation", "said"),
+    [
+        (0.5, 0.5, "committing is cheaper at any use (owning's fixed costs alone are $15,200)"),
+        (
+            0.65,
+            0.5,
+            "owning is cheaper up to 19,303 GPU-hours (73% utilisation over 3 years), "
+            "committing beyond",
+        ),
+        (0.9, 0.5, "owning is cheaper at any use ($17,762 at 100%)"),
+    ],
+)
+def test_a_commitment_is_said_against_owning_over_the_years(
+    hourly: float, utilisation: float, said: str
+) -> None:
+    """Owning $10,000 at 500 W: $15,200 fixed and $0.0975 per used hour over 3 years."""
+    from priceadvisor.cli import reports
+    from priceadvisor.sizing.tco import Commitment, Ownership, rent_vs_buy
+
+    held = Commitment(hourly, 36, hourly * 730 * 36)
+    record = rent_vs_buy("L40S-48GB", Ownership(10000, 0.5), utilisation, {}, held).as_dict()
+    offer = {
+        "provider": "civo",
+        "region": "global",
+        "instance_type": "L40S x1",
+        "gpu_model": "L40S-48GB",
+        "gpu_count": 1,
+        "pricing": "reserved",
+        "term_months": 36,
+        "list_usd_per_gpu_hour": hourly,
+    }
+    even = record["break_evens"][1] | {"offer": offer}
+    text = reports.break_even(even, record)
+    assert text.startswith(f"${hourly * 730 * 36:,.0f} over 3 years whatever the use")
+    assert "(1 × 36-month term, paid whether used or not)" in text
+    assert f"{said}; against civo · global" in text
+    assert text.endswith("reserved for 36 months: $" + f"{hourly:.4f}/GPU-h")

@@ -13,8 +13,10 @@ from priceadvisor.sizing.advisor import (
 )
 from priceadvisor.sizing.tco import (
     AGAINST,
+    Commitment,
     Ownership,
     break_even,
+    commitment_break_even,
     rent_vs_buy,
     spot_overhead,
 )
@@ -80,6 +82,52 @@ def test_a_rental_not_stored_has_no_break_even_and_no_verdict() -> None:
     assert commitment.rent_gpu_hour_usd is None and commitment.gpu_hours is None
     assert tco.cheaper(commitment) is None
     assert tco.as_dict()["break_evens"][0]["cheaper"] == "rent"
+
+
+def test_a_commitments_terms_renew_until_they_cover_the_years_the_last_paid_in_full() -> None:
+    three_years = Commitment(1.0, 36, 1.0 * 730 * 36)
+    assert [three_years.terms(y) for y in (0.5, 3, 4)] == [1, 1, 2]
+    assert three_years.cost_usd(0.5) == pytest.approx(26280)  # the whole term, not 6 months
+    yearly = Commitment(1.0, 12, 8760)
+    assert [yearly.terms(y) for y in (1, 2.5, 3)] == [1, 3, 3]
+    assert yearly.cost_usd(3) == pytest.approx(3 * 8760)
+
+
+# Owning: fixed 10,000 x 1.25 + 0.5 kW x $150 x 12 x 3 = $15,200; power $0.0975 per used GPU-h
+OWN = Ownership(10000, 0.5)
+
+
+def test_owning_is_cheaper_below_a_commitments_break_even_and_committing_above() -> None:
+    held = Commitment(0.65, 36, 0.65 * 730 * 36)  # $17,082 over 3 years whatever the use
+    even = commitment_break_even(OWN, held)
+    assert even.horizon_usd == pytest.approx(17082) and even.buy_when == "below"
+    assert even.gpu_hours == pytest.approx((17082 - OWN.fixed_usd) / OWN.power_gpu_hour_usd)
+    assert even.utilisation is not None and 0 < even.utilisation < 1
+    assert OWN.fixed_usd + OWN.power_gpu_hour_usd * even.gpu_hours == pytest.approx(17082)
+    below = rent_vs_buy("L40S-48GB", OWN, even.utilisation * 0.9, {}, held)
+    above = rent_vs_buy("L40S-48GB", OWN, min(1.0, even.utilisation * 1.1), {}, held)
+    assert below.cheaper(below.break_evens[1]) == "buy"
+    assert above.cheaper(above.break_evens[1]) == "rent"
+
+
+def test_a_commitment_is_never_priced_per_used_hour() -> None:
+    """At 30 % use owning costs more per used hour than the commitment's hourly price, yet the
+    commitment is paid for every hour: owning costs less."""
+    held = Commitment(0.78, 1, 0.78 * 730)
+    tco = rent_vs_buy("L40S-48GB", Ownership(8000, 0.35), 0.3, {"commitment": 0.78}, held)
+    even = tco.break_evens[1]
+    assert tco.own_gpu_hour_usd > 0.78
+    assert tco.rent_usd(even) == pytest.approx(0.78 * 8760 * 3)
+    assert tco.own_usd == pytest.approx(11890 + 0.35 * 1.3 * 0.15 * 8760 * 3 * 0.3)
+    assert tco.cheaper(even) == "buy"
+
+
+def test_a_commitment_below_owning_fixed_sum_is_cheaper_at_any_use() -> None:
+    held = Commitment(0.5, 36, 0.5 * 730 * 36)  # $13,140 < owning's fixed $15,200
+    even = commitment_break_even(OWN, held)
+    assert even.gpu_hours is None and even.utilisation is None
+    tco = rent_vs_buy("L40S-48GB", OWN, 0.01, {}, held)
+    assert tco.cheaper(tco.break_evens[1]) == "rent"
 
 
 def test_spot_is_priced_with_the_advisors_restart_overhead() -> None:

@@ -161,7 +161,22 @@ def offer(row: dict[str, Any]) -> str:
     )
     if row.get("overhead", 1.0) != 1.0:
         text += f" × {row['overhead']:.4g} restart overhead = ${money(row['usd_per_gpu_hour'])}"
-    return text
+    if row.get("interruption_source"):
+        text += f" ({_interruptions(row)})"
+    return text + (" (stale price)" if row.get("freshness") == "stale" else "")
+
+
+# Where a spot offer's interruption rate comes from, as `advise` names it (interruption_source).
+RATE_SOURCES = {
+    "aws-advisor": "AWS Spot Instance Advisor's",
+    "measured": "measured from the price history",
+    "assumed": "assumed: no usable measurement",
+}
+
+
+def _interruptions(row: dict[str, Any]) -> str:
+    source = row["interruption_source"]
+    return f"interruption rate {row['interruption_rate']:.1%}/h, {RATE_SOURCES.get(source, source)}"
 
 
 def _term(row: dict[str, Any]) -> str:
@@ -177,11 +192,50 @@ NOTHING = {
 }
 
 
-def break_even(even: dict[str, Any], years: float) -> str:
-    """One break-even in words, naming the offer compared; "never" where owning cannot catch up."""
+def break_even(even: dict[str, Any], record: dict[str, Any]) -> str:
+    """One break-even in words, naming the offer compared; "never" where owning cannot catch up.
+    `record`: the whole rent-vs-buy record (its years, utilisation and owning's costs)."""
     if even.get("offer") is None:
         return NOTHING[even["against"]]
-    return f"{_when(even, years)}; against {offer(even['offer'])}"
+    if even.get("horizon_usd") is not None:
+        return f"{_held(even, record)}; against {offer(even['offer'])}"
+    return f"{_when(even, record['years'])}; against {offer(even['offer'])}"
+
+
+def _held(even: dict[str, Any], record: dict[str, Any]) -> str:
+    """A commitment against owning over the years: both costs, then who is cheaper at what use."""
+    years = record["years"]
+    return (
+        f"${money(even['horizon_usd'])} over {years:g} years whatever the use "
+        f"({_terms(even, years)}, paid whether used or not) against owning's "
+        f"${money(record['own_usd'])} at {record['utilisation']:.0%} utilisation: "
+        f"{_held_when(even, record)}"
+    )
+
+
+def _terms(even: dict[str, Any], years: float) -> str:
+    """How many terms cover the years, and what is paid past them."""
+    count, months = even["terms"], even["term_months"]
+    text = f"{count} × {months}-month term{'s' if count != 1 else ''}"
+    beyond = count * months - years * 12
+    if beyond > 1e-6:
+        which = "the last " if count > 1 else ""
+        text += f", {which}paid in full though it runs {beyond:g} months past the {years:g} years"
+    return text
+
+
+def _held_when(even: dict[str, Any], record: dict[str, Any]) -> str:
+    hours, share, years = even["gpu_hours"], even["utilisation"], record["years"]
+    if hours is None and even["horizon_usd"] <= record["fixed_usd"]:
+        fixed = money(record["fixed_usd"])
+        return f"committing is cheaper at any use (owning's fixed costs alone are ${fixed})"
+    if hours is None or share >= 1:
+        full = record["own_full_use_usd"]
+        return f"owning is cheaper at any use (${money(full)} at 100%)"
+    return (
+        f"owning is cheaper up to {hours:,.0f} GPU-hours ({share:.0%} utilisation over "
+        f"{years:g} years), committing beyond"
+    )
 
 
 def _when(even: dict[str, Any], years: float) -> str:

@@ -18,12 +18,13 @@ from priceadvisor.cli import reports
 from priceadvisor.cli.common import FormatOpt, UsageError, UserError, err, out, state
 from priceadvisor.cli.output import Format, render, to_json
 from priceadvisor.gpu_specs import gpu_catalog
-from priceadvisor.sizing import apicompare, calibration
+from priceadvisor.records import utcnow
+from priceadvisor.sizing import apicompare, calibration, rentals
 from priceadvisor.sizing import tco as tco_model
 from priceadvisor.sizing.alternatives import what_fits
 from priceadvisor.sizing.estimate import SizingError, Workload, estimate, pooled_key, software_key
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import reads
+from priceadvisor.store import freshness, reads
 from priceadvisor.workload import ArchitectureNumbers, WorkloadSpec, describe, field_choices
 
 commands = typer.Typer()
@@ -426,18 +427,31 @@ def tco(
             help="Rent at the cheapest offer even if the offer guard flagged it.",
         ),
     ] = False,
+    include_stale: Annotated[
+        bool,
+        typer.Option(help="Rent at prices older than 2 fetch intervals too (marked stale)."),
+    ] = False,
     fmt: FormatOpt = Format.TABLE,
 ) -> None:
     """Rent vs buy: break-even GPU-hours and utilisation of owning against the cheapest current
-    on-demand offer, the best commitment and spot with its restart overhead, each offer named.
-    Purchase price and power default to the GPU catalog's list price and TDP."""
+    on-demand offer, the commitment cheapest over the years (paid whether used or not) and spot
+    with its restart overhead, each offer named; prices as fresh as `advise`'s. Purchase price
+    and power default to the GPU catalog's list price and TDP."""
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
     with state(ctx).store.reader() as con:
         use = _workload_use(con, settings, workload, years) if workload else None
         model = use["gpu_model"] if use else _gpu(str(gpu))
-        offers = _rentals(con, model, include_flagged)
+        offers = rentals.cheapest(
+            con,
+            model,
+            years,
+            include_stale=include_stale,
+            include_flagged=include_flagged,
+            intervals=freshness.configured_intervals(settings),
+            now=utcnow(),
+        )
     own, sources = _ownership(
         model, purchase_price, power_w, server_share, pue, electricity, colocation, years
     )
@@ -473,11 +487,13 @@ def _tco_record(
 ) -> dict[str, Any]:
     """The record `tco` prints: owning's costs and each break-even with the offer it names."""
     rents = {k: (o["usd_per_gpu_hour"] if o else None) for k, o in offers.items()}
-    record = tco_model.rent_vs_buy(model, own, share, rents).as_dict()
+    held = offers["commitment"]
+    commitment = rentals.held(held) if held else None
+    record = tco_model.rent_vs_buy(model, own, share, rents, commitment).as_dict()
     record |= {"gpus": use["gpus"] if use else 1, "workload": use["workload"] if use else None}
     for even in record["break_evens"]:
         even["offer"] = offers[even["against"]]
-        even["summary"] = reports.break_even(even, own.years)
+        even["summary"] = reports.break_even(even, record)
     return record
 
 
@@ -516,47 +532,6 @@ def _require(model: str, price: float, watts: float, specs: dict[str, Any]) -> N
 
 def _no_price(specs: dict[str, Any]) -> str:
     return ", no public price found" if specs.get("list_price_kind") == "no public price" else ""
-
-
-RENTAL_COLUMNS = "provider, region, instance_type, gpu_model, gpu_count, pricing, term_months"
-
-# The cheapest current offer of a GPU model per rental compared, priced per GPU-hour; spot
-# carries its restart overhead (tco.spot_overhead, the same factor written out in SQL). A
-# derived price (a rule applied to a published one, e.g. OCI preemptible = 50 % of on-demand)
-# is never the cheapest rental, as in `prices` and `advise`; equal prices are ordered by the
-# offer's whole key, so the offer named is the same on every run.
-_RENTAL_SQL = {
-    "on_demand": "pricing = 'on_demand'",
-    "commitment": "pricing = 'reserved'",
-    "spot": "pricing = 'spot'",
-}
-
-
-def _rentals(
-    con: Any, model: str, include_flagged: bool = False
-) -> dict[str, dict[str, Any] | None]:
-    """Each rental compared: the cheapest current offer of the model, or None (an offer the
-    offer guard flagged only with `include_flagged`)."""
-    return {
-        against: _cheapest(con, model, against, include_flagged) for against in tco_model.AGAINST
-    }
-
-
-def _cheapest(con: Any, model: str, against: str, include_flagged: bool) -> dict[str, Any] | None:
-    factor = tco_model.spot_overhead_sql("interruption_rate") if against == "spot" else "1.0"
-    row = con.execute(
-        f"SELECT {RENTAL_COLUMNS}, price_gpu_hour_usd, CAST({factor} AS DOUBLE) FROM offers "
-        f"WHERE gpu_model = ? AND {_RENTAL_SQL[against]} AND price_gpu_hour_usd IS NOT NULL "
-        "AND price_origin = 'published' AND (flag IS NULL OR ?) "
-        f"ORDER BY price_gpu_hour_usd * {factor}, {reads.OFFER_KEY} LIMIT 1",
-        [model, include_flagged],
-    ).fetchone()
-    if not row:
-        return None
-    keys = [*RENTAL_COLUMNS.split(", "), "list_usd_per_gpu_hour", "overhead"]
-    offer = dict(zip(keys, row, strict=True))
-    offer["usd_per_gpu_hour"] = offer["list_usd_per_gpu_hour"] * offer["overhead"]
-    return offer
 
 
 def _workload_use(con: Any, settings: Any, workload: str, years: float) -> dict[str, Any]:

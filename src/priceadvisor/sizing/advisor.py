@@ -124,13 +124,9 @@ FROM (
              ELSE 1.0 END AS spot_overhead
     FROM (
         SELECT o.* REPLACE (
-                CASE WHEN o.pricing = 'spot' THEN coalesce(
-                    o.interruption_rate, m.rate, {DEFAULT_INTERRUPTION_RATE}) END
+                {interruption.rate_sql("o", "m", DEFAULT_INTERRUPTION_RATE)}
                 AS interruption_rate),
-            CASE WHEN o.pricing <> 'spot' THEN NULL
-                 WHEN o.interruption_rate IS NOT NULL THEN 'aws-advisor'
-                 WHEN m.rate IS NOT NULL THEN 'measured'
-                 ELSE 'assumed' END AS interruption_source,
+            {interruption.source_sql("o", "m")} AS interruption_source,
             {freshness.freshness_sql("o.last_seen", "f.interval_s", "$now")} AS freshness
         FROM offers AS o
         LEFT JOIN _measured_interruption AS m

@@ -8,11 +8,19 @@ at `rent` per GPU-hour owning breaks even after
     fixed / (rent - power) used GPU-hours,  i.e. at utilisation  hours / (years x 8760);
 never if power alone costs the rent, never within the years if that utilisation exceeds 100 %.
 A spot rental is priced with its restart overhead (the advisor's: checkpoints plus the work lost
-to interruptions), so it is compared at spot price x that factor.
+to interruptions, at the offer's interruption rate), so it is compared at spot price x that factor.
+
+A commitment is paid whether used or not, so it is no price per used hour: over the years owned
+(the horizon) it costs its term's payments once per term, renewed at today's price until the
+horizon is covered; a term that outlasts the horizon (or its last renewal) is paid in full. More
+use costs owning power and the commitment nothing, so owning is the cheaper one *below* the
+break-even use:
+    fixed + power x hours = commitment's cost   at   hours = (commitment - fixed) / power.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,6 +31,7 @@ from priceadvisor.sizing.advisor import (
 )
 
 HOURS_PER_YEAR = 8760
+MONTHS_PER_YEAR = 12
 
 # Documented defaults (docs/configuration.md, "Rent vs buy"). Assumptions, not measurements:
 # the non-GPU part of a server (CPUs, memory, NICs, chassis) as a share of the GPUs' price;
@@ -99,10 +108,54 @@ class BreakEven:
     rent_gpu_hour_usd: float | None  # None: no such rental stored
     gpu_hours: float | None  # None: never (or nothing to compare)
     utilisation: float | None
+    # "above": owning is cheaper above the break-even use (a rental paid per used hour);
+    # "below": cheaper below it (a commitment, paid whether used or not)
+    buy_when: str = "above"
+    # a commitment's: what it costs over the horizon, in how many terms of how many months
+    horizon_usd: float | None = None
+    terms: int | None = None
+    term_months: int | None = None
 
     @property
     def within_years(self) -> bool:
         return self.utilisation is not None and self.utilisation <= 1
+
+
+@dataclass(frozen=True, slots=True)
+class Commitment:
+    """One GPU's share of a commitment: its hourly price, its term and the term's payments."""
+
+    gpu_hour_usd: float
+    term_months: int
+    term_usd: float
+
+    def __post_init__(self) -> None:
+        if self.term_months < 1 or min(self.gpu_hour_usd, self.term_usd) < 0:
+            raise ValueError("a commitment needs a term of a month or more and no negative price")
+
+    def terms(self, years: float) -> int:
+        """Terms paid to hold it for `years`: renewed until they cover them, the last in full."""
+        return max(1, math.ceil(years * MONTHS_PER_YEAR / self.term_months - 1e-9))
+
+    def cost_usd(self, years: float) -> float:
+        return self.terms(years) * self.term_usd
+
+
+def commitment_break_even(own: Ownership, held: Commitment | None) -> BreakEven:
+    """Owning against a commitment held over the years owned: owning is cheaper up to the
+    GPU-hours where its fixed sum plus power reaches the commitment's cost (None: owning's fixed
+    sum alone reaches it, or power is free and it never does; a utilisation over 1: owning is
+    cheaper however much the GPU runs)."""
+    if held is None:
+        return BreakEven("commitment", None, None, None, "below")
+    cost = held.cost_usd(own.years)
+    gap, power = cost - own.fixed_usd, own.power_gpu_hour_usd
+    hours = gap / power if gap > 0 and power > 0 else None
+    share = None if hours is None else hours / own.hours
+    terms = held.terms(own.years)
+    return BreakEven(
+        "commitment", held.gpu_hour_usd, hours, share, "below", cost, terms, held.term_months
+    )
 
 
 def break_even(own: Ownership, against: str, rent_gpu_hour_usd: float | None) -> BreakEven:
@@ -126,11 +179,24 @@ class Tco:
     def own_gpu_hour_usd(self) -> float:
         return self.own.gpu_hour_usd(self.utilisation)
 
+    @property
+    def own_usd(self) -> float:
+        """Owning's cost over its years at the chosen utilisation."""
+        return self.own.fixed_usd + self.own.power_gpu_hour_usd * self.own.hours * self.utilisation
+
+    def rent_usd(self, even: BreakEven) -> float | None:
+        """The rental's cost over the years at the chosen utilisation (a commitment's whatever
+        the use)."""
+        if even.horizon_usd is not None or even.rent_gpu_hour_usd is None:
+            return even.horizon_usd
+        return even.rent_gpu_hour_usd * self.own.hours * self.utilisation
+
     def cheaper(self, even: BreakEven) -> str | None:
         """Which is cheaper at the chosen utilisation (None: no rental to compare)."""
-        if even.rent_gpu_hour_usd is None:
+        rent = self.rent_usd(even)
+        if rent is None:
             return None
-        return "buy" if self.own_gpu_hour_usd < even.rent_gpu_hour_usd else "rent"
+        return "buy" if self.own_usd < rent else "rent"
 
     def as_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"gpu_model": self.gpu_model, **asdict(self.own)}
@@ -139,9 +205,14 @@ class Tco:
             "fixed_usd": self.own.fixed_usd,
             "power_gpu_hour_usd": self.own.power_gpu_hour_usd,
             "own_gpu_hour_usd": self.own_gpu_hour_usd,
+            "own_usd": self.own_usd,
+            "own_full_use_usd": self.own.fixed_usd + self.own.power_gpu_hour_usd * self.own.hours,
         }
         record["break_evens"] = [
-            _rounded(asdict(even) | {"cheaper": self.cheaper(even)}) for even in self.break_evens
+            _rounded(
+                asdict(even) | {"rent_usd": self.rent_usd(even), "cheaper": self.cheaper(even)}
+            )
+            for even in self.break_evens
         ]
         return _rounded(record)
 
@@ -151,10 +222,20 @@ def _rounded(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def rent_vs_buy(
-    gpu_model: str, own: Ownership, utilisation: float, rents: dict[str, float | None]
+    gpu_model: str,
+    own: Ownership,
+    utilisation: float,
+    rents: dict[str, float | None],
+    held: Commitment | None = None,
 ) -> Tco:
-    """Owning against each rental in `rents` (against -> USD per GPU-hour, None if none)."""
+    """Owning against each rental paid per used hour in `rents` (against -> USD per GPU-hour,
+    None if none) and against the commitment `held` (None: none stored)."""
     if not 0 < utilisation <= 1:
         raise ValueError("utilisation must be in (0, 1]")
-    evens = tuple(break_even(own, against, rents.get(against)) for against in AGAINST)
+    evens = tuple(
+        commitment_break_even(own, held)
+        if against == "commitment"
+        else break_even(own, against, rents.get(against))
+        for against in AGAINST
+    )
     return Tco(gpu_model, own, utilisation, evens)

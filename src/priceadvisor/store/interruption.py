@@ -118,3 +118,23 @@ def measured_rates(
         f"SELECT provider, gpu_model, rate FROM _measured_interruption AS m WHERE {USABLE}"
     ).fetchall()
     return {(provider, gpu): float(rate) for provider, gpu, rate in rows}
+
+
+def rate_sql(offer: str, measured: str, default: float) -> str:
+    """A spot offer's interruption rate (NULL for any other pricing): the published one the
+    offer carries (AWS's), else the usable measured one (the `measured` row, joined on USABLE),
+    else `default`."""
+    return (
+        f"CASE WHEN {offer}.pricing = 'spot' THEN coalesce(\n"
+        f"                    {offer}.interruption_rate, {measured}.rate, {default}) END"
+    )
+
+
+def source_sql(offer: str, measured: str) -> str:
+    """Where rate_sql's rate comes from: 'aws-advisor', 'measured' or 'assumed' (NULL off spot)."""
+    return (
+        f"CASE WHEN {offer}.pricing <> 'spot' THEN NULL\n"
+        f"                 WHEN {offer}.interruption_rate IS NOT NULL THEN 'aws-advisor'\n"
+        f"                 WHEN {measured}.rate IS NOT NULL THEN 'measured'\n"
+        "                 ELSE 'assumed' END"
+    )
