@@ -76,13 +76,27 @@ def candidates(
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def term_usd(hourly: float, months: int, upfront: Any, monthly: Any) -> float:
+    """What one term of a commitment costs (for what `hourly` prices): what the source says is
+    paid for it (upfront plus monthly payments), never less than the effective hourly price
+    over the term's hours. That price is the term's total over its hours, so the two agree
+    within the source's rounding where both are stated (packet.ai's 2 x L40S: $1,142 a month
+    against $1.56 x 730 = $1,138.80), and the hourly price covers a source that states only
+    part of what is paid. The upfront payment is part of the hourly price, not added to it
+    (Azure's upfront is the whole term's price, its hourly price that over 8,760 hours)."""
+    stated = float(upfront or 0.0) + float(monthly or 0.0) * months
+    return max(stated, hourly * HOURS_PER_MONTH * months)
+
+
 def at_size(offer: Mapping[str, Any], best: Mapping[str, Any]) -> dict[str, Any]:
     """The commitment priced for the best offer's GPUs (and replicas) and the run's hours."""
     gpus = float(best["gpu_count"]) * float(best.get("replicas") or 1)
     nodes = math.ceil(gpus / float(offer["gpu_count"]) - 1e-9)
     hourly = nodes * float(offer["price_hour_usd"])
-    monthly = hourly * HOURS_PER_MONTH
-    term = monthly * int(offer["term_months"])
+    months = int(offer["term_months"])
+    upfront, per_month = offer.get("upfront_usd"), offer.get("provider_monthly_usd")
+    term = nodes * term_usd(float(offer["price_hour_usd"]), months, upfront, per_month)
+    monthly = term / months
     hours = best.get("hours")
     run = None if hours is None else max(term, hourly * float(hours))
     return dict(offer) | {

@@ -99,19 +99,14 @@ def _priced(offer: dict[str, Any]) -> dict[str, Any]:
 
 
 def held(offer: Mapping[str, Any]) -> tco.Commitment:
-    """One GPU's share of a commitment offer. A term costs what the source says is paid for it
-    (upfront plus monthly payments, per GPU), never less than its effective hourly price over the
-    term's hours (730 a month): that price is the term's total over its hours, so the two agree
-    within the source's rounding where both are stated (packet.ai's 2 x L40S: $1,142 a month
-    against $1.56 x 730 = $1,138.80), and the hourly price covers a source that states only part
-    of what is paid. The upfront payment is not added to the hourly price: it is part of it
-    (Azure's upfront is the whole term's price, its hourly price that over 8,760 hours)."""
-    months = int(offer["term_months"])
+    """One GPU's share of a commitment offer: its node's term (sizing.commitment.term_usd, as
+    `advise`'s "if you commit" prices it) over its GPUs."""
+    months, gpus = int(offer["term_months"]), float(offer["gpu_count"])
     hourly = float(offer["list_usd_per_gpu_hour"])
     upfront, monthly = offer.get("upfront_usd"), offer.get("monthly_usd")
-    stated = (float(upfront or 0.0) + float(monthly or 0.0) * months) / float(offer["gpu_count"])
-    term = max(stated, hourly * committed.HOURS_PER_MONTH * months)
-    return tco.Commitment(hourly, months, term)
+    return tco.Commitment(
+        hourly, months, committed.term_usd(hourly * gpus, months, upfront, monthly) / gpus
+    )
 
 
 def _cheapest_held(offers: list[dict[str, Any]], years: float) -> dict[str, Any] | None:
