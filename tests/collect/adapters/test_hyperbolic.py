@@ -7,7 +7,11 @@ from typing import Any
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.hyperbolic import parse_option, parse_options
+from priceadvisor.collect.adapters.hyperbolic import (
+    parse_option,
+    parse_options,
+    parse_rental_options,
+)
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
@@ -63,6 +67,22 @@ def test_form_factor_region_and_fabric_are_part_of_the_identity() -> None:
     }
     assert ("eu-north-4", "h100-sxm5 x8 virtual-machine ethernet-rocev2") in found
     assert found["ca-east-1", "h100-pcie x1 virtual-machine ethernet"].gpu_name_raw == "h100 pcie"
+
+
+def test_disabled_options_are_counted_not_silently_dropped() -> None:
+    parsed = parse_rental_options(json.loads(RECORDING.read_text()), "u")
+    assert len(parsed.quotes) == 11
+    assert parsed.skipped == {"disabled options": 1}
+    assert "left out: 1 disabled options" in parsed.summary()
+
+
+@pytest.mark.parametrize("flag", [None, "true", 1])
+def test_an_enabled_flag_that_is_not_a_boolean_fails_the_run(flag: Any) -> None:
+    """Whether the option exists cannot be told: guessing either way drops or invents it."""
+    document = json.loads(RECORDING.read_text())
+    document[0]["enabled"] = flag
+    with pytest.raises(SourceFormatError, match="enabled is"):
+        parse_options(document)
 
 
 @pytest.mark.parametrize("document", [{"options": []}, [{"enabled": True}], ["x"]])

@@ -12,7 +12,9 @@ gpuCount in the core. `providerCostPerHourCents` is Hyperbolic's supplier cost: 
 price (and may even exceed the customer price) but is never read. The same chip is sold in
 several regions at different prices, and PCIe and SXM parts are different products, so the
 form factor, count, machine type and fabric are all part of the offer's identity. A missing
-`totalAvailable` means unknown, not sold out. Disabled options are not offered.
+`totalAvailable` means unknown, not sold out. Disabled options (`enabled: false`) are not
+offered: counted in the progress line and left out. An `enabled` that is not a JSON boolean
+(null, "true") fails the run: whether the option exists cannot be told.
 """
 
 from __future__ import annotations
@@ -23,15 +25,18 @@ from priceadvisor.collect.adapters.base import (
     Adapter,
     AdapterOutput,
     ProgressCallback,
+    SourceFormatError,
     exact_price,
     gpus_free,
     json_number,
     json_records,
 )
 from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.pages import ParsedPage
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = ("enabled", "region", "gpuType", "gpuFormFactor", "gpuCount", "costPerHourCents")
+DISABLED = "disabled options"
 
 
 class HyperbolicAdapter(Adapter):
@@ -39,13 +44,31 @@ class HyperbolicAdapter(Adapter):
 
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         url = self.endpoints["rental_options"]
-        options = parse_options(await session.get_json(url))
-        progress(f"{len(options)} rental options")
-        return AdapterOutput(quotes=[parse_option(o, url) for o in options if o["enabled"] is True])
+        parsed = parse_rental_options(await session.get_json(url), url)
+        progress(parsed.summary())
+        return AdapterOutput(quotes=parsed.quotes)
+
+
+def parse_rental_options(document: Any, url: str) -> ParsedPage:
+    """The enabled options as quotes; the disabled ones counted, never silently dropped."""
+    parsed = ParsedPage()
+    for option in parse_options(document):
+        if option["enabled"]:
+            parsed.quotes.append(parse_option(option, url))
+        else:
+            parsed.skipped[DISABLED] += 1
+    return parsed
 
 
 def parse_options(document: Any) -> list[dict[str, Any]]:
-    return json_records(document, REQUIRED, "the rental options", "a rental option")
+    options = json_records(document, REQUIRED, "the rental options", "a rental option")
+    for option in options:
+        if not isinstance(option["enabled"], bool):
+            raise SourceFormatError(
+                f"rental option {instance_type(option)} in {option['region']}: "
+                f"enabled is {option['enabled']!r}, not true or false"
+            )
+    return options
 
 
 def parse_option(option: dict[str, Any], url: str) -> RawQuote:
