@@ -9,9 +9,11 @@ import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.runpod import (
+    apply_stock,
     parse_data_centers,
     parse_gpu_prices,
     parse_lowest_prices,
+    parse_stock,
 )
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.records import RunStatus
@@ -220,3 +222,48 @@ def test_only_the_captured_answer_is_enough_when_enrichment_fails(db_path: Path)
         ("secure", "on_demand", 10),
     ]
     assert h100 == [("community", 2.69), ("secure", 3.29)]
+
+
+def test_a_price_as_a_decimal_string_is_read_and_an_unreadable_one_is_passed_on() -> None:
+    """Neither may vanish as "not offered": only 0 and null say that."""
+    document = load("gputypes.json")
+    h100 = next(g for g in document["data"]["gpuTypes"] if g["id"] == "NVIDIA H100 80GB HBM3")
+    h100.update(securePrice="3.29", communityPrice="n/a", communitySpotPrice="n/a")
+    h100.update(memoryInGb="80")
+    quotes = {
+        (q.region, q.pricing): q
+        for q in parse_gpu_prices(document, "u")
+        if q.instance_type == "NVIDIA H100 80GB HBM3"
+    }
+    assert set(quotes) == {("secure", "on_demand"), ("community", "on_demand")}
+    assert quotes["secure", "on_demand"].price == 3.29
+    assert quotes["secure", "on_demand"].gpu_memory_gb == 80.0
+    assert quotes["community", "on_demand"].price is None  # the core rejects and counts it
+
+
+def test_community_stock_becomes_the_availability_of_the_community_price_list() -> None:
+    """The Community lowestPrice's stockStatus is read, not only its bid: null is none free."""
+    quotes = parse_gpu_prices(load("gputypes.json"), "u")
+    apply_stock(parse_stock(load("gputypes-community.json")), quotes, "community")
+    community = {q.instance_type: q for q in quotes if q.region == "community"}
+    assert (community["NVIDIA B200"].available, community["NVIDIA B200"].stock) == (True, "Low")
+    h100 = community["NVIDIA H100 80GB HBM3"]  # stockStatus: null
+    assert (h100.available, h100.stock) == (False, None)
+    mi300x = community["AMD Instinct MI300X OAM"]  # communityCloud: false, lowestPrice: null
+    assert mi300x.available is False and mi300x.not_offered_reason
+    assert all(q.stock is None for q in quotes if q.region == "secure")
+
+
+def test_community_stock_reaches_the_offers_through_a_local_server(db_path: Path) -> None:
+    with serving("runpod") as server:
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["runpod"], False, lambda *_: None)
+    assert summary.status is RunStatus.OK
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute(
+        "SELECT instance_type, available, stock FROM offers "
+        "WHERE region = 'community' AND pricing = 'on_demand' AND instance_type IN "
+        "('NVIDIA B200', 'NVIDIA H100 80GB HBM3')"
+    ).fetchall()
+    con.close()
+    assert sorted(rows) == [("NVIDIA B200", True, "low"), ("NVIDIA H100 80GB HBM3", False, None)]

@@ -17,8 +17,14 @@ Enrichment, allowed to fail: `dataCenters { id name listed }`, then per listed d
 `gpuTypes { … lowestPrice(input: {gpuCount: 1, secureCloud: true, dataCenterId}) {
 minimumBidPrice uninterruptablePrice stockStatus } }` gives per-data-centre on-demand,
 interruptible (the lowest bid) and stock; once more with `secureCloud: false` gives Community
-Cloud's lowest bid. A failed enrichment makes the run partial in that scope only: the prices
-above are kept and no offer of the failed scope is closed.
+Cloud's lowest bid and its stock, which becomes the availability of the price list's Community
+quotes (`stockStatus: null`, or no `lowestPrice` at all, is "none free now": kept, not
+available). A failed enrichment makes the run partial in that scope only: the prices above are
+kept and no offer of the failed scope is closed.
+
+A price given as a decimal string ("2.39") is read as that number; one that is neither a number
+nor a decimal string (and not 0 or null, "not offered") is passed on without a price, so the
+core rejects and counts it rather than the offer vanishing as "not offered".
 
 Uncertain: the `dataCenters` and `lowestPrice` shapes come from public client code (gpuhunt),
 not from a live capture; the top-level price fields are verified on a real capture.
@@ -33,6 +39,7 @@ from priceadvisor.collect.adapters.base import (
     AdapterOutput,
     ProgressCallback,
     SourceFormatError,
+    exact_decimal,
 )
 from priceadvisor.collect.http import FetchError, HttpSession
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
@@ -101,6 +108,7 @@ class RunPodAdapter(Adapter):
             output.complete_scopes.discard(region)
             return
         if region == COMMUNITY:
+            apply_stock(parse_stock(document), output.quotes, COMMUNITY)
             quotes = _community_bids(quotes, output.quotes)
         output.quotes.extend(quotes)
         output.complete_scopes.add(region)
@@ -113,6 +121,28 @@ def _community_bids(found: list[RawQuote], listed: list[RawQuote]) -> list[RawQu
         q.instance_type for q in listed if q.region == COMMUNITY and q.pricing == Pricing.SPOT
     }
     return [q for q in found if q.pricing == Pricing.SPOT and q.instance_type not in priced]
+
+
+def parse_stock(document: Any) -> dict[str, str | None]:
+    """Per GPU id, its stock level at one location; None where it has none free now
+    (`stockStatus: null`) or no lowest price there at all."""
+    stock: dict[str, str | None] = {}
+    for gpu in _gpu_types(document):
+        lowest = gpu.get("lowestPrice")
+        stock[str(gpu["id"])] = (
+            _text(lowest.get("stockStatus")) if isinstance(lowest, dict) else None
+        )
+    return stock
+
+
+def apply_stock(stock: dict[str, str | None], quotes: list[RawQuote], region: str) -> None:
+    """The price list's quotes of `region` take the location's stock as their availability; a
+    GPU the enrichment does not list has none there."""
+    for quote in quotes:
+        if quote.region == region:
+            level = stock.get(quote.instance_type)
+            quote.stock = level
+            quote.available = level is not None and quote.not_offered_reason is None
 
 
 def _data(document: Any, key: str) -> Any:
@@ -156,9 +186,9 @@ def _cloud_quotes(gpu: dict[str, Any], url: str) -> list[RawQuote]:
     for region, (on_demand_field, spot_field, _flag) in _CLOUDS.items():
         on_demand, spot = _price(gpu.get(on_demand_field)), _price(gpu.get(spot_field))
         absent = _not_on_cloud(gpu, region)
-        if on_demand is not None:
+        if not isinstance(on_demand, _NotOffered):
             quotes.append(_quote(gpu, region, Pricing.ON_DEMAND, on_demand, url, absent=absent))
-        if spot is not None and spot != on_demand:  # equal = the documented echo
+        if not isinstance(spot, _NotOffered) and spot != on_demand:  # equal = the documented echo
             quotes.append(_quote(gpu, region, Pricing.SPOT, spot, url, absent=absent))
     return quotes
 
@@ -198,7 +228,7 @@ def parse_lowest_prices(document: Any, region: str, url: str) -> list[RawQuote]:
                 absent=absent,
             )
             for pricing, price in prices.items()
-            if price is not None
+            if not isinstance(price, _NotOffered)
         ]
     return quotes
 
@@ -207,7 +237,7 @@ def _quote(
     gpu: dict[str, Any],
     region: str,
     pricing: Pricing,
-    price: float,
+    price: float | None,
     url: str,
     available: bool | None = None,
     stock: str | None = None,
@@ -221,7 +251,7 @@ def _quote(
         price_basis=PriceBasis.GPU,
         gpu_name_raw=str(gpu["id"]),
         gpu_count=1.0,
-        gpu_memory_gb=_price(gpu.get("memoryInGb")),
+        gpu_memory_gb=_memory(gpu.get("memoryInGb")),
         available=False if absent else available,
         stock=stock,
         source_url=url,
@@ -229,12 +259,28 @@ def _quote(
     )
 
 
-def _price(value: Any) -> float | None:
-    """0 and null mean "not offered" (documented); a negative number is passed on for the core
-    to reject and count."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value == 0:
+class _NotOffered:
+    """A price field saying "not offered" (0 or null), unlike an unreadable one (None)."""
+
+
+NOT_OFFERED = _NotOffered()
+
+
+def _price(value: Any) -> float | _NotOffered | None:
+    """0 and null mean "not offered" (documented); a number or decimal string is the price (a
+    negative one passed on for the core to reject and count); anything else is unreadable
+    (None), passed on without a price for the core to reject and count."""
+    if value is None:
+        return NOT_OFFERED
+    number = exact_decimal(value)
+    if number is None:
         return None
-    return float(value)
+    return NOT_OFFERED if number == 0 else float(number)
+
+
+def _memory(value: Any) -> float | None:
+    number = exact_decimal(value)
+    return float(number) if number is not None and number > 0 else None
 
 
 def _text(value: Any) -> str | None:
