@@ -108,3 +108,19 @@ def test_end_to_end_through_a_local_server(db_path: Path) -> None:
     )
     assert (per_gpu, per_node, country) == (pytest.approx(3.19), pytest.approx(25.52), "JP")
     assert query(db_path, "SELECT count(*) FROM offers WHERE continent IS NULL") == [(0,)]
+
+
+def test_an_option_of_several_nodes_has_the_cpus_and_ram_of_all_of_them() -> None:
+    [bare_metal] = [o for o in options() if o["region"] == "uk-southeast-3"]
+    [node] = bare_metal["nodes"]
+    pair = bare_metal | {"gpuCount": 16, "nodes": [node, node]}
+    quote = parse_option(pair, "u")
+    assert (quote.gpu_count, quote.vcpus, quote.ram_gb) == (16.0, 192.0, 4000.0)
+    unknown = pair | {"nodes": [node, {k: v for k, v in node.items() if k != "ramGb"}]}
+    assert parse_option(unknown, "u").ram_gb is None  # half known is not the whole
+
+
+def test_a_stock_count_that_is_not_a_number_says_nothing() -> None:
+    [option] = [o for o in options() if o["gpuFormFactor"] == "pcie"]
+    assert parse_option(option | {"totalAvailable": True}, "u").available is None
+    assert parse_option(option | {"totalAvailable": 0}, "u").available is False
