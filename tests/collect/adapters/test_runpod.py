@@ -9,6 +9,7 @@ import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.runpod import (
+    apply_any_stock,
     apply_stock,
     parse_data_centers,
     parse_gpu_prices,
@@ -267,3 +268,54 @@ def test_community_stock_reaches_the_offers_through_a_local_server(db_path: Path
     ).fetchall()
     con.close()
     assert sorted(rows) == [("NVIDIA B200", True, "low"), ("NVIDIA H100 80GB HBM3", False, None)]
+
+
+CENTRES = ("US-TX-3", "EU-RO-1", "EU-SE-1", "CA-MTL-1")
+
+
+def centre_stocks(**edits: str | None) -> list[dict[str, str | None]]:
+    """Each data centre's stock as recorded, with `edits` ({centre: GPU id}) dropping that
+    GPU's stock there (`stockStatus: null`)."""
+    stocks = []
+    for centre in CENTRES:
+        stock = parse_stock(load(f"gputypes-{centre}.json"))
+        gpu = edits.get(centre.replace("-", "_"))
+        if gpu is not None:
+            stock[gpu] = None
+        stocks.append(stock)
+    return stocks
+
+
+def test_secure_any_data_centre_is_available_only_where_some_centre_has_stock() -> None:
+    quotes = parse_gpu_prices(load("gputypes.json"), "u")
+    # H200 is stocked in EU-SE-1 alone in the recordings: take that away
+    apply_any_stock(centre_stocks(EU_SE_1="NVIDIA H200"), quotes, "secure")
+    secure = {q.instance_type: q.available for q in quotes if q.region == "secure"}
+    assert secure["NVIDIA H200"] is False
+    assert secure["NVIDIA H100 80GB HBM3"] is True
+    assert secure["NVIDIA L4"] is None  # no data centre's answer lists it: unknown
+    community = [q for q in quotes if q.region == "community" and not q.not_offered_reason]
+    assert all(q.available is None for q in community)  # Secure stock says nothing of them
+
+
+def test_secure_availability_stays_unknown_when_a_centre_did_not_list_the_gpu() -> None:
+    quotes = parse_gpu_prices(load("gputypes.json"), "u")
+    stocks = centre_stocks(EU_SE_1="NVIDIA H200")
+    del stocks[0]["NVIDIA H200"]  # US-TX-3 does not say
+    apply_any_stock(stocks, quotes, "secure")
+    [h200] = [q for q in quotes if q.region == "secure" and q.instance_type == "NVIDIA H200"]
+    assert h200.available is None
+
+
+def test_secure_availability_reaches_the_offers_through_a_local_server(db_path: Path) -> None:
+    with serving("runpod") as server:
+        local = local_settings(db_path, server)
+        [summary] = run_cycle(local, configured_store(local), ["runpod"], False, lambda *_: None)
+    assert summary.status is RunStatus.OK
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute(
+        "SELECT instance_type, available FROM offers WHERE region = 'secure' "
+        "AND instance_type IN ('NVIDIA H100 80GB HBM3', 'NVIDIA L4')"
+    ).fetchall()
+    con.close()
+    assert sorted(rows) == [("NVIDIA H100 80GB HBM3", True), ("NVIDIA L4", None)]

@@ -19,8 +19,11 @@ minimumBidPrice uninterruptablePrice stockStatus } }` gives per-data-centre on-d
 interruptible (the lowest bid) and stock; once more with `secureCloud: false` gives Community
 Cloud's lowest bid and its stock, which becomes the availability of the price list's Community
 quotes (`stockStatus: null`, or no `lowestPrice` at all, is "none free now": kept, not
-available). A failed enrichment makes the run partial in that scope only: the prices above are
-kept and no offer of the failed scope is closed.
+available). The price list's Secure quotes ("any data centre") are available when some listed
+data centre has the GPU in stock and not available when none has (known only when every data
+centre answered; a GPU missing from an answer leaves it unknown). A failed enrichment makes
+the run partial in that scope only: the prices above are kept and no offer of the failed scope
+is closed.
 
 A price given as a decimal string ("2.39") is read as that number; one that is neither a number
 nor a decimal string (and not 0 or null, "not offered") is passed on without a price, so the
@@ -57,6 +60,7 @@ LOWEST_PRICES = """query LowestPrices($lowestPriceInput: GpuLowestPriceInput) {
     lowestPrice(input: $lowestPriceInput) { minimumBidPrice uninterruptablePrice stockStatus }
   }
 }"""
+Stock = dict[str, str | None]  # GPU id → stock level at one location (None: none free)
 SECURE = "secure"
 COMMUNITY = "community"
 # cloud region → (on-demand field, spot field, "exists on this cloud" flag) of the schema
@@ -87,9 +91,14 @@ class RunPodAdapter(Adapter):
             return
         scopes = [(dc, {"gpuCount": 1, "secureCloud": True, "dataCenterId": dc}) for dc in centres]
         scopes.append((COMMUNITY, {"gpuCount": 1, "secureCloud": False}))
+        stocks: list[Stock] = []
         for number, (region, lowest) in enumerate(scopes, 1):
-            await self._enrich_scope(session, url, region, lowest, output)
+            stock = await self._enrich_scope(session, url, region, lowest, output)
+            if stock is not None and region != COMMUNITY:
+                stocks.append(stock)
             progress(f"{number}/{len(scopes)} locations, {len(output.quotes)} quotes")
+        if centres and len(stocks) == len(centres):  # every data centre answered
+            apply_any_stock(stocks, output.quotes, SECURE)
 
     async def _enrich_scope(
         self,
@@ -98,7 +107,8 @@ class RunPodAdapter(Adapter):
         region: str,
         lowest: dict[str, Any],
         output: AdapterOutput,
-    ) -> None:
+    ) -> Stock | None:
+        """Add one location's quotes; its stock per GPU, or None when it failed."""
         payload = {"query": LOWEST_PRICES, "variables": {"lowestPriceInput": lowest}}
         try:
             document = await session.post_json(url, payload)
@@ -106,12 +116,14 @@ class RunPodAdapter(Adapter):
         except (FetchError, SourceFormatError) as exc:
             output.failed_scopes[region] = str(exc)
             output.complete_scopes.discard(region)
-            return
+            return None
+        stock = parse_stock(document)
         if region == COMMUNITY:
-            apply_stock(parse_stock(document), output.quotes, COMMUNITY)
+            apply_stock(stock, output.quotes, COMMUNITY)
             quotes = _community_bids(quotes, output.quotes)
         output.quotes.extend(quotes)
         output.complete_scopes.add(region)
+        return stock
 
 
 def _community_bids(found: list[RawQuote], listed: list[RawQuote]) -> list[RawQuote]:
@@ -123,26 +135,38 @@ def _community_bids(found: list[RawQuote], listed: list[RawQuote]) -> list[RawQu
     return [q for q in found if q.pricing == Pricing.SPOT and q.instance_type not in priced]
 
 
-def parse_stock(document: Any) -> dict[str, str | None]:
-    """Per GPU id, its stock level at one location; None where it has none free now
+def parse_stock(document: Any) -> Stock:
+    """Per GPU id the location lists, its stock level there; None where it has none free now
     (`stockStatus: null`) or no lowest price there at all."""
-    stock: dict[str, str | None] = {}
+    stock: Stock = {}
     for gpu in _gpu_types(document):
         lowest = gpu.get("lowestPrice")
-        stock[str(gpu["id"])] = (
-            _text(lowest.get("stockStatus")) if isinstance(lowest, dict) else None
-        )
+        level = lowest.get("stockStatus") if isinstance(lowest, dict) else None
+        stock[str(gpu["id"])] = _text(level)
     return stock
 
 
-def apply_stock(stock: dict[str, str | None], quotes: list[RawQuote], region: str) -> None:
+def apply_stock(stock: Stock, quotes: list[RawQuote], region: str) -> None:
     """The price list's quotes of `region` take the location's stock as their availability; a
-    GPU the enrichment does not list has none there."""
+    GPU the location does not list at all keeps an unknown one."""
     for quote in quotes:
-        if quote.region == region:
-            level = stock.get(quote.instance_type)
+        if quote.region == region and quote.instance_type in stock:
+            level = stock[quote.instance_type]
             quote.stock = level
             quote.available = level is not None and quote.not_offered_reason is None
+
+
+def apply_any_stock(stocks: list[Stock], quotes: list[RawQuote], region: str) -> None:
+    """The price list's Secure quotes ("any data centre") are available when some data centre
+    has the GPU in stock, and not when every data centre lists it with none; else unknown."""
+    for quote in quotes:
+        if quote.region != region:
+            continue
+        levels = [s[quote.instance_type] for s in stocks if quote.instance_type in s]
+        if any(level is not None for level in levels):
+            quote.available = quote.not_offered_reason is None
+        elif len(levels) == len(stocks):
+            quote.available = False
 
 
 def _data(document: Any, key: str) -> Any:
