@@ -236,3 +236,32 @@ def test_a_full_page_that_brings_nothing_new_fails_instead_of_stopping_early() -
     adapter = VastAdapter(manifest("vast"), {"bundles": "https://x/bundles"})
     with pytest.raises(SourceFormatError, match="brings none not seen yet"):
         asyncio.run(adapter.fetch(SamePriceSource(page), lambda _: None))  # type: ignore[arg-type]
+
+
+def test_an_unreadable_price_on_a_full_page_does_not_stop_the_walk() -> None:
+    """The cursor is the page's highest readable price; the unreadable ask goes to the core."""
+    import asyncio
+
+    from priceadvisor.collect.adapters.vast import PAGE_LIMIT, VastAdapter
+    from priceadvisor.manifest import manifest
+
+    [template] = load("bundles-l40s.json")[:1]
+    first = [template | {"id": n, "dph_total": 0.5 + n / 100} for n in range(PAGE_LIMIT)]
+    first[0] = first[0] | {"dph_total": None}
+    pages = [{"offers": first}, {"offers": [template | {"id": 999, "dph_total": 9.0}]}]
+
+    class TwoPages:
+        def __init__(self) -> None:
+            self.cursors: list[float] = []
+
+        async def post_json(self, url: str, body: Any) -> Any:
+            if body["gpu_name"] != {"eq": "L40S"}:
+                return {"offers": []}
+            self.cursors.append(body["dph_total"]["gte"])
+            return pages[1] if body["dph_total"]["gte"] > 0 else pages[0]
+
+    source = TwoPages()
+    adapter = VastAdapter(manifest("vast"), {"bundles": "https://x/bundles"})
+    output = asyncio.run(adapter.fetch(source, lambda _: None))  # type: ignore[arg-type]
+    assert max(source.cursors) == pytest.approx(0.5 + (PAGE_LIMIT - 1) / 100)
+    assert sum(q.price is None for q in output.quotes) >= 1  # the null price, for the core

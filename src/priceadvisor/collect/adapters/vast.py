@@ -98,8 +98,17 @@ class VastAdapter(Adapter):
                     f"gpu_name {name_filter}: a full page of asks at ${cursor}/h brings none "
                     "not seen yet (more asks at one price than a page holds)"
                 )
-            cursor = max(float(o["dph_total"]) for o in page)
+            cursor = _next_cursor(page, name_filter)
         raise SourceFormatError(f"gpu_name {name_filter}: more than {MAX_PAGES} pages of offers")
+
+
+def _next_cursor(page: list[dict[str, Any]], name_filter: dict[str, Any]) -> float:
+    """The next page starts at this page's highest price; a page without a single readable
+    price cannot be walked past (the asks above it would be lost)."""
+    prices = [p for o in page if (p := _float(o["dph_total"])) is not None]
+    if not prices:
+        raise SourceFormatError(f"gpu_name {name_filter}: a full page without a readable price")
+    return max(prices)
 
 
 def query(name_filter: dict[str, Any], cursor: float) -> dict[str, Any]:
