@@ -15,6 +15,7 @@ from priceadvisor.collect.adapters.runpod import (
     parse_gpu_prices,
     parse_lowest_prices,
     parse_stock,
+    spot_echoes,
 )
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.records import RunStatus
@@ -319,3 +320,19 @@ def test_secure_availability_reaches_the_offers_through_a_local_server(db_path: 
     ).fetchall()
     con.close()
     assert sorted(rows) == [("NVIDIA H100 80GB HBM3", True), ("NVIDIA L4", None)]
+
+
+def test_spot_prices_that_echo_on_demand_are_counted() -> None:
+    """Left out on purpose, so counted: 9 GPUs x 2 clouds minus 0/null fields and the A6000's
+    one real community bid."""
+    document = load("gputypes.json")
+    listed = [
+        (g[spot], g[on_demand])
+        for g in document["data"]["gpuTypes"]
+        for on_demand, spot in (
+            ("securePrice", "secureSpotPrice"),
+            ("communityPrice", "communitySpotPrice"),
+        )
+    ]
+    expected = sum(1 for s, o in listed if s and s == o)
+    assert spot_echoes(document) == expected == 20

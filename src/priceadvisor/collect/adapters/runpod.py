@@ -75,9 +75,14 @@ class RunPodAdapter(Adapter):
 
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         url = self.endpoints["graphql"]
-        quotes = parse_gpu_prices(await session.post_json(url, {"query": GPU_PRICES}), url)
+        document = await session.post_json(url, {"query": GPU_PRICES})
+        quotes = parse_gpu_prices(document, url)
         output = AdapterOutput(quotes=quotes, complete_scopes={SECURE, COMMUNITY})
-        progress(f"{len(quotes)} quotes from Secure and Community Cloud")
+        echoes = spot_echoes(document)
+        progress(
+            f"{len(quotes)} quotes from Secure and Community Cloud; "
+            f"left out: {echoes} spot prices that echo on-demand"
+        )
         await self._enrich(session, url, output, progress)
         return output
 
@@ -203,6 +208,17 @@ def parse_gpu_prices(document: Any, url: str) -> list[RawQuote]:
     if not quotes:
         raise SourceFormatError("no GPU type has a Secure or Community price (format changed?)")
     return quotes
+
+
+def spot_echoes(document: Any) -> int:
+    """How many spot prices of the price list only repeat their on-demand price (left out)."""
+    return sum(
+        not isinstance(spot := _price(gpu.get(spot_field)), _NotOffered)
+        and spot is not None
+        and spot == _price(gpu.get(on_demand_field))
+        for gpu in _gpu_types(document)
+        for on_demand_field, spot_field, _flag in _CLOUDS.values()
+    )
 
 
 def _cloud_quotes(gpu: dict[str, Any], url: str) -> list[RawQuote]:
