@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.cudo import Shape, node_price, offers, parse_machine_types
+from priceadvisor.collect.adapters.cudo import (
+    Shape,
+    node_price,
+    offers,
+    parse_machine_types,
+    parse_offers,
+)
 from priceadvisor.manifest import manifest
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
@@ -74,3 +80,29 @@ def test_end_to_end_through_a_local_server(db_path: Path) -> None:
         "WHERE instance_type = 'epyc-rome-rtx-a5000 1xnvidia-rtx-a5000'",
     )
     assert (per_gpu, country, eu) == (pytest.approx(0.6388), "NO", False)
+
+
+def test_a_shape_needing_more_memory_than_one_host_has_free_is_not_available() -> None:
+    """RTX A6000: 8 GPUs free, but the 8-GPU shape's 247 GiB exceed maxMemoryGibFree (219)."""
+    a6000 = {q.gpu_count: q for q in offers(entry("RTX A6000"), SHAPE, "u")}
+    assert a6000[8.0].ram_gb == 247.0 and a6000[8.0].stock == "8"
+    assert a6000[8.0].available is False
+    assert a6000[4.0].available is True
+    few_vcpus = entry("RTX A6000") | {"maxVcpuFree": 20}  # 4 GPUs want 32 vCPUs
+    assert {q.gpu_count: q.available for q in offers(few_vcpus, SHAPE, "u")}[4.0] is False
+    unknown = {k: v for k, v in entry("RTX A6000").items() if k != "maxGpuFree"}
+    assert {q.available for q in offers(unknown, SHAPE, "u")} == {None}
+
+
+def test_machine_types_without_a_gpu_are_counted() -> None:
+    entries = parse_machine_types(json.loads(RECORDING.read_text()))
+    parsed = parse_offers(entries, SHAPE, "u")
+    assert parsed.skipped == {"machine types without a GPU": 1}
+    assert len(parsed.quotes) == 4 * (len(entries) - 1)
+
+
+def test_a_unit_price_without_its_value_wrapper_is_read() -> None:
+    wrapped = entry("RTX A5000")
+    bare = wrapped | {k: wrapped[k]["value"] for k in ("gpuPriceHr", "vcpuPriceHr")}
+    bare["memoryGibPriceHr"] = 0.0034
+    assert node_price(bare, 1, 8, 30) == node_price(wrapped, 1, 8, 30) == 0.6388

@@ -7,7 +7,11 @@ from typing import Any
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.hyperbolic import parse_option, parse_options
+from priceadvisor.collect.adapters.hyperbolic import (
+    parse_option,
+    parse_options,
+    parse_rental_options,
+)
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
@@ -65,6 +69,22 @@ def test_form_factor_region_and_fabric_are_part_of_the_identity() -> None:
     assert found["ca-east-1", "h100-pcie x1 virtual-machine ethernet"].gpu_name_raw == "h100 pcie"
 
 
+def test_disabled_options_are_counted_not_silently_dropped() -> None:
+    parsed = parse_rental_options(json.loads(RECORDING.read_text()), "u")
+    assert len(parsed.quotes) == 11
+    assert parsed.skipped == {"disabled options": 1}
+    assert "left out: 1 disabled options" in parsed.summary()
+
+
+@pytest.mark.parametrize("flag", [None, "true", 1])
+def test_an_enabled_flag_that_is_not_a_boolean_fails_the_run(flag: Any) -> None:
+    """Whether the option exists cannot be told: guessing either way drops or invents it."""
+    document = json.loads(RECORDING.read_text())
+    document[0]["enabled"] = flag
+    with pytest.raises(SourceFormatError, match="enabled is"):
+        parse_options(document)
+
+
 @pytest.mark.parametrize("document", [{"options": []}, [{"enabled": True}], ["x"]])
 def test_unexpected_layout_is_a_format_error(document: Any) -> None:
     with pytest.raises(SourceFormatError):
@@ -88,3 +108,19 @@ def test_end_to_end_through_a_local_server(db_path: Path) -> None:
     )
     assert (per_gpu, per_node, country) == (pytest.approx(3.19), pytest.approx(25.52), "JP")
     assert query(db_path, "SELECT count(*) FROM offers WHERE continent IS NULL") == [(0,)]
+
+
+def test_an_option_of_several_nodes_has_the_cpus_and_ram_of_all_of_them() -> None:
+    [bare_metal] = [o for o in options() if o["region"] == "uk-southeast-3"]
+    [node] = bare_metal["nodes"]
+    pair = bare_metal | {"gpuCount": 16, "nodes": [node, node]}
+    quote = parse_option(pair, "u")
+    assert (quote.gpu_count, quote.vcpus, quote.ram_gb) == (16.0, 192.0, 4000.0)
+    unknown = pair | {"nodes": [node, {k: v for k, v in node.items() if k != "ramGb"}]}
+    assert parse_option(unknown, "u").ram_gb is None  # half known is not the whole
+
+
+def test_a_stock_count_that_is_not_a_number_says_nothing() -> None:
+    [option] = [o for o in options() if o["gpuFormFactor"] == "pcie"]
+    assert parse_option(option | {"totalAvailable": True}, "u").available is None
+    assert parse_option(option | {"totalAvailable": 0}, "u").available is False

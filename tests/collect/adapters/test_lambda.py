@@ -102,7 +102,21 @@ def test_api_prices_are_cents_per_node_with_capacity_regions() -> None:
 
 @pytest.mark.parametrize(
     "document",
-    [{"error": {"code": "global/invalid-api-key"}}, {"data": {"x": {"instance": {}}}}, []],
+    [
+        {"error": {"code": "global/invalid-api-key"}},
+        {"data": {"x": {"instance": {}}}},
+        [],
+        {"data": {"x": {"instance_type": ["gpu_1x_a100"]}}},
+        {"data": {"x": {"instance_type": {"price_cents_per_hour": 199, "specs": [1]}}}},
+        {
+            "data": {
+                "x": {
+                    "instance_type": {"price_cents_per_hour": 199},
+                    "regions_with_capacity_available": ["us-east-1"],
+                }
+            }
+        },
+    ],
 )
 def test_api_drift_is_a_format_error(document: Any) -> None:
     with pytest.raises(SourceFormatError):
@@ -147,3 +161,13 @@ def test_api_with_key_sends_bearer_and_never_stores_it(db_path: Path) -> None:
     assert server.authorizations[0] == "Bearer sk-live-SECRET"
     assert failed.status is RunStatus.FAILED and "SECRET" not in (failed.error or "")
     assert b"SECRET" not in db_path.read_bytes()
+
+
+def test_an_api_answer_that_is_not_json_fails_the_run_with_the_reason(db_path: Path) -> None:
+    with serving("lambda") as server:
+        settings = local_settings(db_path, server, api_key="sk-live-SECRET")
+        server.faults.append(lambda path, q: (200, {}, b"<html>maintenance</html>"))
+        [failed] = run_cycle(
+            settings, configured_store(settings), ["lambda"], False, lambda *_: None
+        )
+    assert failed.status is RunStatus.FAILED and "invalid JSON" in (failed.error or "")

@@ -81,3 +81,11 @@ def test_a_401_without_a_key_says_to_set_it(db_path: Path) -> None:
     summary = fetch_locally(db_path, "tensordock", faults=[refuse])["tensordock"]
     assert summary.status is RunStatus.FAILED
     assert "HTTP 401" in (summary.error or "") and "TENSORDOCK_API_KEY" in (summary.error or "")
+
+
+def test_an_answer_that_is_not_json_fails_the_run_with_the_reason(db_path: Path) -> None:
+    def maintenance(path: str, q: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        return 200, {}, b"<html>maintenance</html>"
+
+    summary = fetch_locally(db_path, "tensordock", faults=[maintenance])["tensordock"]
+    assert summary.status is RunStatus.FAILED and "invalid JSON" in (summary.error or "")

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.vast import aggregate, country, parse_offers
+from priceadvisor.collect.adapters.vast import aggregate, country, parse_asks, parse_offers
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
@@ -189,3 +189,79 @@ def test_each_market_keeps_the_disk_and_egress_prices_of_its_cheapest_ask() -> N
     missing = {k: v for k, v in cheap.items() if k not in ("storage_cost", "inet_up_cost")}
     [alone] = [q for q in aggregate([missing], "u") if q.pricing == "on_demand"]
     assert (alone.disk_usd_gb_month, alone.egress_usd_gb) == (None, None)  # not stated: unknown
+
+
+def test_asks_that_say_they_cannot_be_rented_are_counted_not_offered() -> None:
+    """Each ask states `rentable` and `rented` itself; the query's filter is not the only word."""
+    offers = load("bundles-l40s.json")
+    offers[0] = offers[0] | {"rentable": False}
+    offers[1] = offers[1] | {"rented": True}
+    offers[2] = offers[2] | {"rentable": None}  # says nothing: the filter asked for rentable
+    parsed = parse_asks(offers, "u")
+    assert parsed.skipped == {"asks not rentable or already rented": 2}
+    on_demand = [q for q in parsed.quotes if q.pricing == "on_demand"]
+    assert sum(q.offer_count or 0 for q in on_demand) == len(offers) - 2
+
+
+@pytest.mark.parametrize("count", [None, "four", 0, 1.5])
+def test_an_ask_without_a_usable_gpu_count_is_passed_on_for_the_core_to_reject(
+    count: Any,
+) -> None:
+    offers = load("bundles-l40s.json")
+    offers[0] = offers[0] | {"num_gpus": count}
+    quotes = aggregate(offers, "u")
+    [unusable] = [q for q in quotes if q.gpu_count is None]
+    assert unusable.price is None
+    assert sum(q.offer_count or 0 for q in quotes if q.pricing == "on_demand") == len(offers) - 1
+
+
+class SamePriceSource:
+    """A marketplace with more asks at one price than a page holds: every page is the same."""
+
+    def __init__(self, page: dict[str, Any]) -> None:
+        self.page = page
+
+    async def post_json(self, url: str, body: Any) -> Any:
+        return self.page
+
+
+def test_a_full_page_that_brings_nothing_new_fails_instead_of_stopping_early() -> None:
+    import asyncio
+
+    from priceadvisor.collect.adapters.vast import PAGE_LIMIT, VastAdapter
+    from priceadvisor.manifest import manifest
+
+    [template] = load("bundles-l40s.json")[:1]
+    page = {"offers": [template | {"id": n} for n in range(PAGE_LIMIT)]}
+    adapter = VastAdapter(manifest("vast"), {"bundles": "https://x/bundles"})
+    with pytest.raises(SourceFormatError, match="brings none not seen yet"):
+        asyncio.run(adapter.fetch(SamePriceSource(page), lambda _: None))  # type: ignore[arg-type]
+
+
+def test_an_unreadable_price_on_a_full_page_does_not_stop_the_walk() -> None:
+    """The cursor is the page's highest readable price; the unreadable ask goes to the core."""
+    import asyncio
+
+    from priceadvisor.collect.adapters.vast import PAGE_LIMIT, VastAdapter
+    from priceadvisor.manifest import manifest
+
+    [template] = load("bundles-l40s.json")[:1]
+    first = [template | {"id": n, "dph_total": 0.5 + n / 100} for n in range(PAGE_LIMIT)]
+    first[0] = first[0] | {"dph_total": None}
+    pages = [{"offers": first}, {"offers": [template | {"id": 999, "dph_total": 9.0}]}]
+
+    class TwoPages:
+        def __init__(self) -> None:
+            self.cursors: list[float] = []
+
+        async def post_json(self, url: str, body: Any) -> Any:
+            if body["gpu_name"] != {"eq": "L40S"}:
+                return {"offers": []}
+            self.cursors.append(body["dph_total"]["gte"])
+            return pages[1] if body["dph_total"]["gte"] > 0 else pages[0]
+
+    source = TwoPages()
+    adapter = VastAdapter(manifest("vast"), {"bundles": "https://x/bundles"})
+    output = asyncio.run(adapter.fetch(source, lambda _: None))  # type: ignore[arg-type]
+    assert max(source.cursors) == pytest.approx(0.5 + (PAGE_LIMIT - 1) / 100)
+    assert sum(q.price is None for q in output.quotes) >= 1  # the null price, for the core

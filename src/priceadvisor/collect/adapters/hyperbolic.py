@@ -12,7 +12,14 @@ gpuCount in the core. `providerCostPerHourCents` is Hyperbolic's supplier cost: 
 price (and may even exceed the customer price) but is never read. The same chip is sold in
 several regions at different prices, and PCIe and SXM parts are different products, so the
 form factor, count, machine type and fabric are all part of the offer's identity. A missing
-`totalAvailable` means unknown, not sold out. Disabled options are not offered.
+`totalAvailable` means unknown, not sold out. The vCPUs and RAM of an option are summed over its
+`nodes` (a list: every capture has one node per option, whose `gpuCount` equals the option's).
+
+Uncertain: whether `totalAvailable` counts GPUs or whole options is not documented (the capture
+has it on one 1-GPU option only); it is stored as the stock level as given, and any positive
+value makes the option available. Disabled options (`enabled: false`) are not
+offered: counted in the progress line and left out. An `enabled` that is not a JSON boolean
+(null, "true") fails the run: whether the option exists cannot be told.
 """
 
 from __future__ import annotations
@@ -23,15 +30,18 @@ from priceadvisor.collect.adapters.base import (
     Adapter,
     AdapterOutput,
     ProgressCallback,
+    SourceFormatError,
     exact_price,
     gpus_free,
     json_number,
     json_records,
 )
 from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.pages import ParsedPage
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = ("enabled", "region", "gpuType", "gpuFormFactor", "gpuCount", "costPerHourCents")
+DISABLED = "disabled options"
 
 
 class HyperbolicAdapter(Adapter):
@@ -39,17 +49,34 @@ class HyperbolicAdapter(Adapter):
 
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         url = self.endpoints["rental_options"]
-        options = parse_options(await session.get_json(url))
-        progress(f"{len(options)} rental options")
-        return AdapterOutput(quotes=[parse_option(o, url) for o in options if o["enabled"] is True])
+        parsed = parse_rental_options(await session.get_json(url), url)
+        progress(parsed.summary())
+        return AdapterOutput(quotes=parsed.quotes)
+
+
+def parse_rental_options(document: Any, url: str) -> ParsedPage:
+    """The enabled options as quotes; the disabled ones counted, never silently dropped."""
+    parsed = ParsedPage()
+    for option in parse_options(document):
+        if option["enabled"]:
+            parsed.quotes.append(parse_option(option, url))
+        else:
+            parsed.skipped[DISABLED] += 1
+    return parsed
 
 
 def parse_options(document: Any) -> list[dict[str, Any]]:
-    return json_records(document, REQUIRED, "the rental options", "a rental option")
+    options = json_records(document, REQUIRED, "the rental options", "a rental option")
+    for option in options:
+        if not isinstance(option["enabled"], bool):
+            raise SourceFormatError(
+                f"rental option {instance_type(option)} in {option['region']}: "
+                f"enabled is {option['enabled']!r}, not true or false"
+            )
+    return options
 
 
 def parse_option(option: dict[str, Any], url: str) -> RawQuote:
-    node = _first_node(option)
     gpus = json_number(option["gpuCount"])
     available = option.get("totalAvailable")
     return RawQuote(
@@ -60,9 +87,9 @@ def parse_option(option: dict[str, Any], url: str) -> RawQuote:
         price_basis=PriceBasis.NODE,
         gpu_name_raw=f"{option['gpuType']} {option['gpuFormFactor']}",
         gpu_count=gpus,
-        vcpus=json_number(node.get("vcpuCount", node.get("cpuCount"))),
-        ram_gb=json_number(node.get("ramGb")),
-        available=available > 0 if isinstance(available, int | float) else None,
+        vcpus=_over_nodes(option, "vcpuCount", "cpuCount"),
+        ram_gb=_over_nodes(option, "ramGb"),
+        available=_positive(available),
         stock=gpus_free(available),
         source_url=url,
     )
@@ -83,6 +110,22 @@ def instance_type(option: dict[str, Any]) -> str:
     return " ".join(str(p) for p in parts if p)
 
 
-def _first_node(option: dict[str, Any]) -> dict[str, Any]:
+def _over_nodes(option: dict[str, Any], *keys: str) -> float | None:
+    """The sum over the option's nodes of the first of `keys` each node states; None when a
+    node states none of them (a part is unknown, so the whole is)."""
     nodes = option.get("nodes")
-    return nodes[0] if isinstance(nodes, list) and nodes and isinstance(nodes[0], dict) else {}
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    total = 0.0
+    for node in nodes:
+        found = [json_number(node.get(k)) for k in keys] if isinstance(node, dict) else [None]
+        value = next((v for v in found if v is not None), None)
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _positive(value: Any) -> bool | None:
+    number = json_number(value)
+    return None if number is None else number > 0

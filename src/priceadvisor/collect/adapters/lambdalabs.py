@@ -40,7 +40,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
     require_complete_html,
 )
-from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.http import HttpSession, decode_json
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REGION = "global"
@@ -62,7 +62,7 @@ class LambdaAdapter(Adapter):
             response = await session.request(
                 "GET", url, headers={"Authorization": f"Bearer {secret}"}
             )
-            quotes = parse_instance_types(response.json(), url)
+            quotes = parse_instance_types(decode_json(response), url)
         else:
             url = self.endpoints["pricing_page"]
             html = require_complete_html(await session.get_text(url))
@@ -83,10 +83,12 @@ def _api_quotes(name: str, entry: Any, url: str) -> list[RawQuote]:
     try:
         kind = entry["instance_type"]
         cents = kind["price_cents_per_hour"]
-        regions = [r["name"] for r in entry.get("regions_with_capacity_available") or []]
+        regions = [str(r["name"]) for r in entry.get("regions_with_capacity_available") or []]
     except (KeyError, TypeError) as exc:
         raise SourceFormatError(f"instance type {name!r} lacks {exc}") from None
     specs = kind.get("specs") or {}
+    if not isinstance(specs, dict):
+        raise SourceFormatError(f"instance type {name!r}: specs is not an object")
     common: dict[str, Any] = {
         "instance_type": name,
         "pricing": Pricing.ON_DEMAND,

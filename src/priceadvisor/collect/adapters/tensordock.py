@@ -35,7 +35,7 @@ from priceadvisor.collect.adapters.base import (
     json_object,
     sum_of_units,
 )
-from priceadvisor.collect.http import FetchError, HttpSession
+from priceadvisor.collect.http import FetchError, HttpSession, decode_json
 from priceadvisor.gpu_specs import country_codes
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
@@ -66,7 +66,7 @@ class TensorDockAdapter(Adapter):
             if self.credential is None and str(exc).startswith(("HTTP 401", "HTTP 403")):
                 raise FetchError(f"{exc}: the API wants a key, set TENSORDOCK_API_KEY") from None
             raise
-        return response.json()
+        return decode_json(response)
 
 
 def parse_locations(document: Any) -> list[dict[str, Any]]:

@@ -7,7 +7,9 @@ Format: real captures of `POST https://console.vast.ai/api/v0/bundles/`. One POS
 `{"gpu_name": {"notin": [those names]}}` that discovers every other GPU the marketplace offers
 (a new GPU then reaches `doctor` as unmapped instead of never being asked for). The server
 returns at most ~64 offers whatever the limit, so pages walk up the price: the next page starts
-at the last page's highest price, offers already seen are dropped by id. Bursts get 429, so
+at the last page's highest price, offers already seen are dropped by id; a full page that
+brings no offer not seen yet (more than a page of asks at one price) fails the run rather than
+stop early and lose the asks above that price. Bursts get 429, so
 requests are spaced (manifest source.request_spacing) and 429s retried with Retry-After.
 
 Prices are per offer (node): on-demand is `dph_total` (GPU + the default storage); interruptible
@@ -27,6 +29,13 @@ an unverified one's. Individual asks appear and vanish
 within minutes; storing each would turn the change log into churn, while the aggregate answers
 "cheapest H100 in Germany on Vast now" exactly and keeps a typical price beside it. Any failed
 GPU query fails the run: a market missing from a snapshot must not look like it closed.
+
+Whether an ask exists: the query asks for `rentable` and not `rented` asks, and each ask says so
+itself; an ask whose own `rentable` is false or `rented` true (a server that ignored the filter,
+or an ask taken between index and answer) is not an offer: counted in the progress line and left
+out of its market. A missing or null flag says nothing (the filter asked for rentable asks). An
+ask whose `num_gpus` is not a positive number is passed on without a GPU count, so the core
+rejects and counts it.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
 )
 from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.pages import ParsedPage
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PAGE_LIMIT = 64
@@ -51,6 +61,7 @@ UNKNOWN_COUNTRY = "unknown"
 Market = tuple[str, str, int, str]  # (country, gpu_name, num_gpus, verification)
 HostTerms = tuple[float | None, float | None]  # (disk $/GB-month, egress $/GB)
 UNKNOWN_VERIFICATION = "unknown"
+NOT_RENTABLE = "asks not rentable or already rented"
 
 
 class VastAdapter(Adapter):
@@ -64,8 +75,9 @@ class VastAdapter(Adapter):
             await self._walk(session, url, {"eq": name}, offers)
             progress(f"{number}/{len(names)} GPU names, {len(offers)} offers")
         await self._walk(session, url, {"notin": names}, offers)
-        progress(f"every other GPU name: {len(offers)} offers")
-        return AdapterOutput(quotes=aggregate(offers.values(), url))
+        parsed = parse_asks(offers.values(), url)
+        progress(f"every other GPU name: {len(offers)} offers; " + parsed.summary())
+        return AdapterOutput(quotes=parsed.quotes)
 
     async def _walk(
         self,
@@ -79,10 +91,24 @@ class VastAdapter(Adapter):
             page = parse_offers(await session.post_json(url, query(name_filter, cursor)))
             fresh = [o for o in page if o["id"] not in offers]
             offers.update((o["id"], o) for o in fresh)
-            if len(page) < PAGE_LIMIT or not fresh:
+            if len(page) < PAGE_LIMIT:
                 return
-            cursor = max(float(o["dph_total"]) for o in page)
+            if not fresh:
+                raise SourceFormatError(
+                    f"gpu_name {name_filter}: a full page of asks at ${cursor}/h brings none "
+                    "not seen yet (more asks at one price than a page holds)"
+                )
+            cursor = _next_cursor(page, name_filter)
         raise SourceFormatError(f"gpu_name {name_filter}: more than {MAX_PAGES} pages of offers")
+
+
+def _next_cursor(page: list[dict[str, Any]], name_filter: dict[str, Any]) -> float:
+    """The next page starts at this page's highest price; a page without a single readable
+    price cannot be walked past (the asks above it would be lost)."""
+    prices = [p for o in page if (p := _float(o["dph_total"])) is not None]
+    if not prices:
+        raise SourceFormatError(f"gpu_name {name_filter}: a full page without a readable price")
+    return max(prices)
 
 
 def query(name_filter: dict[str, Any], cursor: float) -> dict[str, Any]:
@@ -116,6 +142,19 @@ def country(geolocation: Any) -> str:
     return code if len(code) == 2 and code.isalpha() else UNKNOWN_COUNTRY
 
 
+def parse_asks(offers: Any, url: str) -> ParsedPage:
+    """The rentable asks folded into markets; the others counted, never silently kept."""
+    parsed = ParsedPage()
+    rentable = []
+    for offer in offers:
+        if offer.get("rentable") is False or offer.get("rented") is True:
+            parsed.skipped[NOT_RENTABLE] += 1
+        else:
+            rentable.append(offer)
+    parsed.quotes = aggregate(rentable, url)
+    return parsed
+
+
 def aggregate(offers: Any, url: str) -> list[RawQuote]:
     """One quote per market; an ask without a usable price is passed on alone (price None) so
     the core rejects and counts it instead of it vanishing inside a minimum."""
@@ -124,15 +163,16 @@ def aggregate(offers: Any, url: str) -> list[RawQuote]:
     memory: dict[Market, float | None] = {}
     unusable: list[RawQuote] = []
     for offer in offers:
+        gpus = _gpus(offer["num_gpus"])
         market = (
             country(offer["geolocation"]),
             str(offer["gpu_name"]),
-            int(offer["num_gpus"]),
+            gpus or 0,
             str(offer.get("verification") or UNKNOWN_VERIFICATION),
         )
         memory[market] = _gb(offer.get("gpu_ram"))
         prices = _prices(offer)
-        if prices is None:
+        if prices is None or gpus is None:
             unusable.append(_quote(market, Pricing.ON_DEMAND, [], memory[market], url))
             continue
         for pricing, price in prices.items():
@@ -178,7 +218,7 @@ def _quote(
         price=min(prices) if prices else None,
         price_basis=PriceBasis.NODE,
         gpu_name_raw=name,
-        gpu_count=float(gpus),
+        gpu_count=float(gpus) if gpus else None,
         gpu_memory_gb=memory,
         available=True,
         source_url=url,
@@ -193,6 +233,12 @@ def _float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # noqa: PLR0124 - NaN
         return None
     return float(value)
+
+
+def _gpus(value: Any) -> int | None:
+    """The ask's GPU count; None when it is not a positive whole number."""
+    number = _float(value)
+    return int(number) if number is not None and number >= 1 and number == int(number) else None
 
 
 def _gb(megabytes: Any) -> float | None:
