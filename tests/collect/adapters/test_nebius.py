@@ -51,7 +51,11 @@ def test_on_demand_and_preemptible_per_gpu_hour() -> None:
 
 def test_floors_contact_us_and_dashes_are_not_offers() -> None:
     page = parse_page(HTML, "u", TODAY)
-    assert page.skipped == {"'from' price floors": 1}
+    # GB200 NVL72: "[Contact us]" twice; L40S: "--" preemptible beside its "from" floor
+    assert page.skipped == {
+        "'from' price floors": 1,
+        "price cells without a price (contact us, dashes)": 3,
+    }
     assert not any("L40S" in q.instance_type or "GB200" in q.instance_type for q in page.quotes)
 
 

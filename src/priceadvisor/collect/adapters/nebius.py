@@ -9,7 +9,7 @@ On-demand, GPU-hour` (before April 2026 a single "Price per GPU-hour" column). P
 per GPU-hour; vCPUs and RAM are per-GPU shares. No region: one global list.
 
 Traps handled: columns are read by header meaning, preemptible as spot; "from $1.82" is a floor,
-counted and left out; "--" and "[Contact us](...)" cells are no offer. A column headed
+counted and left out; "--" and "[Contact us](...)" cells are no offer (counted). A column headed
 "Effective <date>" is a scheduled price: from that date on it replaces the current column of
 its kind; before that date it is counted ("scheduled prices") and left out, so an announced
 price never shows as today's. A price column not stated per GPU-hour fails the run. The exact
@@ -32,6 +32,7 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote, utcnow
 KINDS = {r"preemptible": Pricing.SPOT, r"on-?demand|price per gpu": Pricing.ON_DEMAND}
 EFFECTIVE = re.compile(r"effective\s+(?:from\s+)?(.+)$", re.I)
 DATE_FORMATS = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%Y-%m-%d")
+UNPRICED = "price cells without a price (contact us, dashes)"
 
 
 class NebiusAdapter(PageAdapter):
@@ -129,9 +130,11 @@ def _row_quotes(
     quotes = []
     for kind, index in columns.items():
         price = parse_price(row[index]) if index < len(row) else None
-        if price is not None and price.floor:
+        if price is None:
+            page.skipped[UNPRICED] += 1
+        elif price.floor:
             page.skipped["'from' price floors"] += 1
-        elif price is not None:
+        else:
             quotes.append(_quote(row, kind, price.amount, facts, url))
     return quotes
 
