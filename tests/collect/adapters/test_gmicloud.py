@@ -49,6 +49,18 @@ def test_floors_beside_a_plain_price_are_counted_and_left_out() -> None:
     assert page.skipped["'from' price floors"] == 3
 
 
+def test_a_priced_card_badged_sold_out_is_not_an_offer() -> None:
+    badge = ">AVAILABLE NOW</div><h3"
+    h200 = LISTED.index(">NVIDIA H200<")
+    start = LISTED.rindex(badge, 0, h200)
+    sold_out = LISTED[:start] + ">SOLD OUT</div><h3" + LISTED[start + len(badge) :]
+    quotes = {q.instance_type: q for q in parse_page(sold_out, "u").quotes}
+    h200_quote = quotes["NVIDIA H200"]
+    assert (h200_quote.price, h200_quote.available) == (2.60, False)
+    assert h200_quote.not_offered_reason == "GMI Cloud's card says 'SOLD OUT'"
+    assert quotes["NVIDIA H100 GPU"].not_offered_reason is None
+
+
 def test_markup_variants_read_the_same_cards() -> None:
     assert prices(wrap(LISTED, "h3")) == prices()  # the heading in one more block
     renamed = rename_classes(LISTED, "font-mono", "font-code")

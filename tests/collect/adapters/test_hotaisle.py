@@ -63,6 +63,16 @@ def test_a_card_price_not_per_gpu_hour_fails() -> None:
         parse_page(changed, "u")
 
 
+def test_a_card_whose_button_says_sold_out_is_not_an_offer() -> None:
+    sold_out = HTML.replace(">Deploy Small</a>", ">Sold out</a>")
+    assert sold_out != HTML
+    quotes = {q.instance_type: q for q in parse_page(sold_out, "u").quotes}
+    small = quotes["VM Small 1x MI300X"]
+    assert (small.price, small.available) == (2.99, False)
+    assert small.not_offered_reason == "Hot Aisle's plan card says 'Sold out'"
+    assert quotes["VM Medium 2x MI300X"].not_offered_reason is None
+
+
 def test_cards_without_plan_headings_yield_nothing() -> None:
     assert parse_page(HTML.replace("<h2", "<h3").replace("</h2>", "</h3>"), "u").quotes == []
 

@@ -13,7 +13,10 @@ bare metal, one-month minimum") is a commitment: stored as pricing `reserved` wi
 card states (`term_months` 1 for "one-month" or "monthly"; a card that speaks of a commitment
 but states no term in months is counted and left out); "2x & 4x" is two offers at the same
 per-GPU price; "MI300x" is upper-cased; MI355X in the menu and in JSON-LD carries no price. A
-card price not per GPU-hour fails the run. No region on the page: one global list.
+card price not per GPU-hour fails the run. A priced card whose button or badge says it cannot
+be had now ("Sold out", "Coming soon", "Join waitlist") is passed on unavailable with that
+reason, never as an offer (the capture's cards all say "Deploy"/"Reserve"). No region on the
+page: one global list.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote
 COMMITMENT = re.compile(r"minimum|monthly|per month|commit|reserv", re.I)
 _TERM = re.compile(r"\b(one|\d+)[\s-]*months?\b|\bmonthly\b", re.I)
 _COUNTS = re.compile(r"(\d+)\s*x\b", re.I)
+# A card (its button or a badge) saying the plan cannot be had now: the price is kept, the
+# offer is not. No capture shows one; these are the words such pages use.
+NOT_OFFERED = re.compile(r"sold out|out of stock|coming soon|waitlist|notify me", re.I)
 
 
 class HotAisleAdapter(PageAdapter):
@@ -56,8 +62,23 @@ def parse_page(html: str, url: str) -> ParsedPage:
                 continue
             for quote in quotes:
                 quote.pricing, quote.term_months = Pricing.RESERVED, months
+        if status := NOT_OFFERED.search(text_of(_whole_card(heading))):
+            for quote in quotes:
+                quote.available = False
+                quote.not_offered_reason = f"Hot Aisle's plan card says {status.group()!r}"
         page.quotes += quotes
     return page
+
+
+def _whole_card(heading: Tag) -> Tag:
+    """The largest block around a plan heading that holds no other plan heading: the card with
+    its button, which sits outside the heading's own parent."""
+    card = heading
+    for block in heading.parents:
+        if len(block.find_all("h2")) > 1:
+            break
+        card = block
+    return card
 
 
 def term_months(text: str) -> int | None:
