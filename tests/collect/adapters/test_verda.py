@@ -8,8 +8,8 @@ import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.verda import (
-    offers,
     check_locations,
+    offers,
     parse_availability,
     parse_instance_types,
 )
