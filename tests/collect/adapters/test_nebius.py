@@ -71,6 +71,17 @@ def test_a_cell_of_two_en_dashes_is_no_price_not_a_failed_run() -> None:
     assert found["NVIDIA HGX B200", "on_demand"] == 7.15
 
 
+def test_columns_in_another_order_read_the_same() -> None:
+    def reverse_columns(table: list[list[str]]) -> None:
+        for row in table:
+            row.reverse()
+
+    reordered = variant(reverse_columns)
+    assert reordered != HTML and prices(reordered) == prices()
+    quotes = parse_page(reordered, "u", TODAY).quotes
+    assert {q.vcpus for q in quotes} == {24.0, 20.0}
+
+
 def test_vcpus_and_ram_are_per_gpu_shares() -> None:
     quote = next(q for q in parse_page(HTML, "u", TODAY).quotes if q.instance_type.endswith("B300"))
     assert (quote.vcpus, quote.ram_gb, quote.gpu_count) == (24, 346, 1)

@@ -8,7 +8,7 @@ has `type: "highlight-table-block"`, a title naming GPUs ("NVIDIA GPU Instances"
 On-demand, GPU-hour` (before April 2026 a single "Price per GPU-hour" column). Prices are USD
 per GPU-hour; vCPUs and RAM are per-GPU shares. No region: one global list.
 
-Traps handled: columns are read by header meaning, preemptible as spot; "from $1.82" is a floor,
+Traps handled: columns are read by header meaning (the GPU name too: "Item"), preemptible as spot; "from $1.82" is a floor,
 counted and left out; "--" and "[Contact us](...)" cells are no offer (counted). A column headed
 "Effective <date>" is a scheduled price: from that date on it replaces the current column of
 its kind; before that date it is counted ("scheduled prices") and left out, so an announced
@@ -32,6 +32,7 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote, utcnow
 KINDS = {r"preemptible": Pricing.SPOT, r"on-?demand|price per gpu": Pricing.ON_DEMAND}
 EFFECTIVE = re.compile(r"effective\s+(?:from\s+)?(.+)$", re.I)
 DATE_FORMATS = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%Y-%m-%d")
+ITEM = r"^(item|gpu|model|instance)"
 UNPRICED = "price cells without a price (contact us, dashes)"
 
 
@@ -50,7 +51,12 @@ def parse_page(html: str, url: str, today: dt.date) -> ParsedPage:
     for header, rows in tables:
         columns = _price_columns(header, today, page)
         facts = {n: _column(header, p) for n, p in (("vcpus", r"vcpu"), ("ram", r"ram"))}
+        facts["item"] = _column(header, ITEM)
+        if facts["item"] is None:
+            raise SourceFormatError(f"no GPU name column in the GPU table header {header!r}")
         for row in rows:
+            if len(row) <= facts["item"]:
+                raise SourceFormatError(f"a GPU table row has no name cell: {row!r}")
             page.quotes += _row_quotes(row, columns, facts, url, page)
     return page
 
@@ -142,13 +148,14 @@ def _row_quotes(
 def _quote(
     row: list[str], kind: Pricing, price: float, facts: dict[str, int | None], url: str
 ) -> RawQuote:
+    name = row[facts["item"] or 0]
     return RawQuote(
         region="global",
-        instance_type=row[0],
+        instance_type=name,
         pricing=kind,
         price=price,
         price_basis=PriceBasis.GPU,
-        gpu_name_raw=row[0],
+        gpu_name_raw=name,
         gpu_count=1,
         vcpus=_number(row, facts["vcpus"]),
         ram_gb=_number(row, facts["ram"]),
