@@ -8,8 +8,8 @@ has `type: "highlight-table-block"`, a title naming GPUs ("NVIDIA GPU Instances"
 On-demand, GPU-hour` (before April 2026 a single "Price per GPU-hour" column). Prices are USD
 per GPU-hour; vCPUs and RAM are per-GPU shares. No region: one global list.
 
-Traps handled: columns are read by header meaning (the GPU name too: "Item"), preemptible as spot; "from $1.82" is a floor,
-counted and left out; "--" and "[Contact us](...)" cells are no offer (counted). A column headed
+Traps handled: columns are read by header meaning (the GPU name too: "Item"), preemptible as
+spot; "from $1.82" is a floor, counted and left out; "--" and "[Contact us](...)" cells are no offer (counted). A column headed
 "Effective <date>" is a scheduled price: from that date on it replaces the current column of
 its kind; before that date it is counted ("scheduled prices") and left out, so an announced
 price never shows as today's. A price column not stated per GPU-hour fails the run. The exact
