@@ -9,12 +9,13 @@ On-demand, GPU-hour` (before April 2026 a single "Price per GPU-hour" column). P
 per GPU-hour; vCPUs and RAM are per-GPU shares. No region: one global list.
 
 Traps handled: columns are read by header meaning (the GPU name too: "Item"), preemptible as
-spot; "from $1.82" is a floor, counted and left out; "--" and "[Contact us](...)" cells are no offer (counted). A column headed
-"Effective <date>" is a scheduled price: from that date on it replaces the current column of
-its kind; before that date it is counted ("scheduled prices") and left out, so an announced
-price never shows as today's. A price column not stated per GPU-hour fails the run. The exact
-spelling of "Effective <date>" headers is not in any capture: "Effective May 1, 2026",
-"Effective 1 May 2026" and "Effective 2026-05-01" are read; any other date fails the run.
+spot; "from $1.82" is a floor, counted and left out; "--" and "[Contact us](...)" cells are no
+offer (counted). A column headed "Effective <date>" is a scheduled price: from that date on it
+replaces the current column of its kind; before that date it is counted ("scheduled prices") and
+left out, so an announced price never shows as today's. A price column not stated per GPU-hour
+fails the run. The exact spelling of "Effective <date>" headers is not in any capture:
+"Effective May 1, 2026", "Effective 1 May 2026" and "Effective 2026-05-01" are read; any other
+date fails the run.
 """
 
 from __future__ import annotations
