@@ -18,7 +18,8 @@ manifest for that reason; enable it in the config once GMI publishes list prices
 Traps handled: "Pre order" (GB300) keeps a dangling "/GPU-hour" but has no price: counted, no
 offer. "$2.00" also appears in meta, og and flight data: only cards are read. GB200 and GB300
 are Grace-Blackwell superchips (the catalog's per-GPU GB200/GB300 entries), not B200 or B300.
-A card whose price cannot be read, or is not per GPU-hour, fails the run. A priced card whose
+A card whose price cannot be read, or is not per GPU-hour ("/hour", "/month"), fails the run;
+"/GPU-hour", "/GPU hour" and "/GPU/hr" are all read as per GPU-hour. A priced card whose
 badge or text says it cannot be rented now ("Sold out", "Coming soon", "Waitlist", "Pre order")
 is passed on unavailable with that reason, never as an offer (no capture shows such a card).
 
@@ -38,7 +39,7 @@ from priceadvisor.collect.pages import ParsedPage, parse_price, text_of, visible
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 CHIP = re.compile(r"^(NVIDIA|AMD)\s+\S+", re.I)
-UNIT = re.compile(r"/\s*GPU[\s-]*h(ou)?r", re.I)
+UNIT = re.compile(r"/\s*GPU[\s/-]*h(ou)?r", re.I)
 NO_PRICE = re.compile(r"pre-?\s*order|coming soon|contact|waitlist", re.I)
 AVAILABLE = re.compile(r"available now|limited availability", re.I)
 # A badge saying the priced card cannot be rented now: the price is kept, the offer is not.
@@ -79,9 +80,14 @@ def _card(heading: Tag, soup: BeautifulSoup) -> Tag | None:
     for block in heading.parents:
         if block is soup:
             return None
+        names = [h for h in block.find_all(["h2", "h3", "h4"]) if CHIP.match(text_of(h))]
+        if len(names) > 1:
+            return None
         if UNIT.search(text_of(block)):
-            names = [h for h in block.find_all(["h2", "h3", "h4"]) if CHIP.match(text_of(h))]
-            return block if len(names) == 1 else None
+            return block
+        if "$" in text_of(block):
+            # a card of its own with a price, but no per-GPU-hour unit: a changed basis
+            raise SourceFormatError(f"{text_of(heading)}: a card price not per GPU-hour")
     return None
 
 
