@@ -49,6 +49,30 @@ def test_floors_beside_a_plain_price_are_counted_and_left_out() -> None:
     assert page.skipped["'from' price floors"] == 3
 
 
+def test_a_priced_card_badged_sold_out_is_not_an_offer() -> None:
+    badge = ">AVAILABLE NOW</div><h3"
+    h200 = LISTED.index(">NVIDIA H200<")
+    start = LISTED.rindex(badge, 0, h200)
+    sold_out = LISTED[:start] + ">SOLD OUT</div><h3" + LISTED[start + len(badge) :]
+    quotes = {q.instance_type: q for q in parse_page(sold_out, "u").quotes}
+    h200_quote = quotes["NVIDIA H200"]
+    assert (h200_quote.price, h200_quote.available) == (2.60, False)
+    assert h200_quote.not_offered_reason == "GMI Cloud's card says 'SOLD OUT'"
+    assert quotes["NVIDIA H100 GPU"].not_offered_reason is None
+
+
+def test_one_card_with_another_unit_fails_instead_of_vanishing() -> None:
+    h200 = LISTED.index(">NVIDIA H200<")
+    unit = LISTED.index("/GPU-hour", h200)
+
+    def with_h200_unit(text: str) -> str:
+        return LISTED[:unit] + text + LISTED[unit + len("/GPU-hour") :]
+
+    assert prices(with_h200_unit("/GPU/hr")) == prices()
+    with pytest.raises(SourceFormatError, match="NVIDIA H200: a card price not per GPU-hour"):
+        parse_page(with_h200_unit("/hour"), "u")
+
+
 def test_markup_variants_read_the_same_cards() -> None:
     assert prices(wrap(LISTED, "h3")) == prices()  # the heading in one more block
     renamed = rename_classes(LISTED, "font-mono", "font-code")
@@ -60,7 +84,8 @@ def test_markup_variants_read_the_same_cards() -> None:
 @pytest.mark.parametrize(
     ("html", "message"),
     [
-        (LISTED.replace("/GPU-hour", "/month"), "no GPU cards with a per-GPU-hour price"),
+        (LISTED.replace("/GPU-hour", "/month"), "a card price not per GPU-hour"),
+        (LISTED.replace("NVIDIA", "Acme"), "no GPU cards with a per-GPU-hour price"),
         (LISTED.replace(">$2.60<", ">ask us $<"), "cannot read a price"),
         (LISTED.replace(">Pre order<", ">Soon<"), "NVIDIA GB300: the card has no price"),
     ],

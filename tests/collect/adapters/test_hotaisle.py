@@ -11,6 +11,7 @@ from priceadvisor.collect.pages import BROWSER_HEADERS
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from priceadvisor.service.stores import configured_store
+from tests.collect.adapters.page_variants import wrap
 from tests.conftest import query
 from tests.localserver import fetch_served, local_settings, serving
 
@@ -61,6 +62,46 @@ def test_a_card_price_not_per_gpu_hour_fails() -> None:
     assert changed != HTML
     with pytest.raises(SourceFormatError, match="not a GPU-hour price"):
         parse_page(changed, "u")
+
+
+def test_a_card_whose_button_says_sold_out_is_not_an_offer() -> None:
+    sold_out = HTML.replace(">Deploy Small</a>", ">Sold out</a>")
+    assert sold_out != HTML
+    quotes = {q.instance_type: q for q in parse_page(sold_out, "u").quotes}
+    small = quotes["VM Small 1x MI300X"]
+    assert (small.price, small.available) == (2.99, False)
+    assert small.not_offered_reason == "Hot Aisle's plan card says 'Sold out'"
+    assert quotes["VM Medium 2x MI300X"].not_offered_reason is None
+
+
+def test_an_extra_wrapper_around_a_plan_heading_reads_the_same() -> None:
+    def offers(html: str) -> set[tuple[str, str, float | None]]:
+        return {(q.instance_type, q.pricing, q.price) for q in parse_page(html, "u").quotes}
+
+    for selector in ("h2", "p.mb-3"):
+        wrapped = wrap(HTML, selector)
+        assert wrapped != HTML and offers(wrapped) == offers(HTML)
+
+
+def test_a_starting_at_price_is_a_floor_not_an_offer() -> None:
+    card_price = 'mb-3 font-bold text-foreground">$2.99/GPU/hr'
+    floor = HTML.replace(card_price, card_price.replace("$2.99", "starting at $2.49"), 1)
+    assert floor != HTML
+    page = parse_page(floor, "u")
+    assert page.skipped["'from' price floors"] == 1
+    assert "VM Small 1x MI300X" not in {q.instance_type for q in page.quotes}
+    assert 2.49 not in {q.price for q in page.quotes}
+
+
+def test_a_priced_card_whose_parts_moved_fails() -> None:
+    kicker = '<p class="mb-2 font-bold text-hot-orange-contrast text-sm uppercase tracking-wide">'
+    no_kicker = HTML.replace(kicker + "VM</p>", '<span class="badge">VM</span>', 1)
+    assert no_kicker != HTML
+    with pytest.raises(SourceFormatError, match="'Small': no kicker or GPU counts"):
+        parse_page(no_kicker, "u")
+    no_count = HTML.replace(">1x</span>", ">one</span>", 1)
+    with pytest.raises(SourceFormatError, match="'Small' has no GPU count"):
+        parse_page(no_count, "u")
 
 
 def test_cards_without_plan_headings_yield_nothing() -> None:

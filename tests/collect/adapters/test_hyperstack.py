@@ -32,6 +32,14 @@ def test_reservation_floors_are_counted_never_stored() -> None:
     assert 2.72 not in {q.price for q in page.quotes}  # H100 SXM "Starting from"
 
 
+def test_a_sold_out_row_is_counted_not_dropped_silently() -> None:
+    sold_out = HTML.replace("<span>$3.99</span>", "<span>Sold out</span>", 1)
+    page = parse_page(sold_out, "u")
+    assert page.skipped["GPU rows without a price (sold out, contact us)"] == 1
+    assert "NVIDIA H200 SXM" not in {q.instance_type for q in page.quotes}
+    assert len(page.quotes) == 17
+
+
 def test_nbsp_and_leading_space_prices_parse() -> None:
     found = prices()
     assert found[("NVIDIA H100 PCIe", "spot")] == 2.00

@@ -7,7 +7,7 @@ import pytest
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.latitude import parse_page
 from priceadvisor.collect.pages import BROWSER_HEADERS
-from priceadvisor.records import RunStatus
+from priceadvisor.records import RawQuote, RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
 from tests.localserver import fetch_served
@@ -73,6 +73,37 @@ def test_cpu_plans_are_skipped_and_stock_does_not_gate_the_price() -> None:
     assert quotes[("g4-rtx6kpro-large", "japan")].available is True
     assert quotes[("g4-b300-large", "united-states")].stock == "unavailable"
     assert {q.stock for q in quotes.values()} <= {"high", "medium", "low", "unavailable"}
+
+
+def test_cpu_plans_are_counted() -> None:
+    assert parse_page(HTML, "u").skipped["CPU plans"] == 3  # c3-large-x86, c3-small, m4
+
+
+def test_stock_is_read_from_the_in_stock_sites_as_well_as_the_level_word() -> None:
+    japan = '\\"in_stock\\":[\\"TYO4\\"]},\\"stock_level\\":\\"low\\"'
+    assert japan in HTML
+
+    def japan_quote(html: str) -> RawQuote:
+        found = parse_page(html, "u").quotes
+        return next(q for q in found if (q.instance_type, q.region, q.pricing) == KEY)
+
+    emptied = HTML.replace(japan, japan.replace('\\"TYO4\\"', ""))
+    # the known word says "low" but no site has stock: not available
+    assert japan_quote(emptied).available is False
+    # a level word not seen before ("sold_out") is left to the (empty) site list
+    sold_out = emptied.replace('[]},\\"stock_level\\":\\"low', '[]},\\"stock_level\\":\\"sold_out')
+    assert sold_out != emptied and japan_quote(sold_out).available is False
+    assert japan_quote(HTML).available is True
+
+
+def test_an_unknown_level_word_without_a_site_list_fails() -> None:
+    region = '\\"in_stock\\":[\\"TYO4\\"]},\\"stock_level\\":\\"low\\"'
+    odd = HTML.replace(region, '\\"x\\":[]},\\"stock_level\\":\\"waitlist\\"')
+    with pytest.raises(SourceFormatError, match="unknown stock level 'waitlist'"):
+        parse_page(odd, "u")
+
+
+KEY = ("g4-rtx6kpro-large", "japan", "on_demand")
 
 
 def test_gpu_facts_come_from_the_plan_specs() -> None:

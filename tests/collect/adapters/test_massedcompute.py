@@ -61,6 +61,18 @@ def test_desktop_and_mobile_copies_collapse_or_fail_when_they_disagree() -> None
         parse_flight(different, "u")
 
 
+def test_a_priced_row_labelled_sold_out_is_not_an_offer() -> None:
+    key, price_cell_end = '"H100 (80GB)-mobile-x 1-0"', '"/hr"}]]}]'
+    at = FLIGHT.index(price_cell_end, FLIGHT.index(key)) + len(price_cell_end)
+    label = ',["$","span",null,{"children":"Sold out"}]'
+    flight = FLIGHT[:at] + label + FLIGHT[at:]
+    quotes = {q.instance_type: q for q in parse_flight(flight, "u").quotes}
+    h100 = quotes["H100 (80GB) x1"]
+    assert (h100.price, h100.available) == (2.73, False)
+    assert h100.not_offered_reason == "Massed Compute's row says 'Sold out'"
+    assert quotes["B300 SXM6 x8"].not_offered_reason is None
+
+
 def test_the_flight_split_differently_reads_the_same() -> None:
     # Next.js cuts the flight into pushes anywhere, even inside a row key or a price.
     pieces = [FLIGHT[i : i + 97] for i in range(0, len(FLIGHT), 97)]

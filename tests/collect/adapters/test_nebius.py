@@ -51,7 +51,11 @@ def test_on_demand_and_preemptible_per_gpu_hour() -> None:
 
 def test_floors_contact_us_and_dashes_are_not_offers() -> None:
     page = parse_page(HTML, "u", TODAY)
-    assert page.skipped == {"'from' price floors": 1}
+    # GB200 NVL72: "[Contact us]" twice; L40S: "--" preemptible beside its "from" floor
+    assert page.skipped == {
+        "'from' price floors": 1,
+        "price cells without a price (contact us, dashes)": 3,
+    }
     assert not any("L40S" in q.instance_type or "GB200" in q.instance_type for q in page.quotes)
 
 
@@ -65,6 +69,17 @@ def test_a_cell_of_two_en_dashes_is_no_price_not_a_failed_run() -> None:
     found = prices(variant(blank_b200_preemptible))
     assert ("NVIDIA HGX B200", "spot") not in found
     assert found["NVIDIA HGX B200", "on_demand"] == 7.15
+
+
+def test_columns_in_another_order_read_the_same() -> None:
+    def reverse_columns(table: list[list[str]]) -> None:
+        for row in table:
+            row.reverse()
+
+    reordered = variant(reverse_columns)
+    assert reordered != HTML and prices(reordered) == prices()
+    quotes = parse_page(reordered, "u", TODAY).quotes
+    assert {q.vcpus for q in quotes} == {24.0, 20.0}
 
 
 def test_vcpus_and_ram_are_per_gpu_shares() -> None:

@@ -46,6 +46,18 @@ def test_availability_states() -> None:
     assert scarce.stock == "scarce"  # the level itself is kept: scarce is still rentable
 
 
+def test_an_end_of_service_type_is_not_offered_whatever_its_availability() -> None:
+    spec = servers()["L4-1-24G"]
+    assert spec["end_of_service"] is False  # the captured field, on every entry
+    live = parse_server("z", "L4-1-24G", spec, {"availability": "available"}, "u")
+    assert (live.available, live.not_offered_reason) == (True, None)
+    retired_spec = spec | {"end_of_service": True}
+    retired = parse_server("z", "L4-1-24G", retired_spec, {"availability": "available"}, "u")
+    assert retired.available is False and retired.price == 0.7875
+    assert retired.not_offered_reason is not None
+    assert "end_of_service" in retired.not_offered_reason
+
+
 @pytest.mark.parametrize("document", [{"products": {}}, {"servers": []}, {"servers": {"X": 1}}, []])
 def test_unexpected_layout_is_a_format_error(document: Any) -> None:
     with pytest.raises(SourceFormatError):

@@ -34,6 +34,26 @@ def test_single_form_factor_rows_are_on_demand_per_gpu_hour() -> None:
     }
 
 
+def test_available_now_is_the_stock_and_zero_free_is_not_available() -> None:
+    stock = {q.instance_type: q.stock for q in parse_page(HTML, "u").quotes}
+    assert stock == {
+        "B300 SXM6": "limited",
+        "B200 SXM6": "limited",
+        "H200 SXM5": "9",
+        "L40S PCIe": "16",
+    }
+    none_free = HTML.replace('<span class="bbg-up">9 GPUs</span>', "<span>0 GPUs</span>")
+    assert offers(none_free)["H200 SXM5"] == (2.48, False)  # 3/31 regions, but none free now
+    sold_out = HTML.replace('<span class="bbg-up">9 GPUs</span>', "<span>Sold out</span>")
+    assert offers(sold_out)["H200 SXM5"] == (2.48, False)
+
+
+def test_an_unknown_available_now_word_fails() -> None:
+    odd = HTML.replace('<span class="bbg-up">9 GPUs</span>', "<span>Ask us</span>")
+    with pytest.raises(SourceFormatError, match="Available now"):
+        parse_page(odd, "u")
+
+
 def test_rows_blending_sxm_and_pcie_are_counted_and_left_out() -> None:
     page = parse_page(HTML, "u")
     assert page.skipped == {"rows blending two form factors": 2}

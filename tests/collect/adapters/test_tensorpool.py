@@ -48,7 +48,14 @@ def test_cpu_row_is_counted_and_left_out() -> None:
 def test_na_cells_and_commitment_blocks_are_not_offers() -> None:
     unlisted = HTML.replace(f'{OWN} border-t border-[#e0e0e0]">$2.99/hr', f'{OWN} border-t">N/A')
     assert "H200 SXM" not in prices(unlisted)
-    assert parse_page(unlisted, "u").skipped["unlisted (N/A) cells"] == 1
+    assert parse_page(unlisted, "u").skipped["cells without a price (n/a)"] == 1
+    sold_out = HTML.replace(
+        f'{OWN} border-t border-[#e0e0e0]">$2.99/hr', f'{OWN} border-t">Sold out'
+    )
+    assert parse_page(sold_out, "u").skipped == {
+        "CPU rows": 1,
+        "cells without a price (sold out)": 1,
+    }
     reserved = HTML.replace(">ON-DEMAND<", ">1-YEAR RESERVED<")
     page = parse_page(reserved, "u")
     assert page.quotes == [] and page.skipped["rows under '1-YEAR RESERVED'"] == 6

@@ -27,8 +27,15 @@ def test_gpu_cluster_on_demand_prices_per_gpu_hour() -> None:
 
 def test_reserved_tenors_are_counted_never_stored() -> None:
     page = parse_page(HTML, "u")
-    assert page.skipped == {"reserved-tenor prices": 9}  # 3 chips x 3 priced tenors
+    assert page.skipped["reserved-tenor prices"] == 9  # 3 chips x 3 priced tenors
     assert not {3.69, 3.45, 3.19} & {q.price for q in page.quotes}
+
+
+def test_rows_without_an_on_demand_price_are_counted() -> None:
+    """GB200 NVL72, GB300 NVL72 and HGX B300 show an em-dash on demand: no offer, counted."""
+    page = parse_page(HTML, "u")
+    assert page.skipped["rows without an on-demand price (dash, contact us)"] == 3
+    assert not any("NVL72" in q.instance_type or "B300" in q.instance_type for q in page.quotes)
 
 
 def test_dedicated_inference_and_the_hidden_duplicate_are_left_out() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.verda import (
+    check_locations,
     offers,
     parse_availability,
     parse_instance_types,
@@ -51,6 +52,14 @@ def test_availability_is_per_location_and_pricing() -> None:
     assert states[("FIN-01", "on_demand")] and states[("FIN-01", "spot")]
     assert states[("FIN-02", "on_demand")] and not states[("FIN-02", "spot")]
     assert not states[("ICE-01", "on_demand")]
+
+
+def test_availability_for_a_location_not_listed_fails() -> None:
+    locations = [x["code"] for x in json.loads((FOLDER / "locations.json").read_text())]
+    check_locations(availability(), locations)  # the recording's codes all match
+    renamed = {(code.lower(), kind): found for (code, kind), found in availability().items()}
+    with pytest.raises(SourceFormatError, match="unknown locations fin-01"):
+        check_locations(renamed, locations)
 
 
 def test_cpu_nodes_are_not_gpu_offers() -> None:

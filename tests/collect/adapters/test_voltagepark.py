@@ -99,3 +99,15 @@ def test_a_second_page_is_followed_and_a_repeated_page_fails(db_path: Path) -> N
     second["results"] = first["results"]
     again = fetch_locally(db_path, "voltagepark", faults=[pages])["voltagepark"]
     assert again.status is RunStatus.FAILED and "repeats" in (again.error or "")
+
+
+def test_pages_that_fall_short_of_the_stated_total_fail(db_path: Path) -> None:
+    """has_next false after one row while the source states two: rows are missing."""
+    short = json.loads(RECORDING.read_text()) | {"has_next": False, "total_result_count": 2}
+
+    def page(path: str, q: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json"}, json.dumps(short).encode()
+
+    summary = fetch_locally(db_path, "voltagepark", faults=[page])["voltagepark"]
+    assert summary.status is RunStatus.FAILED
+    assert summary.error == "the source states 2 locations but its pages held 1"

@@ -18,7 +18,10 @@ manifest for that reason; enable it in the config once GMI publishes list prices
 Traps handled: "Pre order" (GB300) keeps a dangling "/GPU-hour" but has no price: counted, no
 offer. "$2.00" also appears in meta, og and flight data: only cards are read. GB200 and GB300
 are Grace-Blackwell superchips (the catalog's per-GPU GB200/GB300 entries), not B200 or B300.
-A card whose price cannot be read, or is not per GPU-hour, fails the run.
+A card whose price cannot be read, or is not per GPU-hour ("/hour", "/month"), fails the run;
+"/GPU-hour", "/GPU hour" and "/GPU/hr" are all read as per GPU-hour. A priced card whose
+badge or text says it cannot be rented now ("Sold out", "Coming soon", "Waitlist", "Pre order")
+is passed on unavailable with that reason, never as an offer (no capture shows such a card).
 
 Uncertain: one capture; no region is named (one global list). Whether GMI's on-demand price
 ever appears on this page is unknown.
@@ -36,9 +39,11 @@ from priceadvisor.collect.pages import ParsedPage, parse_price, text_of, visible
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 CHIP = re.compile(r"^(NVIDIA|AMD)\s+\S+", re.I)
-UNIT = re.compile(r"/\s*GPU[\s-]*h(ou)?r", re.I)
+UNIT = re.compile(r"/\s*GPU[\s/-]*h(ou)?r", re.I)
 NO_PRICE = re.compile(r"pre-?\s*order|coming soon|contact|waitlist", re.I)
 AVAILABLE = re.compile(r"available now|limited availability", re.I)
+# A badge saying the priced card cannot be rented now: the price is kept, the offer is not.
+NOT_OFFERED = re.compile(r"sold out|out of stock|coming soon|waitlist|pre-?\s*order", re.I)
 FLOORS = "'from' price floors"
 
 
@@ -75,9 +80,14 @@ def _card(heading: Tag, soup: BeautifulSoup) -> Tag | None:
     for block in heading.parents:
         if block is soup:
             return None
+        names = [h for h in block.find_all(["h2", "h3", "h4"]) if CHIP.match(text_of(h))]
+        if len(names) > 1:
+            return None
         if UNIT.search(text_of(block)):
-            names = [h for h in block.find_all(["h2", "h3", "h4"]) if CHIP.match(text_of(h))]
-            return block if len(names) == 1 else None
+            return block
+        if "$" in text_of(block):
+            # a card of its own with a price, but no per-GPU-hour unit: a changed basis
+            raise SourceFormatError(f"{text_of(heading)}: a card price not per GPU-hour")
     return None
 
 
@@ -95,6 +105,7 @@ def _card_quote(name: str, card: Tag, url: str, page: ParsedPage) -> RawQuote | 
     if price.floor:
         page.skipped[FLOORS] += 1
         return None
+    status = NOT_OFFERED.search(text_of(card))
     return RawQuote(
         region="global",
         instance_type=name,
@@ -103,6 +114,13 @@ def _card_quote(name: str, card: Tag, url: str, page: ParsedPage) -> RawQuote | 
         price_basis=PriceBasis.GPU,
         gpu_name_raw=name,
         gpu_count=1,
-        available=True if AVAILABLE.search(text_of(card)) else None,
+        available=_available(text_of(card), status),
         source_url=url,
+        not_offered_reason=f"GMI Cloud's card says {status.group()!r}" if status else None,
     )
+
+
+def _available(text: str, status: re.Match[str] | None) -> bool | None:
+    if status is not None:
+        return False
+    return True if AVAILABLE.search(text) else None

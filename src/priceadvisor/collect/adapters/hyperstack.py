@@ -15,7 +15,8 @@ per GB per hour") and public IP rows are never read; "Starting from" reservation
 floors of a commitment and are counted and left out; "&nbsp;$1.40" and " $0.80" cells parse;
 the on-demand and spot cards name GPUs differently ("NVIDIA H100" vs "NVIDIA H100 PCIe"), so
 each keeps its own label and the manifest maps both; GB200/GB300/B300 named in the site menu
-carry no price and are not offers. Both the on-demand and the spot card must be present.
+carry no price and are not offers. A GPU row whose price cell has no price ("Sold out",
+"Contact us", a dash) is no offer, counted. Both the on-demand and the spot card must be present.
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ def parse_page(html: str, url: str) -> ParsedPage:
         _require_gpu_heading(grid.element)
         page.quotes += [_quote(record, kind, url) for record in grid.records(columns)]
     page.skipped["reservation floors"] = sum(len(g.rows) for g, _ in find_grids(grids, **RESERVED))
-    page.quotes = [q for q in page.quotes if q.price is not None]
+    priced = [q for q in page.quotes if q.price is not None]
+    if unpriced := len(page.quotes) - len(priced):
+        page.skipped["GPU rows without a price (sold out, contact us)"] = unpriced
+    page.quotes = priced
     return page
 
 

@@ -9,7 +9,10 @@ node (an 8-GPU plan at 48 USD/hour is 6 per GPU).
 
 Traps handled: the string escaping is undone before parsing; CPU plans (`"gpu":{}`) are skipped;
 a region whose USD hour price is `null` (with a BRL `0`) is not offered, not a $0 price, and is
-counted; a priced region with no stock is still a list price (available = false); BRL prices are
+counted; a priced region with no stock is still a list price (available = false): a region is
+available only when its `stock_level` word ("high", "medium", "low"; "unavailable") and its
+`locations.in_stock` sites (empty when none) both say so; a new level word is left to the site
+list, and with no site list either the run fails; BRL prices are
 a separately set list price, not USD at an FX rate, and are left out (one currency per offer);
 Regions are Latitude's country names.
 
@@ -46,7 +49,8 @@ def parse_page(html: str, url: str) -> ParsedPage:
         attributes = plan.get("attributes") or {}
         gpu = (attributes.get("specs") or {}).get("gpu") or {}
         if not gpu:
-            continue  # a CPU plan
+            page.skipped["CPU plans"] += 1
+            continue
         for region in attributes.get("regions") or []:
             page.quotes += _quotes(attributes, gpu, region, url, page)
     return page
@@ -80,7 +84,7 @@ def _quotes(
         gpu_name_raw=gpu.get("type"),
         gpu_count=float(gpu["count"]),
         gpu_memory_gb=gpu.get("vram_per_gpu"),
-        available=region.get("stock_level") not in ("unavailable", None),
+        available=in_stock(region, str(plan.get("slug", ""))),
         stock=stock_level(region.get("stock_level")),
         source_url=url,
     )
@@ -129,6 +133,26 @@ def _check_share(on_demand: RawQuote, name: str, per_hour: float | None) -> None
 def _region_code(name: str) -> str:
     """ "United States" -> "united-states": Latitude prices per country, named in English."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+# Latitude's level words on the capture; each agrees there with `locations.in_stock`.
+LEVELS = {"high": True, "medium": True, "low": True, "unavailable": False}
+
+
+def in_stock(region: dict[str, Any], slug: str) -> bool | None:
+    """Whether the region can be deployed now: its level word and its list of sites with stock
+    (`locations.in_stock`) must both say so. A word not known is left to the list; with neither
+    readable the run fails rather than guess."""
+    sites = (region.get("locations") or {}).get("in_stock")
+    by_sites = bool(sites) if isinstance(sites, list) else None
+    by_level = LEVELS.get(str(region.get("stock_level")).lower())
+    if by_level is None and by_sites is None:
+        if region.get("stock_level") is None:
+            return None
+        raise SourceFormatError(
+            f"{slug} in {region.get('name')}: unknown stock level {region['stock_level']!r}"
+        )
+    return all(v is not False for v in (by_level, by_sites))
 
 
 def stock_level(value: Any) -> str | None:

@@ -16,7 +16,9 @@ key *and* at the end of its flight line, and a row with no price inside its own 
 offer (counted: "on request" rows and deferred cells alike). The desktop and mobile copies of
 a row must agree: one offer per GPU and count, the extra copy counted, and copies with
 different prices fail the run. A price not per hour, or unreadable, fails the run. The
-`/api/pricing` endpoint redirects to a sign-in page and is not used.
+`/api/pricing` endpoint redirects to a sign-in page and is not used. A priced row labelled
+"Sold out", "Coming soon" or "Waitlist" (in either copy) is passed on unavailable with that
+reason, never as an offer.
 
 Uncertain: one capture, an excerpt of four rows; the other desktop columns (280, "2800 GB",
 6000: presumably vCPUs, RAM and storage) carry no header in the capture and are not read.
@@ -41,6 +43,9 @@ _LABEL = re.compile(r'"children"\s*:\s*"(?P<label>[^"]*)"')
 _AMOUNT = re.compile(r"-?\d[\d,]*(\.\d+)?|-?\.\d+")
 _HOURLY = re.compile(r"^/\s*(hr|hour|h)$", re.I)
 _MEMORY = re.compile(r"\((\d+)\s*GB\)", re.I)
+# A row's label (its button or a badge) saying it cannot be rented now; no capture shows one
+# beside a price, so such a row is passed on with the reason, never as an offer.
+NOT_OFFERED = re.compile(r"^(sold out|out of stock|coming soon|waitlist|join waitlist)$", re.I)
 
 
 class MassedComputeAdapter(PageAdapter):
@@ -58,6 +63,7 @@ class RowCopy:
     count: int
     mobile: bool
     price: float | None
+    status: str | None = None  # a label saying the row cannot be rented now ("Sold out")
 
 
 def parse_flight(flight: str, url: str) -> ParsedPage:
@@ -77,7 +83,11 @@ def parse_flight(flight: str, url: str) -> ParsedPage:
             continue
         if extra := sum(c.price is not None for c in found) - 1:
             page.skipped["duplicate copies (desktop and mobile)"] += extra
-        page.quotes.append(_quote(gpu, count, prices.pop(), url))
+        quote = _quote(gpu, count, prices.pop(), url)
+        if status := next((c.status for c in found if c.status), None):
+            quote.available = False
+            quote.not_offered_reason = f"Massed Compute's row says {status!r}"
+        page.quotes.append(quote)
     return page
 
 
@@ -89,10 +99,14 @@ def row_copies(flight: str) -> list[RowCopy]:
         end = keys[index + 1].start() if index + 1 < len(keys) else len(flight)
         line_end = flight.find("\n", key.end(), end)
         window = flight[key.end() : end if line_end < 0 else line_end]
-        copies.append(
-            RowCopy(key["gpu"], int(key["count"]), bool(key["mobile"]), _price(window, key["gpu"]))
-        )
+        price, status = _price(window, key["gpu"]), _status(window)
+        copies.append(RowCopy(key["gpu"], int(key["count"]), bool(key["mobile"]), price, status))
     return copies
+
+
+def _status(window: str) -> str | None:
+    labels = (m["label"].strip() for m in _LABEL.finditer(window))
+    return next((label for label in labels if NOT_OFFERED.match(label)), None)
 
 
 def _price(window: str, gpu: str) -> float | None:

@@ -8,13 +8,14 @@ has `type: "highlight-table-block"`, a title naming GPUs ("NVIDIA GPU Instances"
 On-demand, GPU-hour` (before April 2026 a single "Price per GPU-hour" column). Prices are USD
 per GPU-hour; vCPUs and RAM are per-GPU shares. No region: one global list.
 
-Traps handled: columns are read by header meaning, preemptible as spot; "from $1.82" is a floor,
-counted and left out; "--" and "[Contact us](...)" cells are no offer. A column headed
-"Effective <date>" is a scheduled price: from that date on it replaces the current column of
-its kind; before that date it is counted ("scheduled prices") and left out, so an announced
-price never shows as today's. A price column not stated per GPU-hour fails the run. The exact
-spelling of "Effective <date>" headers is not in any capture: "Effective May 1, 2026",
-"Effective 1 May 2026" and "Effective 2026-05-01" are read; any other date fails the run.
+Traps handled: columns are read by header meaning (the GPU name too: "Item"), preemptible as
+spot; "from $1.82" is a floor, counted and left out; "--" and "[Contact us](...)" cells are no
+offer (counted). A column headed "Effective <date>" is a scheduled price: from that date on it
+replaces the current column of its kind; before that date it is counted ("scheduled prices") and
+left out, so an announced price never shows as today's. A price column not stated per GPU-hour
+fails the run. The exact spelling of "Effective <date>" headers is not in any capture:
+"Effective May 1, 2026", "Effective 1 May 2026" and "Effective 2026-05-01" are read; any other
+date fails the run.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote, utcnow
 KINDS = {r"preemptible": Pricing.SPOT, r"on-?demand|price per gpu": Pricing.ON_DEMAND}
 EFFECTIVE = re.compile(r"effective\s+(?:from\s+)?(.+)$", re.I)
 DATE_FORMATS = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%Y-%m-%d")
+ITEM = r"^(item|gpu|model|instance)"
+UNPRICED = "price cells without a price (contact us, dashes)"
 
 
 class NebiusAdapter(PageAdapter):
@@ -49,7 +52,12 @@ def parse_page(html: str, url: str, today: dt.date) -> ParsedPage:
     for header, rows in tables:
         columns = _price_columns(header, today, page)
         facts = {n: _column(header, p) for n, p in (("vcpus", r"vcpu"), ("ram", r"ram"))}
+        facts["item"] = _column(header, ITEM)
+        if facts["item"] is None:
+            raise SourceFormatError(f"no GPU name column in the GPU table header {header!r}")
         for row in rows:
+            if len(row) <= facts["item"]:
+                raise SourceFormatError(f"a GPU table row has no name cell: {row!r}")
             page.quotes += _row_quotes(row, columns, facts, url, page)
     return page
 
@@ -129,9 +137,11 @@ def _row_quotes(
     quotes = []
     for kind, index in columns.items():
         price = parse_price(row[index]) if index < len(row) else None
-        if price is not None and price.floor:
+        if price is None:
+            page.skipped[UNPRICED] += 1
+        elif price.floor:
             page.skipped["'from' price floors"] += 1
-        elif price is not None:
+        else:
             quotes.append(_quote(row, kind, price.amount, facts, url))
     return quotes
 
@@ -139,13 +149,14 @@ def _row_quotes(
 def _quote(
     row: list[str], kind: Pricing, price: float, facts: dict[str, int | None], url: str
 ) -> RawQuote:
+    name = row[facts["item"] or 0]
     return RawQuote(
         region="global",
-        instance_type=row[0],
+        instance_type=name,
         pricing=kind,
         price=price,
         price_basis=PriceBasis.GPU,
-        gpu_name_raw=row[0],
+        gpu_name_raw=name,
         gpu_count=1,
         vcpus=_number(row, facts["vcpus"]),
         ram_gb=_number(row, facts["ram"]),

@@ -11,7 +11,9 @@ and `.../products/servers/availability` the same keys with `{"availability": "av
 currency; it is stored as EUR and converted through the ECB rate like any other. Servers
 without GPUs are not offers of this tool. Servers with a `mig_profile` are slices of a GPU whose
 share the catalog does not state in a form read here, so they are skipped rather than priced as
-whole GPUs. "shortage" is stored as not available, "available"/"scarce" as available.
+whole GPUs (counted per zone in the progress line). "shortage" is stored as not available,
+"available"/"scarce" as available. A type with `end_of_service: true` still carries its price
+but is no longer sold: it is passed on unavailable with a not-offered reason, never ranked.
 
 Each zone is its own scope: a zone that fails leaves the run partial and closes offers only in
 the zones that completed.
@@ -37,6 +39,7 @@ PER_PAGE = 100
 MAX_PAGES = 20
 GIB = 1024**3
 IN_STOCK = {"available": True, "scarce": True, "shortage": False}
+END_OF_SERVICE = "Scaleway marks the type end_of_service: listed with a price, no longer sold"
 
 
 class ScalewayAdapter(Adapter):
@@ -47,23 +50,26 @@ class ScalewayAdapter(Adapter):
         zones: list[str] = list(self.manifest.source.get("zones", []))
         for number, zone in enumerate(zones, 1):
             try:
-                output.quotes.extend(await self._zone(session, zone))
+                quotes, slices = await self._zone(session, zone)
             except (FetchError, SourceFormatError) as exc:
                 output.failed_scopes[zone] = str(exc)
             else:
+                output.quotes.extend(quotes)
                 output.complete_scopes.add(zone)
+                progress(f"{zone}: {len(quotes)} GPU types, {slices} GPU slices (MIG) left out")
             progress(f"{number}/{len(zones)} zones, {len(output.quotes)} quotes")
         return output
 
-    async def _zone(self, session: HttpSession, zone: str) -> list[RawQuote]:
+    async def _zone(self, session: HttpSession, zone: str) -> tuple[list[RawQuote], int]:
         url = f"{self.endpoints['zones'].rstrip('/')}/{zone}/products/servers"
         servers = await walk(session, url)
         availability = await walk(session, f"{url}/availability")
-        return [
+        quotes = [
             parse_server(zone, name, spec, availability.get(name), url)
             for name, spec in servers.items()
             if is_gpu_offer(spec)
         ]
+        return quotes, sum(1 for spec in servers.values() if is_gpu_slice(spec))
 
 
 async def walk(session: HttpSession, url: str) -> dict[str, Any]:
@@ -92,11 +98,17 @@ def is_gpu_offer(spec: dict[str, Any]) -> bool:
     return gpus is not None and gpus > 0 and spec.get("mig_profile") is None
 
 
+def is_gpu_slice(spec: dict[str, Any]) -> bool:
+    gpus = json_number(spec.get("gpu"))
+    return gpus is not None and gpus > 0 and spec.get("mig_profile") is not None
+
+
 def parse_server(
     zone: str, name: str, spec: dict[str, Any], availability: Any, url: str
 ) -> RawQuote:
     info = json_object(spec, "gpu_info")
     status = availability.get("availability") if isinstance(availability, dict) else None
+    retired = spec.get("end_of_service") is True
     return RawQuote(
         region=zone,
         instance_type=name,
@@ -109,9 +121,10 @@ def parse_server(
         gpu_memory_gb=_gib(info.get("gpu_memory")),
         vcpus=json_number(spec.get("ncpus")),
         ram_gb=_gib(spec.get("ram")),
-        available=IN_STOCK.get(str(status)),
+        available=False if retired else IN_STOCK.get(str(status)),
         stock=status if isinstance(status, str) and status else None,
         source_url=url,
+        not_offered_reason=END_OF_SERVICE if retired else None,
     )
 
 

@@ -15,7 +15,11 @@ Traps handled: the same prices repeat in a ticker marquee (twice) and in the Nex
 data; only the table inside the pricing section is read. Rows whose vendor line blends two
 form factors ("SXM5 / PCIe": today H100 and A100) do not say which product the floor belongs
 to; they are counted and left out rather than attributed to one. "Limited" rows with "0/7
-regions" live still carry a price: they are stored as unavailable (`available = False`).
+regions" live still carry a price: they are stored as unavailable (`available = False`). The
+"Available now" column is the stock: "9 GPUs" is stored as stock "9", "Limited" as "limited";
+a count of 0 or a word saying none ("Sold out") makes the offer unavailable even with live
+regions, and a word not known fails the run. Without that column the live regions alone decide
+(it is read by its header, not required, as only one capture shows it).
 
 Uncertain: one capture only; the table is rendered from a live book cached for five minutes,
 so rows may come and go between runs. The page is the home page, which may be redesigned
@@ -47,7 +51,12 @@ COLUMNS = {
     "price": r"/\s*gpu|per gpu|price",
     "regions": r"live regions|regions",
 }
+NOW = r"available now"
 ON_DEMAND = re.compile(r"on-?demand", re.I)
+_FREE = re.compile(r"^(\d[\d,]*)\s*gpus?$", re.I)
+# "Available now" words: "limited" leaves the verdict to the live regions; the others say none.
+_LIMITED = re.compile(r"^limited$", re.I)
+_NONE_NOW = re.compile(r"^(sold out|unavailable|none|out of stock|waitlist|coming soon)$", re.I)
 _MODEL = re.compile(r"^(?P<chip>\S+)\s+(?P<vendor>.*?)\s*·\s*(?P<form>.+)$")
 _LIVE = re.compile(r"^(\d+)\s*/\s*\d+")
 
@@ -66,6 +75,8 @@ def parse_page(html: str, url: str) -> ParsedPage:
         raise SourceFormatError(f"expected one live-offers table, found {len(matches)}")
     grid, columns = matches[0]
     _check_period(grid, columns["price"])
+    if (now := grid.column(NOW)) is not None:
+        columns = columns | {"now": now}
     page = ParsedPage()
     for record in grid.records(columns):
         quote = _quote(record, url)
@@ -99,7 +110,7 @@ def _quote(record: dict[str, str], url: str) -> RawQuote | None:
     chip, form = model["chip"], model["form"]
     if "/" in form:
         return None
-    price = parse_price(record["price"])
+    price, stock = parse_price(record["price"]), _stock(record.get("now"))
     if price is not None and (price.period not in (None, "hour") or price.other_unit):
         raise SourceFormatError(f"{chip}: not an hourly price: {record['price']!r}")
     return RawQuote(
@@ -110,9 +121,24 @@ def _quote(record: dict[str, str], url: str) -> RawQuote | None:
         price_basis=PriceBasis.GPU,
         gpu_name_raw=f"NVIDIA {chip} {form}",
         gpu_count=1,
-        available=_live_regions(record["regions"]) > 0,
+        available=_live_regions(record["regions"]) > 0 and stock != "0",
+        stock=stock,
         source_url=url,
     )
+
+
+def _stock(text: str | None) -> str | None:
+    """The "Available now" cell as a stock level: "9 GPUs" -> "9", "Limited" -> "limited", a
+    word saying none -> "0"; None without the column. Anything else fails the run."""
+    if text is None:
+        return None
+    if match := _FREE.match(text.strip()):
+        return match.group(1).replace(",", "")
+    if _LIMITED.match(text.strip()):
+        return "limited"
+    if _NONE_NOW.match(text.strip()):
+        return "0"
+    raise SourceFormatError(f"cannot read 'Available now' in {text!r}")
 
 
 def _live_regions(text: str) -> int:

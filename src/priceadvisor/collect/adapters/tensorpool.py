@@ -14,9 +14,10 @@ so a grid whose cells no longer line up with its header fails instead of reading
 The desktop grid carries Tailwind's `hidden md:grid` (shown from the md breakpoint up), so the
 page is read with scripts and styles removed but *not* hidden elements; the mobile cards repeat
 the data without "/hr" and are not read (they have no "GPU Type" header). The CPU row is priced
-per vCPU, not a GPU: counted and left out. "N/A" cells are no offer (counted). Rows under a
-category other than on-demand (a commitment block) are counted and left out: the store has no
-reserved pricing kind. A second identical copy of the grid is collapsed and counted.
+per vCPU, not a GPU: counted and left out. "N/A", "Sold out" or "Contact us" cells are no offer
+(counted under the cell's words). Rows under a category other than on-demand (a commitment
+block) are counted and left out: the store has no reserved pricing kind. A second identical copy
+of the grid is collapsed and counted.
 
 Uncertain: the page says "/hr" on each GPU row but not "per GPU"; the figures are read as per
 GPU-hour (the Lambda column's B200 $4.99 and H100 $3.29 are Lambda's published per-GPU prices).
@@ -151,7 +152,8 @@ def _row_quote(
         return None
     price = parse_price(text_of(cell))
     if price is None:
-        page.skipped["unlisted (N/A) cells"] += 1
+        # by the cell's own words: "N/A" (not listed) is not "Sold out" or "Contact us"
+        page.skipped[f"cells without a price ({text_of(cell).lower() or 'empty'})"] += 1
         return None
     if price.period != "hour" or price.floor or price.other_unit:
         raise SourceFormatError(f"{gpu}: not an hourly list price: {text_of(cell)!r}")

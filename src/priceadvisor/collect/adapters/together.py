@@ -9,7 +9,9 @@ space), "—" (not offered) or "Contact us" (also as one colspan=4 cell).
 Traps handled: the "Dedicated Inference" table (HGX H100 $5.49) is another product with the same
 markup and is left out by its section heading; a hidden `<div class="hide">` copy of the
 on-demand prices is ignored; tenor columns are attributed by their header text, not position.
-Reserved tenors are commitments: they are counted and left out, never stored as on-demand. The
+Reserved tenors are commitments: they are counted and left out, never stored as on-demand. Rows
+whose on-demand cell is an em-dash or "Contact us" (GB200/GB300 NVL72, HGX B300) are no offer,
+counted. The
 page states no node size, so each offer is one GPU at its per-GPU price; there is no region.
 """
 
@@ -57,7 +59,10 @@ def parse_page(html: str, url: str) -> ParsedPage:
     _require_per_gpu_hour(grid)
     page = ParsedPage()
     for record in grid.rows:
-        page.quotes += _on_demand(record[columns["model"]], record[columns["on_demand"]], url)
+        quotes = _on_demand(record[columns["model"]], record[columns["on_demand"]], url)
+        page.quotes += quotes
+        if not quotes:
+            page.skipped["rows without an on-demand price (dash, contact us)"] += 1
         page.skipped["reserved-tenor prices"] += _priced_tenors(grid, record)
     return page
 

@@ -12,7 +12,9 @@ deployable now per location (`[{location_code, availabilities: [instance_type, .
 `price_per_hour` is the price of the whole instance (an "8x" type costs eight GPUs), stored per
 node; `spot_price` is the spot tier of the same instance. Prices do not depend on location, so
 each GPU type is offered in every location, available where the availability call lists it for
-that pricing. CPU-only types are skipped.
+that pricing. CPU-only types are skipped (counted in the progress line). An availability entry
+for a location code that `/locations` does not list fails the run: matched by code, it would
+otherwise mark every offer there unavailable without a word.
 
 The credential is `VERDA_CREDENTIALS` = "client_id:client_secret" (the console issues the two
 together). Verda's public pricing page also carries its prices as JSON-LD; that variant is not
@@ -53,7 +55,12 @@ class VerdaAdapter(Adapter):
         for pricing, spot in ((Pricing.ON_DEMAND, "false"), (Pricing.SPOT, "true")):
             listing = await self._get(session, "availability", headers, {"is_spot": spot})
             available |= parse_availability(listing, pricing)
-        progress(f"{len(types)} instance types, {len(locations)} locations")
+        check_locations(available, locations)
+        cpu_only = sum(1 for t in types if not gpu_count(t))
+        progress(
+            f"{len(types)} instance types ({cpu_only} CPU-only left out), "
+            f"{len(locations)} locations"
+        )
         url = self.endpoints["instance_types"]
         quotes = [q for t in types for loc in locations for q in offers(t, loc, available, url)]
         return AdapterOutput(quotes=quotes)
@@ -111,10 +118,22 @@ def parse_availability(document: Any, pricing: str) -> Availability:
     return found
 
 
+def check_locations(available: Availability, locations: list[str]) -> None:
+    """Availability is matched to offers by location code: a code the locations listing does
+    not know would leave every offer there unavailable without a word, so it fails the run."""
+    unknown = sorted({code for code, _ in available} - set(locations))
+    if unknown:
+        raise SourceFormatError(f"availability names unknown locations {', '.join(unknown)}")
+
+
+def gpu_count(entry: dict[str, Any]) -> float | None:
+    return json_number(json_object(entry, "gpu").get("number_of_gpus"))
+
+
 def offers(
     entry: dict[str, Any], location: str, available: Availability, url: str
 ) -> list[RawQuote]:
-    gpus = json_number(json_object(entry, "gpu").get("number_of_gpus"))
+    gpus = gpu_count(entry)
     if not gpus:
         return []
     return [

@@ -16,7 +16,8 @@ cluster reservations, not on-demand prices, and are not read.
 
 Uncertain: the capture has one page (`has_next` false); no page parameter is documented. When
 `has_next` is true the adapter asks for `?page=N+1` and fails the run if that page repeats rows
-already seen, rather than storing a snapshot it knows is incomplete.
+already seen, or if the rows of all pages do not add up to the first page's
+`total_result_count`, rather than storing a snapshot it knows is incomplete.
 """
 
 from __future__ import annotations
@@ -45,15 +46,22 @@ class VoltageParkAdapter(Adapter):
     async def fetch(self, session: HttpSession, progress: ProgressCallback) -> AdapterOutput:
         url = self.endpoints["locations"]
         rows: dict[str, dict[str, Any]] = {}
+        total: int | None = None
         for page in range(1, MAX_PAGES + 1):
             params = None if page == 1 else {"page": str(page)}
-            results, has_next = parse_result_page(await session.get_json(url, params=params))
+            document = await session.get_json(url, params=params)
+            results, has_next = parse_result_page(document)
+            total = stated_total(document) if total is None else total
             fresh = {str(r["id"]): r for r in results if str(r["id"]) not in rows}
             if results and not fresh:
                 raise SourceFormatError(f"page {page} repeats earlier locations (paging changed?)")
             rows.update(fresh)
             progress(f"page {page}, {len(rows)} locations")
             if not has_next:
+                if total is not None and total != len(rows):
+                    raise SourceFormatError(
+                        f"the source states {total} locations but its pages held {len(rows)}"
+                    )
                 return AdapterOutput(quotes=[q for r in rows.values() for q in parse_row(r, url)])
         raise SourceFormatError(f"more than {MAX_PAGES} pages of locations")
 
@@ -65,6 +73,12 @@ def parse_result_page(document: Any) -> tuple[list[dict[str, Any]], bool]:
         if not isinstance(row, dict) or "id" not in row or "specs_per_node" not in row:
             raise SourceFormatError("a location lacks 'id' or 'specs_per_node'")
     return document["results"], bool(document.get("has_next"))
+
+
+def stated_total(document: dict[str, Any]) -> int | None:
+    """The `total_result_count` of the first page; None when absent (it is optional)."""
+    total = document.get("total_result_count")
+    return total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
 def parse_row(row: dict[str, Any], url: str) -> list[RawQuote]:
