@@ -10,10 +10,11 @@ them.
 
 Reservations (`type` "Reservation", `reservationTerm` "1 Year" / "3 Years") are commitments,
 stored as pricing `reserved`. Trap: their `unitPrice` is the price of the WHOLE term although
-`unitOfMeasure` says "1 Hour" (a 1-year NC24ads A100 v4 row in eastus reads about 20,000, which
-as an hourly price would be ~5,500 times its pay-as-you-go price); it is divided by the hours in the term
-(8,760 a year: 365 × 24, the hours Azure's own calculator counts) into the effective hourly
-price, and kept whole as the upfront payment (Azure also lets the same total be paid monthly:
+`unitOfMeasure` says "1 Hour" (a 1-year NC24ads A100 v4 row in eastus reads about 20,000,
+which as an hourly price would be ~5,500 times its pay-as-you-go price); it is divided by the
+hours in the term (8,760 a year: 365 × 24, the hours Azure's own calculator counts) into the
+effective hourly price, and kept whole as the upfront payment (Azure also lets the same total
+be paid monthly:
 learn.microsoft.com/azure/cost-management-billing/reservations/prepare-buy-reservation). A term
 the adapter cannot read fails the run.
 
