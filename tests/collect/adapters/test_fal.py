@@ -91,3 +91,18 @@ def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
         "H100": "H100-SXM-80GB",
         "RTX PRO 6000": "RTXPRO6000-96GB",
     }
+
+
+def test_unpriced_list_cells_are_counted() -> None:
+    page = parse_page(HTML.replace("$2.99/h", "Contact sales", 1), "u")
+    assert page.skipped["rows without a list price"] == 1
+
+
+@pytest.mark.parametrize(
+    ("chip", "name"),
+    [("H100", "NVIDIA H100"), ("MI300X", "AMD MI300X"), ("AMD MI325X", "AMD MI325X")],
+)
+def test_the_vendor_is_nvidia_only_where_the_row_implies_it(chip: str, name: str) -> None:
+    html = HTML.replace('<span class="ml-4">H100</span>', f'<span class="ml-4">{chip}</span>', 1)
+    [quote] = [q for q in parse_page(html, "u").quotes if q.instance_type == chip]
+    assert quote.gpu_name_raw == name

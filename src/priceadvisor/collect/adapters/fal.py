@@ -11,7 +11,8 @@ counted per row and left out. Two model-API tables (Model | Unit | Price | Outpu
 the same markup and are never read: only the table with all four GPU headers is, and exactly
 one such table must exist (an identical second copy, such as a hidden or flight-rendered
 duplicate, is collapsed and counted). A list price not per hour fails the run; an unpriced
-list cell ("Contact sales", em-dash) is no offer.
+list cell ("Contact sales", em-dash) is no offer, and is counted. Chips are named without their
+maker ("H100"): read as NVIDIA's unless the cell names a vendor or an AMD Instinct ("MI300X").
 
 Uncertain: one capture only. "H100" with 80GB VRAM does not say SXM or PCIe; it resolves to the
 catalog's default H100 (SXM), which fal's serverless fleet is understood to use but the page
@@ -41,6 +42,8 @@ COLUMNS = {
     "floor": r"^as low as$",
 }
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*GB", re.I)
+_VENDOR = re.compile(r"^(nvidia|amd|intel|google)\b", re.I)
+_AMD = re.compile(r"^(instinct\s+)?mi\d", re.I)
 
 
 class FalAdapter(PageAdapter):
@@ -63,7 +66,9 @@ def parse_page(html: str, url: str) -> ParsedPage:
         if parse_price(record["floor"]) is not None:
             page.skipped["'as low as' contact-sales floors"] += 1
         quote = _quote(record, url)
-        if quote is not None:
+        if quote is None:
+            page.skipped["rows without a list price"] += 1
+        else:
             page.quotes.append(quote)
     return page
 
@@ -88,8 +93,16 @@ def _quote(record: dict[str, str], url: str) -> RawQuote | None:
         pricing=Pricing.ON_DEMAND,
         price=price.amount,
         price_basis=PriceBasis.GPU,
-        gpu_name_raw=f"NVIDIA {gpu}",
+        gpu_name_raw=_with_vendor(gpu),
         gpu_count=1,
         gpu_memory_gb=float(memory.group(1)),
         source_url=url,
     )
+
+
+def _with_vendor(gpu: str) -> str:
+    """The page names chips without their maker ("H100"): NVIDIA's unless the name says
+    otherwise (a stated vendor, AMD's "MI300X"), never a vendor the row does not imply."""
+    if _VENDOR.match(gpu):
+        return gpu
+    return f"AMD {gpu}" if _AMD.match(gpu) else f"NVIDIA {gpu}"
