@@ -101,3 +101,21 @@ def test_a_next_cursor_is_followed(db_path: Path) -> None:
     summaries = fetch_locally(db_path, "vultr", faults=[paged])
     assert summaries["vultr"].status is RunStatus.OK
     assert any("cursor=bmV4dF9fQU1T" in r for r in summaries["servers"]["vultr"].requests)
+
+
+def test_a_gh200_plan_without_a_count_is_kept_with_its_gpu_and_no_guessed_count() -> None:
+    plan = plans("plans-metal.json", "plans_metal")["vbm-112c-2048gb-8-h100-gpu"]
+    gh200 = dict(plan, id="vbm-72c-480gb-gh200-gpu")  # a real Vultr plan id
+    quotes = parse_metal_plan(gh200, "u")
+    assert quotes and {(q.gpu_name_raw, q.gpu_count) for q in quotes} == {("gh200", None)}
+
+
+def test_a_metal_plan_naming_a_gpu_the_reader_cannot_parse_fails() -> None:
+    plan = plans("plans-metal.json", "plans_metal")["vbm-112c-2048gb-8-h100-gpu"]
+    with pytest.raises(SourceFormatError, match="cannot read its GPUs"):
+        parse_metal_plan(dict(plan, id="vbm-112c-2048gb-8-h100-sxm-gpu"), "u")
+
+
+def test_a_plan_naming_its_gpu_is_read_whatever_its_type() -> None:
+    plan = plans("plans.json", "plans")["vcg-a100-1c-6g-4vram"]
+    assert parse_cloud_plan(dict(plan, type="vgpu"), MEMORY, "u")
