@@ -57,9 +57,10 @@ class OracleAdapter(Adapter):
 def items(document: Any) -> list[dict[str, Any]]:
     if not isinstance(document, dict) or not isinstance(document.get("items"), list):
         raise SourceFormatError("no 'items' list (format changed?)")
-    if not all(isinstance(i, dict) for i in document["items"]):
+    listed: list[Any] = document["items"]
+    if not all(isinstance(i, dict) for i in listed):
         raise SourceFormatError("an item is not a JSON object (format changed?)")
-    return document["items"]
+    return listed
 
 
 def parse_item(item: dict[str, Any], parts: dict[str, str], url: str) -> list[RawQuote]:
