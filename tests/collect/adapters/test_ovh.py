@@ -94,3 +94,10 @@ def test_end_to_end_in_euros_through_the_ecb_rate(db_path: Path) -> None:
         ("V100-PCIE-32GB",)
     ]
     assert query(db_path, "SELECT count(*) FROM offers WHERE pricing <> 'on_demand'") == [(0,)]
+
+
+def test_an_addon_that_is_not_an_object_fails_the_run() -> None:
+    document = json.loads(RECORDING.read_text())
+    document["addons"].append("h100-380.consumption")
+    with pytest.raises(SourceFormatError, match="not a JSON object"):
+        parse_catalog(document, "FR")

@@ -73,7 +73,10 @@ def parse_catalog(document: Any, subsidiary: str) -> tuple[str, list[dict[str, A
     currency = locale.get("currencyCode")
     if not isinstance(currency, str) or len(currency) != 3:
         raise SourceFormatError("the catalog names no currency (locale.currencyCode)")
-    return currency.upper(), [a for a in document["addons"] if isinstance(a, dict)]
+    addons: list[Any] = document["addons"]
+    if not all(isinstance(a, dict) for a in addons):
+        raise SourceFormatError("an addon is not a JSON object (format changed?)")
+    return currency.upper(), addons
 
 
 def is_hourly_gpu_flavour(addon: dict[str, Any]) -> bool:
