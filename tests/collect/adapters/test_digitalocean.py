@@ -93,3 +93,11 @@ def test_a_price_stated_per_gpu_is_stored_per_gpu() -> None:
     html = HTML.replace("$35.28 per hour", "$4.41 per GPU per hour", 1)
     [h100x8] = [q for q in parse_page(html, "u").quotes if q.instance_type == "NVIDIA H100 (8x)"]
     assert (h100x8.price, h100x8.price_basis, h100x8.gpu_count) == (4.41, "gpu", 8)
+
+
+@pytest.mark.parametrize("label", ["NVIDIA H100 8x", "NVIDIA H100 x8", "NVIDIA H100 (8 GPUs)"])
+def test_a_relabelled_eight_gpu_droplet_keeps_its_eight_gpus(label: str) -> None:
+    html = HTML.replace("NVIDIA H100 (8x)", label, 1)
+    assert html != HTML
+    [quote] = [q for q in parse_page(html, "u").quotes if q.instance_type == label]
+    assert (quote.gpu_count, quote.price, quote.gpu_name_raw) == (8, 35.28, "NVIDIA H100")

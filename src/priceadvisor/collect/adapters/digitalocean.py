@@ -36,7 +36,12 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote
 COLUMNS = {"model": r"^gpu$", "price": r"price"}
 KINDS = {"on-demand": Pricing.ON_DEMAND, "spot": Pricing.SPOT}
 COMMITMENTS = re.compile(r"contract|reserved|commit", re.I)
-_COUNT = re.compile(r"\s*\((\d+)x\)\s*$", re.I)
+# The GPUs of a Droplet as its label states them: "(8x)" on the page today; "8x", "x8", "8 GPUs"
+# are read alike, so a relabelled 8-GPU row is never taken for a 1-GPU one ("MI300X" and
+# "L40s" have no word boundary before their digits, so they are not counts).
+_COUNT = re.compile(
+    r"\s*\(?\s*(?:\b(?P<n>\d+)\s*(?:[x×](?!\w)|gpus?\b)|\b[x×]\s*(?P<m>\d+)\b)\s*\)?\s*", re.I
+)
 
 
 class DigitalOceanAdapter(PageAdapter):
@@ -82,7 +87,7 @@ def _quote(label: str, cell: str, kind: Pricing, url: str) -> RawQuote:
         price=price.amount if price else None,
         # The page states Droplet prices; a cell that says "per GPU" is read as it says.
         price_basis=PriceBasis.GPU if price and price.per_gpu else PriceBasis.NODE,
-        gpu_name_raw=_COUNT.sub("", label).split(",")[0],
-        gpu_count=float(count.group(1)) if count else 1,
+        gpu_name_raw=_COUNT.sub(" ", label).split(",")[0].strip(),
+        gpu_count=float(count["n"] or count["m"]) if count else 1,
         source_url=url,
     )
