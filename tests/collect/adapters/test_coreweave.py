@@ -118,3 +118,18 @@ def test_rows_without_an_offer_are_counted() -> None:
 def test_price_markup_that_moved_fails_rather_than_closing_every_offer(old: str, new: str) -> None:
     with pytest.raises(SourceFormatError, match="layout changed"):
         parse_quotes(HTML.replace(old, new), "u")
+
+
+def test_facts_are_read_by_their_labels_meaning() -> None:
+    html = HTML.replace("<div>GPU Count</div>", "<div>GPUs</div>").replace(
+        "<div>System RAM</div>", "<div>System RAM (GB)</div>"
+    )
+    assert html != HTML
+    quotes = {(q.region, q.instance_type, q.pricing): q for q in parse_quotes(html, "u")}
+    b200 = quotes[("north-america", "NVIDIA HGX B200", "on_demand")]
+    assert (b200.gpu_count, b200.ram_gb) == (8, 2048)
+
+
+def test_a_row_without_a_gpu_count_fails_the_run() -> None:
+    with pytest.raises(SourceFormatError, match="no readable GPU count"):
+        parse_quotes(HTML.replace("<div>GPU Count</div>", "<div>Accelerators</div>"), "u")

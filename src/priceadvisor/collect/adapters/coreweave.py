@@ -37,6 +37,13 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 BROWSER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) priceadvisor (GPU price tracker)"
 START, END = "on-demand gpu instances", "on-demand cpu instances"
+# Fact labels by meaning (lower case): the page says "GPU Count", "VRAM", "vCPUs", "System RAM".
+FACTS = {
+    "gpus": r"^gpu(s| count)\b",
+    "vram": r"vram|gpu memory",
+    "vcpus": r"vcpu|cpu cores",
+    "ram": r"system ram|^ram\b|system memory",
+}
 _NUMBER = re.compile(r"^\s*([\d,]+(?:\.\d+)?)")
 
 
@@ -103,18 +110,6 @@ def parse_row(row: Tag, region: str, url: str, page: ParsedPage) -> list[RawQuot
     name_tag = row.find("h3", class_="table-model-name")
     if name_tag is None:
         raise SourceFormatError("a row has no h3.table-model-name")
-    facts = _facts(row)
-    common: dict[str, Any] = {
-        "region": region,
-        "instance_type": name_tag.get_text(strip=True),
-        "price_basis": PriceBasis.NODE,
-        "gpu_name_raw": name_tag.get_text(strip=True),
-        "gpu_count": _number(facts.get("gpu count")),
-        "gpu_memory_gb": _number(facts.get("vram")),
-        "vcpus": _number(facts.get("vcpus")),
-        "ram_gb": _number(facts.get("system ram")),
-        "source_url": url,
-    }
     prices = {
         Pricing.ON_DEMAND: _span_price(row, "instance-price"),
         Pricing.SPOT: _span_price(row, "spot-price"),
@@ -122,7 +117,28 @@ def parse_row(row: Tag, region: str, url: str, page: ParsedPage) -> list[RawQuot
     for kind, price in prices.items():
         if price is None:
             page.skipped[f"{kind} not offered (N/A, empty, contact sales)"] += 1
+    facts = _facts(row)
+    gpus = _number(_fact(facts, FACTS["gpus"]))
+    if gpus is None and any(p is not None for p in prices.values()):
+        # Prices are per instance: without its GPU count no per-GPU price can be derived.
+        raise SourceFormatError(f"{name_tag.get_text(strip=True)}: no readable GPU count")
+    common: dict[str, Any] = {
+        "region": region,
+        "instance_type": name_tag.get_text(strip=True),
+        "price_basis": PriceBasis.NODE,
+        "gpu_name_raw": name_tag.get_text(strip=True),
+        "gpu_count": gpus,
+        "gpu_memory_gb": _number(_fact(facts, FACTS["vram"])),
+        "vcpus": _number(_fact(facts, FACTS["vcpus"])),
+        "ram_gb": _number(_fact(facts, FACTS["ram"])),
+        "source_url": url,
+    }
     return [RawQuote(pricing=p, price=v, **common) for p, v in prices.items() if v is not None]
+
+
+def _fact(facts: dict[str, str], pattern: str) -> str | None:
+    """The first fact whose label means `pattern` ("GPU Count", "GPUs"; "System RAM (GB)")."""
+    return next((v for label, v in facts.items() if re.search(pattern, label)), None)
 
 
 def _facts(row: Tag) -> dict[str, str]:
