@@ -206,3 +206,14 @@ def test_a_sku_that_is_not_an_object_fails_the_page() -> None:
     page["skus"].append("Nvidia Tesla A100 GPU running in Americas")
     with pytest.raises(SourceFormatError, match="not a JSON object"):
         parse_result_page(page)
+
+
+def test_two_skus_pricing_one_part_differently_in_a_region_fail_the_run() -> None:
+    out: Prices = defaultdict(dict)
+    sku = recorded_sku("Nvidia Tesla A100 GPU running in Americas")
+    collect(sku, out)
+    collect(json.loads(json.dumps(sku)), out)  # the same price twice is no conflict
+    other = json.loads(json.dumps(sku)) | {"skuId": "0000-0000-0000"}
+    _expression(other)["tieredRates"][0]["unitPrice"]["nanos"] = 1
+    with pytest.raises(SourceFormatError, match="0000-0000-0000"):
+        collect(other, out)

@@ -18,7 +18,8 @@ are not on-demand or spot list prices and are skipped.
 
 Each part's price is checked to be USD per hour (RAM: per GiB-hour, "GiBy.h") at a single
 rate: a part in another currency or unit, or with tiers at different rates, fails the run
-rather than being summed into a wrong machine price.
+rather than being summed into a wrong machine price; so does a second SKU that prices the same
+part in the same region differently (which of the two holds cannot be told).
 
 Uncertain: B200 (A4) is priced per "1 gpu slice" and is read here as the whole per-GPU price of
 an A4 machine (core and RAM included); the GPU SKU spellings of A3 Mega / Ultra are taken from
@@ -105,8 +106,15 @@ def collect(sku: dict[str, Any], prices: Prices) -> None:
         price = int(rate.get("units") or 0) + int(rate.get("nanos") or 0) / 1e9
     except (TypeError, ValueError):
         raise SourceFormatError(f"SKU {sku.get('skuId', '?')}: price {rate!r}") from None
+    series = prices[kind, match.group("what").strip().lower(), usage]
     for region in regions:
-        prices[kind, match.group("what").strip().lower(), usage][region] = price
+        if region in series and series[region] != price:
+            # Two SKUs price one part in one region differently: no way to tell which holds.
+            raise SourceFormatError(
+                f"SKU {sku.get('skuId', '?')} ({description}) prices {region} at {price}, "
+                f"another SKU of the same part at {series[region]}"
+            )
+        series[region] = price
 
 
 def check_terms(sku: dict[str, Any], kind: str, expression: Any, rate: Any) -> None:
