@@ -177,3 +177,13 @@ def test_endpoint_override_with_only_a_host_keeps_the_default_path() -> None:
         rebase_link(link, "http://127.0.0.1:9000/api/retail/prices")
         == "http://127.0.0.1:9000/api/retail/prices?$filter=a%20b&$skip=1000"
     )
+
+
+@respx.mock
+async def test_the_meters_left_out_are_counted() -> None:
+    serve(azure_pages())
+    said: list[str] = []
+    adapter = AzureAdapter(manifest("azure"), {"prices": AZURE_URL})
+    async with build_client(HttpSettings()) as client:
+        await adapter.fetch(HttpSession(client, HttpSettings()), said.append)
+    assert said[-1].startswith("page 3, 60 quotes; left out: 6 meters")

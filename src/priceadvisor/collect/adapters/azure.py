@@ -76,12 +76,17 @@ class AzureAdapter(Adapter):
         endpoint = self.endpoints["prices"]
         url = endpoint
         params: dict[str, str] | None = {"$filter": FILTER}
-        output = AdapterOutput()
+        output, left_out = AdapterOutput(), 0
         for page_number in range(1, MAX_PAGES + 1):
             page = await session.get_json(url, params=params)
             items, next_link = parse_result_page(page, page_number)
-            output.quotes.extend(q for q in map(parse_item, items) if q is not None)
-            progress(f"page {page_number}, {len(output.quotes)} quotes")
+            quotes = [q for q in map(parse_item, items) if q is not None]
+            output.quotes.extend(quotes)
+            left_out += len(items) - len(quotes)
+            progress(
+                f"page {page_number}, {len(output.quotes)} quotes; left out: {left_out} meters "
+                "not of a Linux GPU VM (Windows, Low Priority, dev/test, FPGA)"
+            )
             if not next_link:
                 return output
             url, params = rebase_link(next_link, endpoint), None
