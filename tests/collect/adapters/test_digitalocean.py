@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,11 @@ def test_a_relabelled_eight_gpu_droplet_keeps_its_eight_gpus(label: str) -> None
     assert html != HTML
     [quote] = [q for q in parse_page(html, "u").quotes if q.instance_type == label]
     assert (quote.gpu_count, quote.price, quote.gpu_name_raw) == (8, 35.28, "NVIDIA H100")
+
+
+def test_sections_demoted_to_h3_read_the_same_offers() -> None:
+    demoted = re.sub(r"<(/?)h2\b", r"<\1h3", HTML)
+    assert demoted != HTML
+    assert {(q.instance_type, q.pricing, q.price) for q in parse_page(demoted, "u").quotes} == {
+        (q.instance_type, q.pricing, q.price) for q in parse_page(HTML, "u").quotes
+    }

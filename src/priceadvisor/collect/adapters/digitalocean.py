@@ -54,7 +54,7 @@ class DigitalOceanAdapter(PageAdapter):
 def parse_page(html: str, url: str) -> ParsedPage:
     page, seen = ParsedPage(), set()
     for grid, columns in find_grids(html_tables(visible_soup(html)), **COLUMNS):
-        heading = section_heading(grid.element, ("h2",)) or ""
+        heading = section_heading(grid.element, ("h2", "h3")) or ""
         kind = next((k for word, k in KINDS.items() if word in heading.lower()), None)
         if COMMITMENTS.search(heading):
             page.skipped["contract rows"] += len(grid.rows)
