@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.fal import parse_page
@@ -106,3 +107,16 @@ def test_the_vendor_is_nvidia_only_where_the_row_implies_it(chip: str, name: str
     html = HTML.replace('<span class="ml-4">H100</span>', f'<span class="ml-4">{chip}</span>', 1)
     [quote] = [q for q in parse_page(html, "u").quotes if q.instance_type == chip]
     assert quote.gpu_name_raw == name
+
+
+def test_renamed_headers_and_a_dropped_floor_column_read_the_same_prices() -> None:
+    renamed = HTML.replace(">List Price<", ">List Price (per hour)<").replace(
+        ">VRAM<", ">GPU memory<"
+    )
+    assert renamed != HTML
+    assert prices(renamed) == prices()
+    soup = BeautifulSoup(HTML, "html.parser")
+    for row in soup.select("table tr"):
+        row.find_all(["th", "td"])[3].decompose()  # the "As low as" column, header and cells
+    assert "As low as" not in str(soup)
+    assert prices(str(soup)) == prices()
