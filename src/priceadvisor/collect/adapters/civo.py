@@ -105,19 +105,16 @@ def _table_terms(table: Tag, url: str) -> list[RawQuote]:
     """The commitment terms of one table, its cells found by their column's header (the
     `data-title` attributes are styling for narrow screens, not something to rely on)."""
     headers = [text_of(th) for th in table.find_all("th")]
-    columns = {
-        name: i
-        for name, pattern in COLUMNS.items()
-        if (i := next((i for i, h in enumerate(headers) if re.search(pattern, h, re.I)), None))
-        is not None
-    }
+    columns = _header_columns(headers)
     if "size" not in columns or "commitment" not in columns:
         return []
     quotes: list[RawQuote] = []
     for row in table.find_all("tr"):
         cells = row.find_all("td", recursive=False)
         if len(cells) != len(headers):
-            continue
+            if row.find("div", id=_TERM_ID):
+                raise SourceFormatError("a row with commitment terms does not match the headers")
+            continue  # the header row, or a row cut short with no terms in it
         record = {name: text_of(cells[i]) for name, i in columns.items()}
         terms = cells[columns["commitment"]].find_all("div", id=_TERM_ID)
         if not terms and "$" in record["commitment"]:
@@ -125,6 +122,16 @@ def _table_terms(table: Tag, url: str) -> list[RawQuote]:
         base = _hardware_quote(record["size"], record, url)
         quotes += [_term_quote(base, div) for div in terms]
     return quotes
+
+
+def _header_columns(headers: list[str]) -> dict[str, int]:
+    """Each meaning of COLUMNS → the first header that matches it."""
+    found = {}
+    for name, pattern in COLUMNS.items():
+        index = next((i for i, h in enumerate(headers) if re.search(pattern, h, re.I)), None)
+        if index is not None:
+            found[name] = index
+    return found
 
 
 def _term_quote(base: RawQuote, term: Tag) -> RawQuote:
