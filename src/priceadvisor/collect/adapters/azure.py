@@ -27,8 +27,12 @@ price. Azure documents a Spot price as capped at the pay-as-you-go price (a max 
 BillingProfile.maxPrice), so a Spot meter at that cap carries no discount: there is no Spot
 offer to store, and doctor counts the rejection.
 
-Uncertain: the server-side `$filter` on armSkuName assumes `contains` works on that field as it
-does on productName (documented); the client-side filters below hold either way.
+Uncertain: rows with `isPrimaryMeterRegion: false` (the API returns primary and non-primary
+meters unless asked for `meterRegion='primary'`) are read like the others; whether a non-primary
+meter can price a region differently from its primary one is not documented, and a second row
+of the same offer is collapsed and counted by the core. The server-side `$filter` on
+armSkuName assumes `contains` works on that field as it does on productName (documented); the
+client-side filters below hold either way.
 """
 
 from __future__ import annotations
