@@ -21,6 +21,13 @@ guessed one; an id that mentions a GPU in any other form fails the run rather th
 `hourly_cost_preemptible` is the only spot-like price (a preemptible server) and is stored as
 spot. Plans without a GPU are skipped.
 
+Availability and per-location prices: plans state `deploy_ondemand` / `deploy_preemptible`
+(whether each kind can be deployed at all: an 8 × A100 plan is preemptible-only although it lists
+an on-demand `hourly_cost`) and `location_cost` (per-location prices overriding the plan's),
+as public clients of the live API read them. An on-demand price with `deploy_ondemand: false` is
+kept but flagged not offered; a preemptible price is a spot offer only where
+`deploy_preemptible` is true (or, for a plan that does not say, on bare metal as before).
+
 Uncertain: the only samples are documentation-shaped fixtures of another project (no `meta`
 block, three vcg and two metal plans); the cursor paging is from Vultr's API reference only.
 """
@@ -38,6 +45,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
     exact_price,
     json_number,
+    json_object,
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
@@ -100,11 +108,7 @@ def parse_cloud_plan(plan: dict[str, Any], memory: dict[str, float], url: str) -
         return []
     whole = memory.get(str(gpu_type))
     gpus = gpu_share(plan.get("gpu_vram_gb"), whole)
-    hardware = Hardware(str(gpu_type), gpus, whole)
-    return [
-        _quote(plan, location, Pricing.ON_DEMAND, plan.get("hourly_cost"), hardware, url)
-        for location in _locations(plan)
-    ]
+    return plan_quotes(plan, Hardware(str(gpu_type), gpus, whole), url, metal=False)
 
 
 def gpu_share(vram: Any, whole_gb: float | None) -> float | None:
@@ -124,14 +128,42 @@ def parse_metal_plan(plan: dict[str, Any], url: str) -> list[RawQuote]:
         return []
     count = found.group(1)
     hardware = Hardware(found.group(2), float(count) if count else None, None)
-    prices = [(Pricing.ON_DEMAND, plan.get("hourly_cost"))]
-    if plan.get("hourly_cost_preemptible") is not None:
-        prices.append((Pricing.SPOT, plan["hourly_cost_preemptible"]))
-    return [
-        _quote(plan, location, pricing, price, hardware, url)
-        for location in _locations(plan)
-        for pricing, price in prices
-    ]
+    return plan_quotes(plan, hardware, url, metal=True)
+
+
+def plan_quotes(
+    plan: dict[str, Any], hardware: Hardware, url: str, *, metal: bool
+) -> list[RawQuote]:
+    """On-demand and preemptible quotes of a plan in each location, at the location's own
+    price where `location_cost` gives one."""
+    quotes = []
+    for location in _locations(plan):
+        cost = _location_cost(plan, location)
+        on_demand = _quote(plan, location, Pricing.ON_DEMAND, cost.get("hourly_cost"), hardware)
+        if plan.get("deploy_ondemand") is False:
+            on_demand.not_offered_reason = NOT_ON_DEMAND
+        quotes.append(on_demand)
+        if _preemptible(plan, metal) and cost.get("hourly_cost_preemptible") is not None:
+            spot = cost["hourly_cost_preemptible"]
+            quotes.append(_quote(plan, location, Pricing.SPOT, spot, hardware))
+    for quote in quotes:
+        quote.source_url = url
+    return quotes
+
+
+NOT_ON_DEMAND = "Vultr deploy_ondemand: false (the plan is deployed preemptible only)"
+
+
+def _preemptible(plan: dict[str, Any], metal: bool) -> bool:
+    """Whether the plan can be deployed preemptible: `deploy_preemptible` where the plan says;
+    plans that do not say (the older listing) only where they are bare metal with a price."""
+    stated = plan.get("deploy_preemptible")
+    return stated is True or (stated is None and metal)
+
+
+def _location_cost(plan: dict[str, Any], location: str) -> dict[str, Any]:
+    override = json_object(json_object(plan, "location_cost"), location)
+    return override or plan
 
 
 def _locations(plan: dict[str, Any]) -> list[str]:
@@ -142,7 +174,7 @@ def _locations(plan: dict[str, Any]) -> list[str]:
 
 
 def _quote(
-    plan: dict[str, Any], location: str, pricing: str, price: Any, gpu: Hardware, url: str
+    plan: dict[str, Any], location: str, pricing: str, price: Any, gpu: Hardware
 ) -> RawQuote:
     return RawQuote(
         region=location,
@@ -155,7 +187,6 @@ def _quote(
         gpu_memory_gb=gpu.memory_gb,
         vcpus=json_number(plan.get("vcpu_count", plan.get("cpu_threads"))),
         ram_gb=_gb(plan.get("ram")),
-        source_url=url,
     )
 
 
