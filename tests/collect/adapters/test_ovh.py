@@ -101,3 +101,11 @@ def test_an_addon_that_is_not_an_object_fails_the_run() -> None:
     document["addons"].append("h100-380.consumption")
     with pytest.raises(SourceFormatError, match="not a JSON object"):
         parse_catalog(document, "FR")
+
+
+def test_a_pricing_without_its_display_copy_keeps_its_exact_price() -> None:
+    addon = json.loads(json.dumps(addons()["h100-380.consumption"]))
+    del addon["pricings"][0]["formattedPrice"]
+    assert hourly_price(addon) == 2.8
+    addon["pricings"][0]["formattedPrice"] = "3.80 €"
+    assert hourly_price(addon) is None  # present and disagreeing: unusable
