@@ -137,3 +137,10 @@ def test_a_priced_commitment_cell_without_terms_fails_the_run() -> None:
     assert html != HTML
     with pytest.raises(SourceFormatError, match="commitment price with no term"):
         parse_page(html, "u")
+
+
+def test_an_on_demand_cell_saying_coming_soon_is_counted_as_such() -> None:
+    html = HTML.replace(SMALL_ON_DEMAND, '<div class="price-value">Coming soon', 1)
+    page = parse_page(html, "u")
+    assert page.skipped["rows without an on-demand price (coming soon)"] == 1
+    assert "Small 1x NVIDIA L40S - 48GB" not in offers(html)

@@ -163,7 +163,11 @@ def _row_quote(record: dict[str, str], url: str, page: ParsedPage) -> RawQuote |
         raise SourceFormatError(f"cannot read 'N x GPU' in the size {record['size']!r}")
     price = on_demand_price(record["on_demand"])
     if price is None:
-        page.skipped["commitment-only rows (no on-demand price)"] += 1
+        stated = _UNIT_LABEL.sub("", record["on_demand"]).strip()
+        if stated.upper() in ("N/A", "NA", ""):
+            page.skipped["commitment-only rows (no on-demand price)"] += 1
+        else:  # "Coming soon", "Sold out", "Contact sales": no offer, said so in its own words
+            page.skipped[f"rows without an on-demand price ({stated.lower()})"] += 1
         return None
     if price.period != "hour" or price.floor or price.other_unit or price.per_gpu:
         raise SourceFormatError(f"not an instance-hour price: {record['on_demand']!r}")
