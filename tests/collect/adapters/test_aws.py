@@ -139,3 +139,54 @@ def test_spot_feed_down_keeps_spot_offers_and_updates_on_demand(db_path: Path) -
         summary = fetch(db_path, server)
     assert summary.status is RunStatus.PARTIAL and "spot feed" in (summary.error or "")
     assert offers(db_path, "SELECT count(*) FROM offers WHERE pricing = 'spot'") == spot_before
+
+
+def _us_east_rows(document: Any) -> dict[str, Any]:
+    """The us-east-1 rows without the recorded p5.48xlarge capacity-block row."""
+    rows: dict[str, Any] = document["regions"][US_EAST]
+    rows.pop("p5 48xlarge US East N. Virginia Linux CapacityBlock")
+    return rows
+
+
+def test_a_type_with_several_rows_and_no_on_demand_key_fails_the_region() -> None:
+    document = load("ondemand-us-east-1.json")
+    rows = _us_east_rows(document)
+    row = rows.pop("p5 48xlarge US East N. Virginia Linux")
+    rows["p5 48xlarge US East N. Virginia Linux Capacity Block A"] = dict(row, price="31.4640")
+    rows["p5 48xlarge US East N. Virginia Linux Capacity Block B"] = row
+    with pytest.raises(SourceFormatError, match="none is the on-demand one"):
+        parse_ondemand(document, US_EAST, KNOWN)
+
+
+def test_a_single_row_under_another_key_is_still_the_types_price() -> None:
+    document = load("ondemand-us-east-1.json")
+    rows = _us_east_rows(document)
+    rows["p5.48xlarge in US East (N. Virginia)"] = rows.pop("p5 48xlarge US East N. Virginia Linux")
+    found = {r["Instance Type"]: r for r in parse_ondemand(document, US_EAST, KNOWN)}
+    assert found["p5.48xlarge"]["price"] == "55.0400000000"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("Pre Installed S/W", "SQL Std"), ("Operating System", "RHEL")]
+)
+def test_a_row_with_a_licence_on_top_is_not_the_instances_price(field: str, value: str) -> None:
+    document = load("ondemand-us-east-1.json")
+    rows = _us_east_rows(document)
+    plain = rows["p5 48xlarge US East N. Virginia Linux"]
+    rows["p5 48xlarge US East N. Virginia Linux"] = dict(plain, **{field: value}, price="99.0")
+    rows["p5 48xlarge US East N. Virginia Linux plain"] = plain
+    found = {r["Instance Type"]: r for r in parse_ondemand(document, US_EAST, KNOWN)}
+    assert found["p5.48xlarge"]["price"] == "55.0400000000"
+
+
+def test_on_demand_prices_in_another_currency_fail() -> None:
+    document = load("ondemand-us-east-1.json")
+    document["manifest"]["currencyCode"] = "CNY"
+    with pytest.raises(SourceFormatError, match="CNY"):
+        parse_ondemand(document, US_EAST, KNOWN)
+
+
+def test_a_spot_feed_priced_per_another_period_fails() -> None:
+    content = (FOLDER / "spot.json").read_bytes().replace(b'"rate": "perhr"', b'"rate": "perday"')
+    with pytest.raises(SourceFormatError, match="perday"):
+        parse_spot(content, KNOWN)

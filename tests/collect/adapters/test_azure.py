@@ -67,7 +67,7 @@ def recorded_reservation() -> dict[str, Any]:
 
 @respx.mock
 async def test_a_reservation_price_is_for_the_whole_term_not_per_hour() -> None:
-    """The trap: unitOfMeasure says "1 Hour", but 2377.0 is what a year costs (8,760 hours)."""
+    """The trap: unitOfMeasure says "1 Hour", but 20270.0 is what a year costs (8,760 hours)."""
     serve(azure_pages())
     a100 = {
         (q.pricing, q.term_months): q
@@ -76,15 +76,16 @@ async def test_a_reservation_price_is_for_the_whole_term_not_per_hour() -> None:
     }
     reserved = a100[("reserved", 12)]
     assert recorded_reservation()["unitOfMeasure"] == "1 Hour"
-    assert reserved.price == pytest.approx(2377.0 / 8760) and reserved.upfront == 2377.0
-    assert round(reserved.price or 0, 4) == 0.2713
-    assert (reserved.price or 0) < (a100[("on_demand", None)].price or 0)  # not 2377 $/h
+    assert reserved.price == pytest.approx(20270.0 / 8760) and reserved.upfront == 20270.0
+    assert round(reserved.price or 0, 4) == 2.3139
+    # Below pay-as-you-go by a 1-year reservation's usual discount (~37 %), not 20270 $/h.
+    assert 0.5 < (reserved.price or 0) / (a100[("on_demand", None)].price or 1) < 0.8
 
 
 def test_a_three_year_reservation_is_divided_by_three_years_of_hours() -> None:
     quote = parse_item(recorded_reservation() | {"reservationTerm": "3 Years"})
     assert quote is not None and (quote.pricing, quote.term_months) == ("reserved", 36)
-    assert quote.price == pytest.approx(2377.0 / 26280)
+    assert quote.price == pytest.approx(20270.0 / 26280)
 
 
 @pytest.mark.parametrize(
@@ -176,3 +177,13 @@ def test_endpoint_override_with_only_a_host_keeps_the_default_path() -> None:
         rebase_link(link, "http://127.0.0.1:9000/api/retail/prices")
         == "http://127.0.0.1:9000/api/retail/prices?$filter=a%20b&$skip=1000"
     )
+
+
+@respx.mock
+async def test_the_meters_left_out_are_counted() -> None:
+    serve(azure_pages())
+    said: list[str] = []
+    adapter = AzureAdapter(manifest("azure"), {"prices": AZURE_URL})
+    async with build_client(HttpSettings()) as client:
+        await adapter.fetch(HttpSession(client, HttpSettings()), said.append)
+    assert said[-1].startswith("page 3, 60 quotes; left out: 6 meters")

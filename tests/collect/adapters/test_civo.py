@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,25 @@ def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
         ("L40S-48GB", 24, 0.99),
         ("L40S-48GB", 36, 0.89),
     ]
+
+
+def test_markup_variants_read_the_same_commitment_terms() -> None:
+    without_titles = re.sub(r' data-title="[^"]*"', "", HTML)
+    assert without_titles != HTML
+    assert terms(without_titles) == terms()
+    assert terms(reorder_columns(HTML, "table", [6, 5, 0, 1, 2, 3, 4])) == terms()
+    assert terms(wrap(HTML, "table")) == terms()
+
+
+def test_a_priced_commitment_cell_without_terms_fails_the_run() -> None:
+    html = re.sub(r' id="(\d+)_months"', "", HTML)
+    assert html != HTML
+    with pytest.raises(SourceFormatError, match="commitment price with no term"):
+        parse_page(html, "u")
+
+
+def test_an_on_demand_cell_saying_coming_soon_is_counted_as_such() -> None:
+    html = HTML.replace(SMALL_ON_DEMAND, '<div class="price-value">Coming soon', 1)
+    page = parse_page(html, "u")
+    assert page.skipped["rows without an on-demand price (coming soon)"] == 1
+    assert "Small 1x NVIDIA L40S - 48GB" not in offers(html)

@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.coreweave import BROWSER_AGENT, parse_quotes
+from priceadvisor.collect.adapters.coreweave import BROWSER_AGENT, parse_page, parse_quotes
 from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
@@ -79,3 +79,57 @@ def test_fetch_sends_a_browser_agent_and_maps_every_gpu(db_path: Path) -> None:
     assert rows["NVIDIA GH200"] == "GH200-96GB" and rows["NVIDIA A100"] == "A100-SXM-80GB"
     assert rows["NVIDIA GB200 NVL72"] == "GB200-186GB"
     assert continent == [("EU",), ("NA",)]
+
+
+H100_ON_DEMAND = '<span class="item-value">$49.24</span> / Hour'
+
+
+@pytest.mark.parametrize(
+    ("replacement", "message"),
+    [
+        ('<span class="item-value">€49.24</span> / Hour', "cannot read a price"),
+        ('<span class="item-value">$49.24</span> / Month', "not an instance-hour price"),
+        ('<span class="item-value">$6.16</span> / GPU / Hour', "not an instance-hour price"),
+    ],
+)
+def test_a_price_in_another_form_fails_the_run(replacement: str, message: str) -> None:
+    html = HTML.replace(H100_ON_DEMAND, replacement, 1)
+    assert html != HTML
+    with pytest.raises(SourceFormatError, match=message):
+        parse_quotes(html, "u")
+
+
+def test_rows_without_an_offer_are_counted() -> None:
+    page = parse_page(
+        HTML.replace(H100_ON_DEMAND, '<span class="item-value">Sold out</span>', 1), "u"
+    )
+    assert ("north-america", "NVIDIA HGX H100", "on_demand") not in {
+        (q.region, q.instance_type, q.pricing) for q in page.quotes
+    }
+    baseline = parse_page(HTML, "u").skipped
+    key = "on_demand not offered (N/A, empty, contact sales)"
+    assert page.skipped[key] == baseline[key] + 1
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [('class="item-value"', 'class="value"'), ('class="instance-price"', 'class="od-price"')],
+)
+def test_price_markup_that_moved_fails_rather_than_closing_every_offer(old: str, new: str) -> None:
+    with pytest.raises(SourceFormatError, match="layout changed"):
+        parse_quotes(HTML.replace(old, new), "u")
+
+
+def test_facts_are_read_by_their_labels_meaning() -> None:
+    html = HTML.replace("<div>GPU Count</div>", "<div>GPUs</div>").replace(
+        "<div>System RAM</div>", "<div>System RAM (GB)</div>"
+    )
+    assert html != HTML
+    quotes = {(q.region, q.instance_type, q.pricing): q for q in parse_quotes(html, "u")}
+    b200 = quotes[("north-america", "NVIDIA HGX B200", "on_demand")]
+    assert (b200.gpu_count, b200.ram_gb) == (8, 2048)
+
+
+def test_a_row_without_a_gpu_count_fails_the_run() -> None:
+    with pytest.raises(SourceFormatError, match="no readable GPU count"):
+        parse_quotes(HTML.replace("<div>GPU Count</div>", "<div>Accelerators</div>"), "u")

@@ -74,3 +74,17 @@ def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
     models = dict(query(db_path, "SELECT instance_type, gpu_model FROM offers"))
     assert models["NVIDIA A100 PCIe"] == "A100-PCIE-80GB"
     assert models["NVIDIA A100 SXM"] == "A100-SXM-80GB"
+
+
+def test_contact_sales_cells_are_counted_not_offered() -> None:
+    page = parse_page(HTML, "u")
+    assert (
+        page.skipped["on_demand cells without a price (contact sales)"] == 3
+    )  # GB200, B200, MI355X
+    assert page.skipped["spot cells without a price (contact sales)"] == 9  # the whole column
+
+
+def test_a_floor_price_is_not_a_price() -> None:
+    html = HTML.replace("$3.90/GPU-hr", "from $3.90/GPU-hr", 1)
+    with pytest.raises(SourceFormatError, match="not per GPU-hour"):
+        parse_page(html, "u")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,32 @@ def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
         db_path, "SELECT price_gpu_hour_usd FROM offers WHERE instance_type = 'NVIDIA H100 (8x)'"
     )
     assert per_gpu == [(4.41,)]
+
+
+def test_an_unpriced_row_in_a_priced_table_is_counted_not_offered() -> None:
+    html = HTML.replace("$4.41 per hour", "Sold out", 1)
+    page = parse_page(html, "u")
+    assert page.skipped["unpriced rows"] == 1
+    assert ("NVIDIA H100", "on_demand") not in {(q.instance_type, q.pricing) for q in page.quotes}
+
+
+def test_a_price_stated_per_gpu_is_stored_per_gpu() -> None:
+    html = HTML.replace("$35.28 per hour", "$4.41 per GPU per hour", 1)
+    [h100x8] = [q for q in parse_page(html, "u").quotes if q.instance_type == "NVIDIA H100 (8x)"]
+    assert (h100x8.price, h100x8.price_basis, h100x8.gpu_count) == (4.41, "gpu", 8)
+
+
+@pytest.mark.parametrize("label", ["NVIDIA H100 8x", "NVIDIA H100 x8", "NVIDIA H100 (8 GPUs)"])
+def test_a_relabelled_eight_gpu_droplet_keeps_its_eight_gpus(label: str) -> None:
+    html = HTML.replace("NVIDIA H100 (8x)", label, 1)
+    assert html != HTML
+    [quote] = [q for q in parse_page(html, "u").quotes if q.instance_type == label]
+    assert (quote.gpu_count, quote.price, quote.gpu_name_raw) == (8, 35.28, "NVIDIA H100")
+
+
+def test_sections_demoted_to_h3_read_the_same_offers() -> None:
+    demoted = re.sub(r"<(/?)h2\b", r"<\1h3", HTML)
+    assert demoted != HTML
+    assert {(q.instance_type, q.pricing, q.price) for q in parse_page(demoted, "u").quotes} == {
+        (q.instance_type, q.pricing, q.price) for q in parse_page(HTML, "u").quotes
+    }

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 
 from priceadvisor.collect.adapters.base import SourceFormatError
 from priceadvisor.collect.adapters.fal import parse_page
@@ -91,3 +92,31 @@ def test_fetch_through_a_local_server_maps_every_gpu(db_path: Path) -> None:
         "H100": "H100-SXM-80GB",
         "RTX PRO 6000": "RTXPRO6000-96GB",
     }
+
+
+def test_unpriced_list_cells_are_counted() -> None:
+    page = parse_page(HTML.replace("$2.99/h", "Contact sales", 1), "u")
+    assert page.skipped["rows without a list price"] == 1
+
+
+@pytest.mark.parametrize(
+    ("chip", "name"),
+    [("H100", "NVIDIA H100"), ("MI300X", "AMD MI300X"), ("AMD MI325X", "AMD MI325X")],
+)
+def test_the_vendor_is_nvidia_only_where_the_row_implies_it(chip: str, name: str) -> None:
+    html = HTML.replace('<span class="ml-4">H100</span>', f'<span class="ml-4">{chip}</span>', 1)
+    [quote] = [q for q in parse_page(html, "u").quotes if q.instance_type == chip]
+    assert quote.gpu_name_raw == name
+
+
+def test_renamed_headers_and_a_dropped_floor_column_read_the_same_prices() -> None:
+    renamed = HTML.replace(">List Price<", ">List Price (per hour)<").replace(
+        ">VRAM<", ">GPU memory<"
+    )
+    assert renamed != HTML
+    assert prices(renamed) == prices()
+    soup = BeautifulSoup(HTML, "html.parser")
+    for row in soup.select("table tr"):
+        row.find_all(["th", "td"])[3].decompose()  # the "As low as" column, header and cells
+    assert "As low as" not in str(soup)
+    assert prices(str(soup)) == prices()

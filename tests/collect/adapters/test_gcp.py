@@ -153,3 +153,67 @@ def test_fetch_with_key_pages_and_keeps_the_key_out_of_errors(
     assert (model, count) == ("H100-SXM-80GB", 8)
     assert {n1[m] for m in n1} == {"T4-16GB", "P4-8GB", "V100-SXM-16GB", "P100-16GB"}
     assert b"SECRET" not in db_path.read_bytes()
+
+
+def recorded_sku(description: str) -> dict[str, Any]:
+    for name in ("skus-page1.json", "skus-page2.json"):
+        skus, _ = parse_result_page(json.loads((FOLDER / name).read_text()))
+        found = [s for s in skus if s["description"] == description]
+        if found:
+            return json.loads(json.dumps(found[0]))
+    raise AssertionError(f"no recorded SKU {description!r}")
+
+
+def _expression(sku: dict[str, Any]) -> dict[str, Any]:
+    expression: dict[str, Any] = sku["pricingInfo"][0]["pricingExpression"]
+    return expression
+
+
+@pytest.mark.parametrize("currency", ["EUR", "JPY"])
+def test_a_part_priced_in_another_currency_fails_the_run(currency: str) -> None:
+    sku = recorded_sku("Nvidia Tesla A100 GPU running in Americas")
+    _expression(sku)["tieredRates"][0]["unitPrice"]["currencyCode"] = currency
+    with pytest.raises(SourceFormatError, match=currency):
+        collect(sku, defaultdict(dict))
+
+
+@pytest.mark.parametrize(
+    ("description", "unit"),
+    [
+        ("Nvidia Tesla A100 GPU running in Americas", "mo"),
+        ("A2 Instance Ram running in Americas", "h"),
+    ],
+)
+def test_a_part_priced_per_another_unit_fails_the_run(description: str, unit: str) -> None:
+    sku = recorded_sku(description)
+    _expression(sku)["usageUnit"] = unit
+    with pytest.raises(SourceFormatError, match="not USD per"):
+        collect(sku, defaultdict(dict))
+
+
+def test_a_part_with_tiers_at_different_rates_fails_the_run() -> None:
+    sku = recorded_sku("Nvidia Tesla A100 GPU running in Americas")
+    tiers = _expression(sku)["tieredRates"]
+    free = {"startUsageAmount": 0, "unitPrice": {"currencyCode": "USD", "units": "0", "nanos": 0}}
+    tiers[0]["startUsageAmount"] = 730
+    tiers.insert(0, free)
+    with pytest.raises(SourceFormatError, match="2 tiers"):
+        collect(sku, defaultdict(dict))
+
+
+def test_a_sku_that_is_not_an_object_fails_the_page() -> None:
+    page = json.loads((FOLDER / "skus-page1.json").read_text())
+    page["skus"].append("Nvidia Tesla A100 GPU running in Americas")
+    with pytest.raises(SourceFormatError, match="not a JSON object"):
+        parse_result_page(page)
+
+
+def test_two_skus_pricing_one_part_differently_in_a_region_fail_the_run() -> None:
+    out: Prices = defaultdict(dict)
+    sku = recorded_sku("Nvidia Tesla A100 GPU running in Americas")
+    collect(sku, out)
+    collect(json.loads(json.dumps(sku)), out)  # the same price twice is no conflict
+    other = json.loads(json.dumps(sku)) | {"skuId": "0000-0000-0000"}
+    _expression(other)["tieredRates"][0]["unitPrice"]["nanos"] = 1
+    with pytest.raises(SourceFormatError, match="0000-0000-0000"):
+        collect(other, out)

@@ -92,3 +92,26 @@ def test_fetch_maps_every_shape_and_marks_derived_spot(db_path: Path) -> None:
         "BM.GPU3.8": ("V100-SXM-16GB", 8),
         "BM.GPU4.8": ("A100-SXM-40GB", 8),
     }
+
+
+def _item(part: str) -> dict[str, Any]:
+    found = next(i for i in DOCUMENT["items"] if i["partNumber"] == part)
+    return dict(json.loads(json.dumps(found)))
+
+
+@pytest.mark.parametrize("metric", ["Node Per Hour", "GPU Per Month"])
+def test_a_pinned_part_priced_per_another_unit_fails(metric: str) -> None:
+    with pytest.raises(SourceFormatError, match="not 'GPU Per Hour'"):
+        parse_item(_item("B98415") | {"metricName": metric}, PARTS, "u")
+
+
+def test_a_price_stated_as_a_decimal_string_is_read() -> None:
+    item = _item("B98415")
+    item["currencyCodeLocalizations"][0]["prices"][0]["value"] = "10.00"
+    on_demand = parse_item(item, PARTS, "u")[0]
+    assert (on_demand.pricing, on_demand.price) == ("on_demand", 10.0)
+
+
+def test_an_item_that_is_not_an_object_fails() -> None:
+    with pytest.raises(SourceFormatError, match="not a JSON object"):
+        items({"items": [*DOCUMENT["items"], "B98415"]})

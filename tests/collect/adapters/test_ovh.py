@@ -94,3 +94,18 @@ def test_end_to_end_in_euros_through_the_ecb_rate(db_path: Path) -> None:
         ("V100-PCIE-32GB",)
     ]
     assert query(db_path, "SELECT count(*) FROM offers WHERE pricing <> 'on_demand'") == [(0,)]
+
+
+def test_an_addon_that_is_not_an_object_fails_the_run() -> None:
+    document = json.loads(RECORDING.read_text())
+    document["addons"].append("h100-380.consumption")
+    with pytest.raises(SourceFormatError, match="not a JSON object"):
+        parse_catalog(document, "FR")
+
+
+def test_a_pricing_without_its_display_copy_keeps_its_exact_price() -> None:
+    addon = json.loads(json.dumps(addons()["h100-380.consumption"]))
+    del addon["pricings"][0]["formattedPrice"]
+    assert hourly_price(addon) == 2.8
+    addon["pricings"][0]["formattedPrice"] = "3.80 €"
+    assert hourly_price(addon) is None  # present and disagreeing: unusable

@@ -101,3 +101,57 @@ def test_a_next_cursor_is_followed(db_path: Path) -> None:
     summaries = fetch_locally(db_path, "vultr", faults=[paged])
     assert summaries["vultr"].status is RunStatus.OK
     assert any("cursor=bmV4dF9fQU1T" in r for r in summaries["servers"]["vultr"].requests)
+
+
+def test_a_gh200_plan_without_a_count_is_kept_with_its_gpu_and_no_guessed_count() -> None:
+    plan = plans("plans-metal.json", "plans_metal")["vbm-112c-2048gb-8-h100-gpu"]
+    gh200 = dict(plan, id="vbm-72c-480gb-gh200-gpu")  # a real Vultr plan id
+    quotes = parse_metal_plan(gh200, "u")
+    assert quotes and {(q.gpu_name_raw, q.gpu_count) for q in quotes} == {("gh200", None)}
+
+
+def test_a_metal_plan_naming_a_gpu_the_reader_cannot_parse_fails() -> None:
+    plan = plans("plans-metal.json", "plans_metal")["vbm-112c-2048gb-8-h100-gpu"]
+    with pytest.raises(SourceFormatError, match="cannot read its GPUs"):
+        parse_metal_plan(dict(plan, id="vbm-112c-2048gb-8-h100-sxm-gpu"), "u")
+
+
+def test_a_plan_naming_its_gpu_is_read_whatever_its_type() -> None:
+    plan = plans("plans.json", "plans")["vcg-a100-1c-6g-4vram"]
+    assert parse_cloud_plan(dict(plan, type="vgpu"), MEMORY, "u")
+
+
+# The live listing's availability and per-location fields (as public clients of the API read
+# them): deploy_ondemand, deploy_preemptible, location_cost.
+A100_CLOUD = "vcg-a100-12c-120g-80vram"
+H100_METAL = "vbm-112c-2048gb-8-h100-gpu"
+
+
+def test_a_plan_not_deployable_on_demand_is_flagged_not_offered() -> None:
+    plan = plans("plans.json", "plans")[A100_CLOUD] | {"deploy_ondemand": False}
+    quotes = parse_cloud_plan(plan, MEMORY, "u")
+    assert quotes and all(q.not_offered_reason for q in quotes if q.pricing == "on_demand")
+    kept = parse_cloud_plan(plan | {"deploy_ondemand": True}, MEMORY, "u")
+    assert not any(q.not_offered_reason for q in kept)
+
+
+def test_preemptible_prices_are_spot_offers_only_where_deployable() -> None:
+    cloud = plans("plans.json", "plans")[A100_CLOUD] | {"hourly_cost_preemptible": 1.2}
+    deployable = parse_cloud_plan(cloud | {"deploy_preemptible": True}, MEMORY, "u")
+    assert {q.price for q in deployable if q.pricing == "spot"} == {1.2}
+    assert not any(
+        q.pricing == "spot"
+        for q in parse_cloud_plan(cloud | {"deploy_preemptible": False}, MEMORY, "u")
+    )
+    metal = plans("plans-metal.json", "plans_metal")[H100_METAL] | {"deploy_preemptible": False}
+    assert {q.pricing for q in parse_metal_plan(metal, "u")} == {"on_demand"}
+
+
+def test_a_location_price_overrides_the_plans() -> None:
+    plan = plans("plans-metal.json", "plans_metal")[H100_METAL]
+    overridden = plan | {
+        "location_cost": {"ord": {"hourly_cost": 25.5, "hourly_cost_preemptible": 19.0}}
+    }
+    found = {(q.region, q.pricing): q.price for q in parse_metal_plan(overridden, "u")}
+    assert found["ord", "on_demand"] == 25.5 and found["ord", "spot"] == 19.0
+    assert found["sea", "on_demand"] == 23.92 and found["sea", "spot"] == 18.4

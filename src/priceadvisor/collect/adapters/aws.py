@@ -12,7 +12,10 @@ count come from the manifest's [instance_types]. Kept: rows of an accelerator fa
 instance"; "Machine Learning ASIC Instances" for Trainium and Inferentia, whose GPU column is
 empty in AWS's price lists) and any row of a type in that table; a type the table does not know
 stays (unmapped) for `doctor` to show. Other keys can exist for the same type (capacity
-blocks): the row keyed like "p5 48xlarge US East N. Virginia Linux" is the on-demand one.
+blocks): the row keyed like "p5 48xlarge US East N. Virginia Linux" is the on-demand one; several
+rows for a type with none keyed so fail that region (the reader cannot tell which is on-demand).
+Rows whose `Operating System` is not Linux or that carry `Pre Installed S/W` (a licence on top)
+are not the instance's price; a document whose `manifest.currencyCode` is not USD fails.
 
 Uncertain: the "Machine Learning ASIC Instances" family name comes from AWS's bulk price list
 files as other projects' readers describe it; no captured website row of a trn/inf type was at
@@ -41,6 +44,7 @@ from priceadvisor.collect.adapters.base import (
     AdapterOutput,
     ProgressCallback,
     SourceFormatError,
+    json_object,
     summarise_failures,
 )
 from priceadvisor.collect.http import FetchError, HttpSession, decode_json
@@ -126,16 +130,45 @@ def parse_ondemand(document: Any, location: str, known: dict[str, Any]) -> list[
         rows: dict[str, Any] = document["regions"][location]
     except (KeyError, TypeError):
         raise SourceFormatError(f"no regions[{location!r}] object (format changed?)") from None
-    chosen: dict[str, dict[str, Any]] = {}
+    _require_usd(document)
+    by_type: dict[str, dict[str, dict[str, Any]]] = {}
     for key, row in rows.items():
         if not isinstance(row, dict) or "Instance Type" not in row or "price" not in row:
             raise SourceFormatError(f"row {key!r} lacks 'Instance Type' or 'price'")
         kind = str(row["Instance Type"])
         if row.get("Instance Family") not in ACCELERATOR_FAMILIES and kind not in known:
             continue
-        if kind not in chosen or key == _canonical_key(kind, location):
-            chosen[kind] = row
-    return list(chosen.values())
+        if _plain_linux(row):
+            by_type.setdefault(kind, {})[key] = row
+    return [_on_demand_row(kind, found, location) for kind, found in by_type.items()]
+
+
+def _require_usd(document: dict[str, Any]) -> None:
+    currency = json_object(document, "manifest").get("currencyCode")
+    if currency not in (None, "USD"):
+        raise SourceFormatError(f"prices in {currency!r}, not USD (wrong endpoint?)")
+
+
+def _plain_linux(row: dict[str, Any]) -> bool:
+    """A row of Linux with no pre-installed software (SQL Server and the like are licences on
+    top of the instance, not its price); a row that does not say is taken as plain Linux."""
+    system = row.get("Operating System", "Linux")
+    software = row.get("Pre Installed S/W", "NA")
+    return system == "Linux" and software in ("NA", "")
+
+
+def _on_demand_row(kind: str, rows: dict[str, dict[str, Any]], location: str) -> dict[str, Any]:
+    """The type's on-demand row: the only one, or the one keyed like "p5 48xlarge US East N.
+    Virginia Linux" among several (capacity blocks share the type); several rows and none keyed
+    so is a layout this reader does not know."""
+    if len(rows) == 1:
+        return next(iter(rows.values()))
+    canonical = rows.get(_canonical_key(kind, location))
+    if canonical is None:
+        raise SourceFormatError(
+            f"{kind}: {len(rows)} rows ({', '.join(sorted(rows))}) and none is the on-demand one"
+        )
+    return canonical
 
 
 def _canonical_key(kind: str, location: str) -> str:
@@ -178,6 +211,9 @@ def parse_spot(content: bytes, known: dict[str, Any]) -> list[tuple[str, str, fl
         regions = document["config"]["regions"]
     except (KeyError, TypeError):
         raise SourceFormatError("no config.regions list (format changed?)") from None
+    rate = document["config"].get("rate", "perhr")
+    if rate != "perhr":
+        raise SourceFormatError(f"spot prices are {rate!r}, not per hour (format changed?)")
     out = []
     for region in regions:
         code = LEGACY_SPOT_REGIONS.get(region.get("region"), region.get("region"))

@@ -10,10 +10,11 @@ them.
 
 Reservations (`type` "Reservation", `reservationTerm` "1 Year" / "3 Years") are commitments,
 stored as pricing `reserved`. Trap: their `unitPrice` is the price of the WHOLE term although
-`unitOfMeasure` says "1 Hour" (the 1-year NC24ads A100 v4 row in eastus reads 2377.0, which as an
-hourly price would be ~650 times its pay-as-you-go price); it is divided by the hours in the term
-(8,760 a year: 365 × 24, the hours Azure's own calculator counts) into the effective hourly
-price, and kept whole as the upfront payment (Azure also lets the same total be paid monthly:
+`unitOfMeasure` says "1 Hour" (a 1-year NC24ads A100 v4 row in eastus reads about 20,000,
+which as an hourly price would be ~5,500 times its pay-as-you-go price); it is divided by the
+hours in the term (8,760 a year: 365 × 24, the hours Azure's own calculator counts) into the
+effective hourly price, and kept whole as the upfront payment (Azure also lets the same total
+be paid monthly:
 learn.microsoft.com/azure/cost-management-billing/reservations/prepare-buy-reservation). A term
 the adapter cannot read fails the run.
 
@@ -26,8 +27,12 @@ price. Azure documents a Spot price as capped at the pay-as-you-go price (a max 
 BillingProfile.maxPrice), so a Spot meter at that cap carries no discount: there is no Spot
 offer to store, and doctor counts the rejection.
 
-Uncertain: the server-side `$filter` on armSkuName assumes `contains` works on that field as it
-does on productName (documented); the client-side filters below hold either way.
+Uncertain: rows with `isPrimaryMeterRegion: false` (the API returns primary and non-primary
+meters unless asked for `meterRegion='primary'`) are read like the others; whether a non-primary
+meter can price a region differently from its primary one is not documented, and a second row
+of the same offer is collapsed and counted by the core. The server-side `$filter` on
+armSkuName assumes `contains` works on that field as it does on productName (documented); the
+client-side filters below hold either way.
 """
 
 from __future__ import annotations
@@ -75,12 +80,17 @@ class AzureAdapter(Adapter):
         endpoint = self.endpoints["prices"]
         url = endpoint
         params: dict[str, str] | None = {"$filter": FILTER}
-        output = AdapterOutput()
+        output, left_out = AdapterOutput(), 0
         for page_number in range(1, MAX_PAGES + 1):
             page = await session.get_json(url, params=params)
             items, next_link = parse_result_page(page, page_number)
-            output.quotes.extend(q for q in map(parse_item, items) if q is not None)
-            progress(f"page {page_number}, {len(output.quotes)} quotes")
+            quotes = [q for q in map(parse_item, items) if q is not None]
+            output.quotes.extend(quotes)
+            left_out += len(items) - len(quotes)
+            progress(
+                f"page {page_number}, {len(output.quotes)} quotes; left out: {left_out} meters "
+                "not of a Linux GPU VM (Windows, Low Priority, dev/test, FPGA)"
+            )
             if not next_link:
                 return output
             url, params = rebase_link(next_link, endpoint), None

@@ -17,12 +17,12 @@ and not read; an on-demand price not per hour fails the run. A row whose on-dema
 "N/A" (B200 today: the headline $3.79 is its 36-month term) has no on-demand offer: counted.
 A row whose Size cell states no "N x GPU" fails the run.
 
-Commitments: the Commitment cell (`data-title="Commitment price"`) holds one div per term,
+Commitments: the Commitment cell (the column headed "Commitment") holds one div per term,
 `id="6_months"` … `id="36_months"`, all but the selected one hidden by the page's term picker,
 each with an hourly and a monthly price: read from the unfiltered markup (hidden is how the
 picker works, not "not offered") and stored as pricing `reserved` with `term_months` and the
 monthly payment ($0.89/hour and $649.70/month for 1 x L40S over 36 months). A term whose hourly
-price is not per hour fails the run.
+price is not per hour fails the run, and so does a priced Commitment cell with no term in it.
 
 Uncertain: only the L40S table was captured; the A100, H100, H200 and B200 tables are read on
 the assumption that they share its markup. The page names no region although Civo runs several
@@ -46,6 +46,7 @@ from priceadvisor.collect.pages import (
     find_grids,
     html_tables,
     parse_price,
+    text_of,
     visible_soup,
 )
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
@@ -96,16 +97,41 @@ _TERM_ID = re.compile(r"^(\d+)_months?$")
 def commitment_quotes(html: str, url: str) -> list[RawQuote]:
     """Every term of every GPU row's Commitment cell, hidden terms included."""
     section = BeautifulSoup(html, "html.parser").find(id=SECTION_ID)
+    tables = section.find_all("table") if isinstance(section, Tag) else []
+    return [quote for table in tables for quote in _table_terms(table, url)]
+
+
+def _table_terms(table: Tag, url: str) -> list[RawQuote]:
+    """The commitment terms of one table, its cells found by their column's header (the
+    `data-title` attributes are styling for narrow screens, not something to rely on)."""
+    headers = [text_of(th) for th in table.find_all("th")]
+    columns = _header_columns(headers)
+    if "size" not in columns or "commitment" not in columns:
+        return []
     quotes: list[RawQuote] = []
-    for row in section.find_all("tr") if isinstance(section, Tag) else []:
-        cells = {str(td.get("data-title", "")).lower(): td for td in row.find_all("td")}
-        size = next((td for title, td in cells.items() if re.search(COLUMNS["size"], title)), None)
-        terms = next((td for title, td in cells.items() if "commit" in title), None)
-        if size is None or terms is None:
-            continue
-        base = _hardware_quote(" ".join(size.stripped_strings), cells, url)
-        quotes += [_term_quote(base, div) for div in terms.find_all("div", id=_TERM_ID)]
+    for row in table.find_all("tr"):
+        cells = row.find_all("td", recursive=False)
+        if len(cells) != len(headers):
+            if row.find("div", id=_TERM_ID):
+                raise SourceFormatError("a row with commitment terms does not match the headers")
+            continue  # the header row, or a row cut short with no terms in it
+        record = {name: text_of(cells[i]) for name, i in columns.items()}
+        terms = cells[columns["commitment"]].find_all("div", id=_TERM_ID)
+        if not terms and "$" in record["commitment"]:
+            raise SourceFormatError(f"a commitment price with no term: {record['commitment']!r}")
+        base = _hardware_quote(record["size"], record, url)
+        quotes += [_term_quote(base, div) for div in terms]
     return quotes
+
+
+def _header_columns(headers: list[str]) -> dict[str, int]:
+    """Each meaning of COLUMNS → the first header that matches it."""
+    found = {}
+    for name, pattern in COLUMNS.items():
+        index = next((i for i, h in enumerate(headers) if re.search(pattern, h, re.I)), None)
+        if index is not None:
+            found[name] = index
+    return found
 
 
 def _term_quote(base: RawQuote, term: Tag) -> RawQuote:
@@ -137,7 +163,11 @@ def _row_quote(record: dict[str, str], url: str, page: ParsedPage) -> RawQuote |
         raise SourceFormatError(f"cannot read 'N x GPU' in the size {record['size']!r}")
     price = on_demand_price(record["on_demand"])
     if price is None:
-        page.skipped["commitment-only rows (no on-demand price)"] += 1
+        stated = _UNIT_LABEL.sub("", record["on_demand"]).strip()
+        if stated.upper() in ("N/A", "NA", ""):
+            page.skipped["commitment-only rows (no on-demand price)"] += 1
+        else:  # "Coming soon", "Sold out", "Contact sales": no offer, said so in its own words
+            page.skipped[f"rows without an on-demand price ({stated.lower()})"] += 1
         return None
     if price.period != "hour" or price.floor or price.other_unit or price.per_gpu:
         raise SourceFormatError(f"not an instance-hour price: {record['on_demand']!r}")
@@ -162,7 +192,7 @@ def _hardware_quote(size: str, cells: Mapping[str, object], url: str) -> RawQuot
         gpu_name_raw=gpu,
         gpu_count=count,
         gpu_memory_gb=float(memory.group(1)) if memory else None,
-        vcpus=_number(_text(cells.get("vcpus", cells.get("vcpu")))),
+        vcpus=_number(_text(cells.get("vcpus"))),
         ram_gb=_number(_text(cells.get("ram"))),
         source_url=url,
     )

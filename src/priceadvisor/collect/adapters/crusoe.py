@@ -12,7 +12,8 @@ Traps handled: CPU, storage, Kubernetes, fine-tuning, token-priced inference and
 "Self-Serve Deployments" rows (a managed endpoint named "NVIDIA H100" at $5.50/hour) reuse the
 same row markup: only the grid with all three GPU headers is read, and a price not stated per
 GPU-hour is refused. Two "NVIDIA A100" rows differ only by their form-factor tag, so the tag is
-part of the instance type. "Contact sales" cells (and today the whole spot column) are no offer.
+part of the instance type. "Contact sales" cells (and today the whole spot column) are no offer,
+and are counted. A "from $X" floor is not a price and fails the run like any other unit.
 Prices are USD per GPU-hour with no region: one global list.
 """
 
@@ -56,7 +57,7 @@ def parse_page(html: str, url: str) -> ParsedPage:
     grid, columns = matches[0]
     page = ParsedPage()
     for row in grid.element.select(ROW):
-        page.quotes += _row_quotes(row, columns, url)
+        page.quotes += _row_quotes(row, columns, url, page)
     return page
 
 
@@ -64,7 +65,7 @@ def _in_gpu_section(element: Tag) -> bool:
     return GPU_SECTION in (section_heading(element, ("h2", "h3")) or "").lower()
 
 
-def _row_quotes(row: Tag, columns: dict[str, int], url: str) -> list[RawQuote]:
+def _row_quotes(row: Tag, columns: dict[str, int], url: str, page: ParsedPage) -> list[RawQuote]:
     name_tag = row.find("h4")
     cells = row.select(CELL)
     if name_tag is None or len(cells) <= max(columns.values()):
@@ -78,8 +79,9 @@ def _row_quotes(row: Tag, columns: dict[str, int], url: str) -> list[RawQuote]:
         cell = cells[columns[column]]
         price = parse_price(text_of(cell))
         if price is None:
+            page.skipped[f"{pricing} cells without a price (contact sales)"] += 1
             continue
-        if price.period != "hour" or not price.per_gpu:
+        if price.period != "hour" or not price.per_gpu or price.floor or price.other_unit:
             raise SourceFormatError(f"{model}: price not per GPU-hour: {text_of(cell)!r}")
         quotes.append(
             RawQuote(

@@ -8,10 +8,12 @@ stored as on-demand list prices, one global list (fal places the workload; no re
 
 Traps handled: "As low as" is a contact-sales floor (volume terms), never the list price:
 counted per row and left out. Two model-API tables (Model | Unit | Price | Output per $1) share
-the same markup and are never read: only the table with all four GPU headers is, and exactly
+the same markup and are never read: only the table with the GPU, VRAM and List Price headers
+is (by meaning: "List Price (per hour)" and "GPU memory" too; "As low as" is optional), and exactly
 one such table must exist (an identical second copy, such as a hidden or flight-rendered
 duplicate, is collapsed and counted). A list price not per hour fails the run; an unpriced
-list cell ("Contact sales", em-dash) is no offer.
+list cell ("Contact sales", em-dash) is no offer, and is counted. Chips are named without their
+maker ("H100"): read as NVIDIA's unless the cell names a vendor or an AMD Instinct ("MI300X").
 
 Uncertain: one capture only. "H100" with 80GB VRAM does not say SXM or PCIe; it resolves to the
 catalog's default H100 (SXM), which fal's serverless fleet is understood to use but the page
@@ -35,12 +37,14 @@ from priceadvisor.collect.pages import (
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 COLUMNS = {
-    "gpu": r"^gpu$",
-    "vram": r"^vram$",
-    "list": r"^list price$",
-    "floor": r"^as low as$",
+    "gpu": r"^gpu( model| type)?$",
+    "vram": r"^(vram|gpu memory)\b",
+    "list": r"^list price\b",
 }
+FLOOR = r"^as low as\b"  # optional: a floor column that goes away leaves the list prices
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*GB", re.I)
+_VENDOR = re.compile(r"^(nvidia|amd|intel|google)\b", re.I)
+_AMD = re.compile(r"^(instinct\s+)?mi\d", re.I)
 
 
 class FalAdapter(PageAdapter):
@@ -56,14 +60,18 @@ def parse_page(html: str, url: str) -> ParsedPage:
     if len(matches) != 1:
         raise SourceFormatError(f"expected one GPU | VRAM | List Price table, found {len(matches)}")
     grid, columns = matches[0]
+    if (floor := grid.column(FLOOR)) is not None:
+        columns = columns | {"floor": floor}
     page = ParsedPage()
     if (copies := _copies(grids, grid)) > 1:
         page.skipped["duplicate copies of the GPU table"] += copies - 1
     for record in grid.records(columns):
-        if parse_price(record["floor"]) is not None:
+        if parse_price(record.get("floor", "")) is not None:
             page.skipped["'as low as' contact-sales floors"] += 1
         quote = _quote(record, url)
-        if quote is not None:
+        if quote is None:
+            page.skipped["rows without a list price"] += 1
+        else:
             page.quotes.append(quote)
     return page
 
@@ -88,8 +96,16 @@ def _quote(record: dict[str, str], url: str) -> RawQuote | None:
         pricing=Pricing.ON_DEMAND,
         price=price.amount,
         price_basis=PriceBasis.GPU,
-        gpu_name_raw=f"NVIDIA {gpu}",
+        gpu_name_raw=_with_vendor(gpu),
         gpu_count=1,
         gpu_memory_gb=float(memory.group(1)),
         source_url=url,
     )
+
+
+def _with_vendor(gpu: str) -> str:
+    """The page names chips without their maker ("H100"): NVIDIA's unless the name says
+    otherwise (a stated vendor, AMD's "MI300X"), never a vendor the row does not imply."""
+    if _VENDOR.match(gpu):
+        return gpu
+    return f"AMD {gpu}" if _AMD.match(gpu) else f"NVIDIA {gpu}"

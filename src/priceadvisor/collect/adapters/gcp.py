@@ -16,6 +16,11 @@ documented-valid pairing "n1-standard-8+v100x1").
 SKUs for sole tenancy, reservations, commitments, DWS calendar mode, premium and custom shapes
 are not on-demand or spot list prices and are skipped.
 
+Each part's price is checked to be USD per hour (RAM: per GiB-hour, "GiBy.h") at a single
+rate: a part in another currency or unit, or with tiers at different rates, fails the run
+rather than being summed into a wrong machine price; so does a second SKU that prices the same
+part in the same region differently (which of the two holds cannot be told).
+
 Uncertain: B200 (A4) is priced per "1 gpu slice" and is read here as the whole per-GPU price of
 an A4 machine (core and RAM included); the GPU SKU spellings of A3 Mega / Ultra are taken from
 public client code. The API key only travels in the query string, which never appears in logs or
@@ -45,6 +50,7 @@ _DESCRIPTION = re.compile(
     re.IGNORECASE,
 )
 _USAGE = {"OnDemand": Pricing.ON_DEMAND, "Preemptible": Pricing.SPOT}
+_UNITS = {"gpu": "h", "core": "h", "ram": "GiBy.h"}
 
 # (kind, name, usage) -> region -> unit price
 Prices = dict[tuple[str, str, str], dict[str, float]]
@@ -76,7 +82,9 @@ def parse_result_page(document: Any) -> tuple[list[dict[str, Any]], str]:
     if not isinstance(document, dict) or not isinstance(document.get("skus"), list):
         raise SourceFormatError("no 'skus' list (format changed?)")
     token = document.get("nextPageToken") or ""
-    return [s for s in document["skus"] if isinstance(s, dict)], str(token)
+    if not all(isinstance(s, dict) for s in document["skus"]):
+        raise SourceFormatError("a SKU is not a JSON object (format changed?)")
+    return document["skus"], str(token)
 
 
 def collect(sku: dict[str, Any], prices: Prices) -> None:
@@ -85,19 +93,41 @@ def collect(sku: dict[str, Any], prices: Prices) -> None:
         description = str(sku["description"])
         usage = str(sku["category"]["usageType"])
         regions = list(sku.get("serviceRegions") or [])
-        rate = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]
+        expression = sku["pricingInfo"][0]["pricingExpression"]
+        rate = expression["tieredRates"][0]["unitPrice"]
     except (KeyError, IndexError, TypeError) as exc:
         raise SourceFormatError(f"SKU {sku.get('skuId', '?')} lacks {exc}") from None
     match = _DESCRIPTION.match(description)
     if usage not in _USAGE or match is None or _SKIP.search(description):
         return
     kind = _kind(match.group("kind"))
+    check_terms(sku, kind, expression, rate)
     try:
         price = int(rate.get("units") or 0) + int(rate.get("nanos") or 0) / 1e9
     except (TypeError, ValueError):
         raise SourceFormatError(f"SKU {sku.get('skuId', '?')}: price {rate!r}") from None
+    series = prices[kind, match.group("what").strip().lower(), usage]
     for region in regions:
-        prices[kind, match.group("what").strip().lower(), usage][region] = price
+        if region in series and series[region] != price:
+            # Two SKUs price one part in one region differently: no way to tell which holds.
+            raise SourceFormatError(
+                f"SKU {sku.get('skuId', '?')} ({description}) prices {region} at {price}, "
+                f"another SKU of the same part at {series[region]}"
+            )
+        series[region] = price
+
+
+def check_terms(sku: dict[str, Any], kind: str, expression: Any, rate: Any) -> None:
+    """A part's price must be USD per hour (per GiB-hour for RAM) at one rate: the machine's
+    price is their sum, so another currency, unit or a tiered rate would be summed wrongly."""
+    currency = rate.get("currencyCode", "USD") if isinstance(rate, dict) else None
+    unit = expression.get("usageUnit") if isinstance(expression, dict) else None
+    prices = {str(t.get("unitPrice")) for t in expression.get("tieredRates", [])}
+    if currency != "USD" or unit != _UNITS[kind] or len(prices) > 1:
+        raise SourceFormatError(
+            f"SKU {sku.get('skuId', '?')}: priced in {currency!r} per {unit!r} over "
+            f"{len(prices)} tiers, not USD per {_UNITS[kind]!r} at one rate"
+        )
 
 
 def _kind(text: str) -> str:

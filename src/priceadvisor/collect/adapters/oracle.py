@@ -9,13 +9,15 @@ Traps handled: displayNames are inconsistent, so known GPUs are pinned by part n
 manifest ([parts]: shape, GPU, GPUs per shape); look-alikes with the same metric — the NVIDIA AI
 Enterprise licence, Cloud@Customer, VMware "Node Per Hour" and "Resource Possession" rows — are
 not offers. An unpinned "Compute - GPU" part is still passed on (raw name = displayName) so a new
-GPU shows up as unmapped instead of vanishing.
+GPU shows up as unmapped instead of vanishing. A pinned part whose metric is no longer "GPU Per
+Hour" fails the run (it would be stored per GPU while priced per something else).
 
 Uncertain / modelled: the list has no regions, so offers are stored under region "global" (OCI
 publishes which region offers which GPU shape only through the authenticated ListShapes API and
 prose documentation, nothing a public feed can read). It has no spot prices; OCI documents
 preemptible capacity at 50 % of on-demand, so the spot quotes here are derived by that rule and
-say so (`price_rule`, stored as price_origin 'derived').
+say so (`price_rule`, stored as price_origin 'derived'). Uncertain: which GPU shapes accept
+preemptible capacity at all is not in the list; the rule is applied to every GPU part.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from priceadvisor.collect.adapters.base import (
     AdapterOutput,
     ProgressCallback,
     SourceFormatError,
+    exact_price,
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
@@ -35,6 +38,7 @@ PREEMPTIBLE_DISCOUNT = 0.5  # "Preemptible capacity costs 50% less" (OCI pricing
 PREEMPTIBLE_DOC = "https://docs.oracle.com/iaas/Content/Compute/Concepts/preemptible.htm"
 PREEMPTIBLE_RULE = "OCI preemptible = 50 % of on-demand (documented discount, not a list price)"
 REGION = "global"
+GPU_METRIC = "GPU Per Hour"
 _LOOKALIKES = ("AI Enterprise", "Cloud@Customer", "VMware")
 
 
@@ -53,7 +57,10 @@ class OracleAdapter(Adapter):
 def items(document: Any) -> list[dict[str, Any]]:
     if not isinstance(document, dict) or not isinstance(document.get("items"), list):
         raise SourceFormatError("no 'items' list (format changed?)")
-    return [i for i in document["items"] if isinstance(i, dict)]
+    listed: list[Any] = document["items"]
+    if not all(isinstance(i, dict) for i in listed):
+        raise SourceFormatError("an item is not a JSON object (format changed?)")
+    return listed
 
 
 def parse_item(item: dict[str, Any], parts: dict[str, str], url: str) -> list[RawQuote]:
@@ -64,6 +71,12 @@ def parse_item(item: dict[str, Any], parts: dict[str, str], url: str) -> list[Ra
     shape = parts.get(str(item["partNumber"]))
     if shape is None and not _unpinned_gpu(item):
         return []
+    if item["metricName"] != GPU_METRIC:
+        # A pinned part is stored per GPU: priced per node or per day it would be misread.
+        raise SourceFormatError(
+            f"part {item['partNumber']} ({shape}) is priced per {item['metricName']!r}, "
+            f"not {GPU_METRIC!r}"
+        )
     price = _usd_payg(item)
     # A pinned shape's GPU model and count come from the manifest's [instance_types]; an
     # unpinned part is one GPU named by its displayName.
@@ -90,7 +103,7 @@ def parse_item(item: dict[str, Any], parts: dict[str, str], url: str) -> list[Ra
 def _unpinned_gpu(item: dict[str, Any]) -> bool:
     name = str(item["displayName"])
     return (
-        item["metricName"] == "GPU Per Hour"
+        item["metricName"] == GPU_METRIC
         and str(item.get("serviceCategory", "")).startswith("Compute - GPU")
         and not any(marker in name for marker in _LOOKALIKES)
     )
@@ -101,6 +114,5 @@ def _usd_payg(item: dict[str, Any]) -> float | None:
         if localization.get("currencyCode") == "USD":
             for price in localization.get("prices", []):
                 if price.get("model") == "PAY_AS_YOU_GO":
-                    value = price.get("value")
-                    return float(value) if isinstance(value, int | float) else None
+                    return exact_price(price.get("value"))  # 10, 10.75 or "10.75"
     return None

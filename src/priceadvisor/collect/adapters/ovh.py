@@ -10,7 +10,9 @@ formattedPrice, interval, intervalUnit, ...}]`, `blobs {commercial {brick}, tags
 
 `price` is an integer in 1e-8 currency units (280000000 = 2.80), per flavour (node) per hour,
 before VAT; it is converted exactly and cross-checked against `formattedPrice` (a price that
-disagrees by more than display rounding is passed on as unusable, for the core to reject).
+disagrees by more than display rounding is passed on as unusable, for the core to reject; a
+pricing without `formattedPrice`, as other public parsers' fixtures show it, keeps its exact
+price).
 Only `.consumption` plans are on-demand: `.monthly.postpaid` is a monthly commitment and is
 never stored. Only `brick == "gpu"` addons are GPU instances (`ai-*` addons carry GPU blobs but
 are priced per minute); Windows flavours (`win-*`) carry a licence and are skipped. A flavour
@@ -73,7 +75,10 @@ def parse_catalog(document: Any, subsidiary: str) -> tuple[str, list[dict[str, A
     currency = locale.get("currencyCode")
     if not isinstance(currency, str) or len(currency) != 3:
         raise SourceFormatError("the catalog names no currency (locale.currencyCode)")
-    return currency.upper(), [a for a in document["addons"] if isinstance(a, dict)]
+    addons: list[Any] = document["addons"]
+    if not all(isinstance(a, dict) for a in addons):
+        raise SourceFormatError("an addon is not a JSON object (format changed?)")
+    return currency.upper(), addons
 
 
 def is_hourly_gpu_flavour(addon: dict[str, Any]) -> bool:
@@ -120,6 +125,8 @@ def hourly_price(addon: dict[str, Any]) -> float | None:
     if not isinstance(pricings, list) or len(pricings) != 1 or not isinstance(pricings[0], dict):
         return None
     price = exact_price(pricings[0].get("price"), scale=8)
+    if "formattedPrice" not in pricings[0]:
+        return price  # the display copy is a cross-check; without it the exact price stands
     shown = _FORMATTED.search(str(pricings[0].get("formattedPrice", "")).replace(",", "."))
     if price is None or shown is None or abs(price - float(shown.group(1))) > DISPLAY_ROUNDING:
         return None

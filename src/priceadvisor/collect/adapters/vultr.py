@@ -3,9 +3,10 @@
 Format: `GET /v2/plans?type=all&per_page=500` returns `{"plans": [...], "meta": {"total",
 "links": {"next", "prev"}}}` and `GET /v2/plans-metal?per_page=500` the same with
 `"plans_metal"`; a non-empty `meta.links.next` is a cursor passed back as `?cursor=` (Vultr API
-v2 documentation). Cloud GPU plans (`type: "vcg"`) carry `gpu_type` ("NVIDIA_A100") and
-`gpu_vram_gb` (the plan's share of GPU memory); `hourly_cost` is USD per plan (node) per hour.
-`locations` lists where a plan can be ordered: one offer per plan and location.
+v2 documentation). Cloud GPU plans (`type: "vcg"`; any plan with a `gpu_type` is read as one)
+carry `gpu_type` ("NVIDIA_A100") and `gpu_vram_gb` (the plan's share of GPU memory);
+`hourly_cost` is USD per plan (node) per hour. `locations` lists where a plan can be ordered:
+one offer per plan and location.
 
 GPU count: not a field. A plan's `gpu_vram_gb` divided by the whole GPU's memory (manifest
 `[source.gpu_memory_gb]`, per gpu_type) gives the number of GPUs, and a fraction for plans that
@@ -14,8 +15,18 @@ fraction, so its per-GPU-hour price is the plan price over the fraction. The mem
 only share the API states; a MIG slice's compute share can differ slightly from it.
 
 Bare metal: GPU model and count are not fields; they are read from the plan id
-("vbm-112c-2048gb-8-h100-gpu": 8 × H100). `hourly_cost_preemptible` is the only spot-like price
-(a preemptible server) and is stored as spot. Plans without a GPU are skipped.
+("vbm-112c-2048gb-8-h100-gpu": 8 × H100). An id with no count before the GPU
+("vbm-72c-480gb-gh200-gpu", a real GH200 plan) is stored with its GPU but no count rather than a
+guessed one; an id that mentions a GPU in any other form fails the run rather than being dropped.
+`hourly_cost_preemptible` is the only spot-like price (a preemptible server) and is stored as
+spot. Plans without a GPU are skipped.
+
+Availability and per-location prices: plans state `deploy_ondemand` / `deploy_preemptible`
+(whether each kind can be deployed at all: an 8 × A100 plan is preemptible-only although it lists
+an on-demand `hourly_cost`) and `location_cost` (per-location prices overriding the plan's),
+as public clients of the live API read them. An on-demand price with `deploy_ondemand: false` is
+kept but flagged not offered; a preemptible price is a spot offer only where
+`deploy_preemptible` is true (or, for a plan that does not say, on bare metal as before).
 
 Uncertain: the only samples are documentation-shaped fixtures of another project (no `meta`
 block, three vcg and two metal plans); the cursor paging is from Vultr's API reference only.
@@ -34,6 +45,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
     exact_price,
     json_number,
+    json_object,
 )
 from priceadvisor.collect.http import HttpSession
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
@@ -48,7 +60,8 @@ class Hardware(NamedTuple):
     memory_gb: float | None  # of one whole GPU
 
 
-_METAL_GPU = re.compile(r"-(\d+)-([a-z0-9]+)-gpu$", re.IGNORECASE)
+# "…-2048gb-8-h100-gpu": the memory token, then the GPU count (absent on GH200 plans) and model.
+_METAL_GPU = re.compile(r"-\d+gb-(?:(\d+)-)?([a-z0-9]+)-gpu$", re.IGNORECASE)
 
 
 class VultrAdapter(Adapter):
@@ -91,15 +104,11 @@ def parse_result_page(document: Any, key: str) -> tuple[list[dict[str, Any]], st
 
 def parse_cloud_plan(plan: dict[str, Any], memory: dict[str, float], url: str) -> list[RawQuote]:
     gpu_type = plan.get("gpu_type")
-    if plan.get("type") != "vcg" or not gpu_type:
+    if not gpu_type:  # a GPU plan is one that names its GPU, whatever its `type` says
         return []
     whole = memory.get(str(gpu_type))
     gpus = gpu_share(plan.get("gpu_vram_gb"), whole)
-    hardware = Hardware(str(gpu_type), gpus, whole)
-    return [
-        _quote(plan, location, Pricing.ON_DEMAND, plan.get("hourly_cost"), hardware, url)
-        for location in _locations(plan)
-    ]
+    return plan_quotes(plan, Hardware(str(gpu_type), gpus, whole), url, metal=False)
 
 
 def gpu_share(vram: Any, whole_gb: float | None) -> float | None:
@@ -111,18 +120,50 @@ def gpu_share(vram: Any, whole_gb: float | None) -> float | None:
 
 
 def parse_metal_plan(plan: dict[str, Any], url: str) -> list[RawQuote]:
-    found = _METAL_GPU.search(str(plan["id"]))
+    plan_id = str(plan["id"])
+    found = _METAL_GPU.search(plan_id)
     if found is None:
+        if "gpu" in plan_id.lower():
+            raise SourceFormatError(f"bare-metal plan {plan_id!r}: cannot read its GPUs")
         return []
-    hardware = Hardware(found.group(2), float(found.group(1)), None)
-    prices = [(Pricing.ON_DEMAND, plan.get("hourly_cost"))]
-    if plan.get("hourly_cost_preemptible") is not None:
-        prices.append((Pricing.SPOT, plan["hourly_cost_preemptible"]))
-    return [
-        _quote(plan, location, pricing, price, hardware, url)
-        for location in _locations(plan)
-        for pricing, price in prices
-    ]
+    count = found.group(1)
+    hardware = Hardware(found.group(2), float(count) if count else None, None)
+    return plan_quotes(plan, hardware, url, metal=True)
+
+
+def plan_quotes(
+    plan: dict[str, Any], hardware: Hardware, url: str, *, metal: bool
+) -> list[RawQuote]:
+    """On-demand and preemptible quotes of a plan in each location, at the location's own
+    price where `location_cost` gives one."""
+    quotes = []
+    for location in _locations(plan):
+        cost = _location_cost(plan, location)
+        on_demand = _quote(plan, location, Pricing.ON_DEMAND, cost.get("hourly_cost"), hardware)
+        if plan.get("deploy_ondemand") is False:
+            on_demand.not_offered_reason = NOT_ON_DEMAND
+        quotes.append(on_demand)
+        if _preemptible(plan, metal) and cost.get("hourly_cost_preemptible") is not None:
+            spot = cost["hourly_cost_preemptible"]
+            quotes.append(_quote(plan, location, Pricing.SPOT, spot, hardware))
+    for quote in quotes:
+        quote.source_url = url
+    return quotes
+
+
+NOT_ON_DEMAND = "Vultr deploy_ondemand: false (the plan is deployed preemptible only)"
+
+
+def _preemptible(plan: dict[str, Any], metal: bool) -> bool:
+    """Whether the plan can be deployed preemptible: `deploy_preemptible` where the plan says;
+    plans that do not say (the older listing) only where they are bare metal with a price."""
+    stated = plan.get("deploy_preemptible")
+    return stated is True or (stated is None and metal)
+
+
+def _location_cost(plan: dict[str, Any], location: str) -> dict[str, Any]:
+    override = json_object(json_object(plan, "location_cost"), location)
+    return override or plan
 
 
 def _locations(plan: dict[str, Any]) -> list[str]:
@@ -133,7 +174,7 @@ def _locations(plan: dict[str, Any]) -> list[str]:
 
 
 def _quote(
-    plan: dict[str, Any], location: str, pricing: str, price: Any, gpu: Hardware, url: str
+    plan: dict[str, Any], location: str, pricing: str, price: Any, gpu: Hardware
 ) -> RawQuote:
     return RawQuote(
         region=location,
@@ -146,7 +187,6 @@ def _quote(
         gpu_memory_gb=gpu.memory_gb,
         vcpus=json_number(plan.get("vcpu_count", plan.get("cpu_threads"))),
         ram_gb=_gb(plan.get("ram")),
-        source_url=url,
     )
 
 
