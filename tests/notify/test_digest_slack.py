@@ -69,7 +69,7 @@ def test_slack_gives_the_figures_the_email_gives(db_path: Path, tmp_path: Path) 
     )
     [best] = [r for r in built.workloads if r["rank"] == 1]
     assert best["cost"] < 1
-    assert f"chat: {money(best['cost'])} per 1M tokens" in slack
+    assert f"chat: {money(best['cost'])} per 1M output tokens" in slack
     assert f"{money(best['cost'])}" in message.text
     mine = [r for r in built.gpu_prices if r["gpu_model"] in built.reader_gpus]
     assert mine and all(r["now_price"] < 1 for r in mine)

@@ -225,7 +225,7 @@ def _cheaper(
     ).fetchall()
     if not rows:
         return []
-    unit = "per run" if rows[0][1] not in ("serve", "batch") else "per 1M tokens"
+    unit = "per run" if rows[0][1] not in ("serve", "batch") else "per 1M output tokens"
     now = _now(con)
     lines = [
         f"{money(c)} {unit}{list_vs_effective({'cost': c, 'list_cost': lc, 'terms': t})}: "

@@ -444,7 +444,7 @@ def _kind(pricing: str) -> str:
 
 def _slack_workload(r: dict[str, Any]) -> str:
     e = blocks.escape
-    unit = "per run" if r["task"] not in ("serve", "batch") else "per 1M tokens"
+    unit = "per run" if r["task"] not in ("serve", "batch") else "per 1M output tokens"
     measure = (  # as the email gives it: a run of minutes is not "0.0 h"
         f"{figure(r['hours'])} h" if r["hours"] is not None else f"{r['tokens_per_s']:,.0f} tok/s"
     )
