@@ -256,19 +256,30 @@ def test_community_stock_becomes_the_availability_of_the_community_price_list() 
     assert all(q.stock is None for q in quotes if q.region == "secure")
 
 
-def test_community_stock_reaches_the_offers_through_a_local_server(db_path: Path) -> None:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The recorded RunPod answers fetched through a local server: one fetch cycle's store."""
+    db = tmp_path_factory.mktemp("runpod") / "served.duckdb"
     with serving("runpod") as server:
-        local = local_settings(db_path, server)
+        local = local_settings(db, server)
         [summary] = run_cycle(local, configured_store(local), ["runpod"], False, lambda *_: None)
     assert summary.status is RunStatus.OK
-    con = duckdb.connect(str(db_path), read_only=True)
-    rows = con.execute(
+    return db
+
+
+def served_offers(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return sorted(con.execute(sql).fetchall())
+
+
+def test_community_stock_reaches_the_offers_through_a_local_server(served: Path) -> None:
+    rows = served_offers(
+        served,
         "SELECT instance_type, available, stock FROM offers "
         "WHERE region = 'community' AND pricing = 'on_demand' AND instance_type IN "
-        "('NVIDIA B200', 'NVIDIA H100 80GB HBM3')"
-    ).fetchall()
-    con.close()
-    assert sorted(rows) == [("NVIDIA B200", True, "low"), ("NVIDIA H100 80GB HBM3", False, None)]
+        "('NVIDIA B200', 'NVIDIA H100 80GB HBM3')",
+    )
+    assert rows == [("NVIDIA B200", True, "low"), ("NVIDIA H100 80GB HBM3", False, None)]
 
 
 CENTRES = ("US-TX-3", "EU-RO-1", "EU-SE-1", "CA-MTL-1")
@@ -308,18 +319,13 @@ def test_secure_availability_stays_unknown_when_a_centre_did_not_list_the_gpu() 
     assert h200.available is None
 
 
-def test_secure_availability_reaches_the_offers_through_a_local_server(db_path: Path) -> None:
-    with serving("runpod") as server:
-        local = local_settings(db_path, server)
-        [summary] = run_cycle(local, configured_store(local), ["runpod"], False, lambda *_: None)
-    assert summary.status is RunStatus.OK
-    con = duckdb.connect(str(db_path), read_only=True)
-    rows = con.execute(
+def test_secure_availability_reaches_the_offers_through_a_local_server(served: Path) -> None:
+    rows = served_offers(
+        served,
         "SELECT instance_type, available FROM offers WHERE region = 'secure' "
-        "AND instance_type IN ('NVIDIA H100 80GB HBM3', 'NVIDIA L4')"
-    ).fetchall()
-    con.close()
-    assert sorted(rows) == [("NVIDIA H100 80GB HBM3", True), ("NVIDIA L4", None)]
+        "AND instance_type IN ('NVIDIA H100 80GB HBM3', 'NVIDIA L4')",
+    )
+    assert rows == [("NVIDIA H100 80GB HBM3", True), ("NVIDIA L4", None)]
 
 
 def test_spot_prices_that_echo_on_demand_are_counted() -> None:
