@@ -143,8 +143,28 @@ def stage_quotes(quotes: list[RawQuote]) -> StagedQuotes:
 # quotes. `is_key` tells a resolution key from a currency.
 _DISTINCT_SQL = """
 SELECT instance_type, gpu_name_raw, gpu_memory_gb, upper(currency),
-    grouping(instance_type) = 0 AS is_key
+    grouping(instance_type) = 0 AS is_key, NULL AS name_of, NULL AS name
 FROM _raw GROUP BY GROUPING SETS ((instance_type, gpu_name_raw, gpu_memory_gb), (upper(currency)))
+"""
+# The same scan for the snapshot's own table (_snap), which also needs the distinct names of
+# the columns it stores as ENUM types (_SNAP_NAMES): `name_of` says which column a row's name
+# is of (NULL for a resolution key or a currency, which the first two sets give as above).
+_SNAP_NAMES = {
+    "region": "region",
+    "zone": "coalesce(zone, '')",
+    "pricing": "pricing",
+    "stock": "lower(trim(stock))",
+}
+_SNAPSHOT_DISTINCT_SQL = f"""
+SELECT instance_type, gpu_name_raw, gpu_memory_gb, upper(currency),
+    grouping(instance_type) = 0 AS is_key,
+    CASE {" ".join(f"WHEN grouping({e}) = 0 THEN '{c}'" for c, e in _SNAP_NAMES.items())}
+    END AS name_of,
+    coalesce({", ".join(f"CASE WHEN grouping({e}) = 0 THEN {e} END" for e in _SNAP_NAMES.values())})
+        AS name
+FROM _raw GROUP BY GROUPING SETS (
+    (instance_type, gpu_name_raw, gpu_memory_gb), (upper(currency)),
+    {", ".join(f"({e})" for e in _SNAP_NAMES.values())})
 """
 
 
@@ -155,15 +175,18 @@ def resolution_table(
     keeps the resolutions of earlier batches of the snapshot (a NaN memory never matches, and
     is resolved again: same result)."""
     known = {} if known is None else known
-    rows = [
-        known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
-        for key in keys
-    ]
+    rows = [_resolution(manifest, key, known) for key in keys]
     values: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA}
     for row in rows:
         for name, value in zip(_RESOLVED_SCHEMA, row, strict=True):
             values[name].append(value)
     return columns.table(values, _RESOLVED_SCHEMA)
+
+
+def _resolution(
+    manifest: Manifest, key: tuple[Any, ...], known: dict[tuple[Any, ...], Any]
+) -> tuple[Any, ...]:
+    return known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
 
 
 _RESOLVED_SCHEMA: columns.Schema = {
@@ -296,6 +319,12 @@ usd AS (
 )
 """  # noqa: E501
 
+# The columns of _snap that hold names, each as an ENUM type of the snapshot's own names
+# (_name_types): one byte or two a row instead of 16 and more for a VARCHAR (~7 MB less at
+# 100,000 quotes, held through the whole ingest: docs/benchmarks.md). Each type lists its names
+# sorted as DuckDB sorts the text, so ordering by such a column orders as by its text.
+_NAME_COLUMNS = ("region", "zone", "instance_type", "pricing", "currency", "gpu_model", "stock")
+
 # The snapshot as the checks, the offer guard and the classification read it: the key, what
 # they compare, and one hash of the rest (_DETAILS). Not the 13 columns only an offer to write
 # needs: with them _snap held ~35 MB at 100,000 quotes, without them ~24 MB
@@ -304,8 +333,10 @@ usd AS (
 # duplicates (~2.4 MB at 100,000 quotes): those are read again for the duplicates alone
 # (_TIES_SQL).
 _NORMALISE_SELECT = f"""{_NORMALISE_CTES}
-SELECT quote_index, region, zone, instance_type, pricing, term_months, price, currency,
-    gpu_model, available, stock, node_original, price_hour_usd,
+SELECT quote_index, {", ".join(f"CAST({c} AS _snap_{c}) AS {c}" for c in _NAME_COLUMNS[:4])},
+    term_months, price, CAST(currency AS _snap_currency) AS currency,
+    CAST(gpu_model AS _snap_gpu_model) AS gpu_model, available,
+    CAST(stock AS _snap_stock) AS stock, node_original, price_hour_usd,
     price_gpu_hour_usd, not_offered_reason, {_DETAILS_HASH} AS details,
     NULL::VARCHAR AS flag, NULL::VARCHAR AS flag_reason,  -- set by store.guard
     CASE
@@ -391,27 +422,22 @@ _AVAILABILITY = (
 # The snapshot's valid quotes, one per key (duplicates are marked in _snap by then).
 _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
 
-# The names of the snapshot's keys (its regions, zones and instance types), numbered: the
-# classification joins the snapshot to the table on these numbers, so its hash table (built on
-# the snapshot's side) carries three integers a row instead of the three strings (~8 MB less at
-# 100,000 quotes: docs/benchmarks.md). Exact: two names are equal exactly when their numbers
-# are, and a stored name the snapshot does not have gets none, so that offer matches no quote.
-_KEY_NAMES_SQL = """
-CREATE OR REPLACE TEMP TABLE _key_names AS
-SELECT name, CAST(row_number() OVER () AS INTEGER) AS id
-FROM (SELECT DISTINCT unnest([region, zone, instance_type]) AS name FROM _good)
-"""
-_NAMED_KEY = ("region", "zone", "instance_type")
-_NUMBERED_KEYS = ", ".join(f"n_{c}.id AS {c}_id" for c in _NAMED_KEY)
+# The classification joins the snapshot to the table on the codes of the key's names in their
+# ENUM types, so its hash table (built on the snapshot's side) carries a byte or two per name
+# instead of the text (~14 → ~8 MB at 100,000 quotes: docs/benchmarks.md). Exact: two names are
+# equal exactly when their codes are, and a stored name the snapshot does not have casts to
+# NULL (TRY_CAST), so that offer matches no quote.
+_CODED_KEY = ("region", "zone", "instance_type", "pricing")
 
 
-def _numbered(t: str, join: str) -> str:
-    """`join`s of the table `t` to the key names: one per named key column."""
-    return " ".join(f"{join} _key_names AS n_{c} ON n_{c}.name = {t}.{c}" for c in _NAMED_KEY)
+def _codes(t: str, stored: bool) -> str:
+    """The codes of `t`'s key names: _snap's own, or the stored table's text cast to the types."""
+    names = (f"TRY_CAST({t}.{c} AS _snap_{c})" if stored else f"{t}.{c}" for c in _CODED_KEY)
+    return ", ".join(f"enum_code({n}) AS {c}_code" for n, c in zip(names, _CODED_KEY, strict=True))
 
 
-def _numbered_match(left: str, right: str) -> str:
-    columns = (*(f"{c}_id" for c in _NAMED_KEY), "pricing", "term_months")
+def _coded_match(left: str, right: str) -> str:
+    columns = (*(f"{c}_code" for c in _CODED_KEY), "term_months")
     return " AND ".join(f"{left}.{c} = {right}.{c}" for c in columns)
 
 
@@ -438,19 +464,19 @@ WITH classified AS (
         NOT g.covered OR h.attributes <> g.attributes AS outdated,
         h.covered
     FROM (
-        SELECT {_NUMBERED_KEYS}, s.pricing, s.term_months, s.quote_index, s.node_original,
+        SELECT {_codes("s", stored=False)}, s.term_months, s.quote_index, s.node_original,
             s.currency, s.available, s.stock, {_SNAPSHOT_ATTRIBUTES},
             {_COVERED.format(t="s")} AS covered
-        FROM _good AS s {_numbered("s", "JOIN")}
+        FROM _good AS s
     ) AS g
     FULL JOIN (
-        SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)}, {_NUMBERED_KEYS}, h.provider,
-            h.first_seen, h.price_hour_original, h.currency, h.available, h.stock,
+        SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)}, {_codes("h", stored=True)},
+            h.provider, h.first_seen, h.price_hour_original, h.currency, h.available, h.stock,
             {_STORED_ATTRIBUTES}, {_COVERED.format(t="h")} AS covered
-        FROM core.current_offers AS h {_numbered("h", "LEFT JOIN")}
+        FROM core.current_offers AS h
         WHERE h.provider = $provider
     ) AS h
-        ON {_numbered_match("h", "g")}
+        ON {_coded_match("h", "g")}
 )
 SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
 WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
@@ -724,15 +750,63 @@ def _normalise(
 ) -> None:
     """The snapshot as the temp table _snap: each quote normalised, with its reject reason.
     Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
-    batch normalises exactly as it would within the whole snapshot."""
-    sql = _NORMALISE_FIRST_SQL
+    batch normalises exactly as it would within the whole snapshot. Every batch's distinct
+    values are read first: _snap's name types need all the snapshot's names before its first
+    row is stored."""
+    starts: list[int | None] = [*staged.starts()] or [None]  # None: the empty snapshot
+    scans = [_distinct(_batch(staged, start), con, _SNAPSHOT_DISTINCT_SQL) for start in starts]
     known = _Lookups()
-    for start in staged.starts():
-        _normalise_batch(con, staged.table(start), manifest, now, sql, known)
+    _name_types(con, scans, manifest, known)
+    sql = _NORMALISE_FIRST_SQL
+    for start, scan in zip(starts, scans, strict=True):
+        _normalise_batch(con, _batch(staged, start), manifest, now, sql, known, scan)
         sql = _NORMALISE_MORE_SQL
-    if sql is _NORMALISE_FIRST_SQL:  # no quotes: the table is created all the same
-        _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
     con.execute(_SPOT_CHECK_SQL)
+
+
+def _batch(staged: StagedQuotes, start: int | None) -> Any:
+    return quotes_table([], []) if start is None else staged.table(start)
+
+
+def _distinct(table: Any, con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of `sql` (_DISTINCT_SQL or _SNAPSHOT_DISTINCT_SQL) over one batch's table."""
+    _raw = table  # read by the statement by this name (see _normalise_batch)
+    rows = con.execute(sql).fetchall()
+    del _raw
+    return rows
+
+
+def _name_types(
+    con: duckdb.DuckDBPyConnection,
+    scans: list[list[tuple[Any, ...]]],
+    manifest: Manifest,
+    known: _Lookups,
+) -> None:
+    """The ENUM type of each of _snap's name columns (_NAME_COLUMNS): the snapshot's distinct
+    names, the GPU models its names resolve to included (each resolved here once, for the
+    batches to read from `known`)."""
+    names: dict[str, set[Any]] = {column: set() for column in _NAME_COLUMNS}
+    for row in (row for scan in scans for row in scan):
+        if row[4]:
+            names["instance_type"].add(row[0])
+            names["gpu_model"].add(_resolution(manifest, row[:3], known.resolved)[3])
+        else:
+            names[row[5] or "currency"].add(row[6] if row[5] else row[3])
+    for column, values in names.items():
+        _name_type(con, column, sorted(values - {None}))
+
+
+def _name_type(con: duckdb.DuckDBPyConnection, column: str, names: list[str]) -> None:
+    """The type of one of _snap's name columns: an ENUM of `names` (from the source: bound, not
+    written in); a column without any name (all NULL) stays text, as DuckDB cannot read a
+    column of an ENUM type without values."""
+    if not names:
+        con.execute(f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS VARCHAR")
+        return
+    con.execute(
+        f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS ENUM (SELECT unnest(CAST(? AS VARCHAR[])))",
+        [names],
+    )
 
 
 def _collapse(con: duckdb.DuckDBPyConnection, staged: StagedQuotes) -> None:
@@ -787,16 +861,20 @@ def _normalise_batch(
     now: Any,
     sql: str,
     known: _Lookups,
+    distinct: list[tuple[Any, ...]] | None = None,
 ) -> None:
+    """`sql` over one batch's `table`; `distinct`: the batch's distinct values if read already
+    (_distinct), else read here."""
     # _raw and _resolved are read by the SQL under these names: DuckDB scans a Python
     # variable of the calling function that a query names (a replacement scan). Registering
     # them would create views, and a view dropped inside the ingest's transaction keeps its
     # Arrow data alive until COMMIT (kept for a rollback): ~12 MB at 100,000 quotes held
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
     _raw = table
-    distinct = con.execute(_DISTINCT_SQL).fetchall()
+    if distinct is None:
+        distinct = con.execute(_DISTINCT_SQL).fetchall()
     _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known.resolved)
-    currencies = {r[3] for r in distinct if not r[4]}
+    currencies = {r[3] for r in distinct if not r[4] and r[5] is None}
     if known.currencies is None or not currencies <= known.currencies:
         known.currencies = currencies | (known.currencies or set())
         fx_table(con, now, list(known.currencies))
@@ -913,13 +991,12 @@ def _apply_changes(
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
     con.execute(_GOOD_SQL)
-    con.execute(_KEY_NAMES_SQL)
     _run(con, _CLASSIFY_SQL, params)
     allocator.return_freed_pages()
     flagged = flag_jumps(con, result.provider, allow_flagged)  # small: the keys to write
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
-    con.execute("DROP TABLE _key_names; DROP VIEW _good; DROP TABLE _snap")
+    con.execute("DROP VIEW _good; DROP TABLE _snap")
     allocator.return_freed_pages()
     _changes_table(con, staged, manifest, params["now"])
     allocator.return_freed_pages()
