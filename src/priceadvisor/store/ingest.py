@@ -799,13 +799,14 @@ def _name_type(con: duckdb.DuckDBPyConnection, column: str, names: list[str]) ->
     """The type of one of _snap's name columns: an ENUM of `names`. Written into the statement
     (doubling a quote is all a DuckDB string literal needs): made from a bound list, as from
     any query, DuckDB takes ~60 µs a name (~70 ms for a few thousand instance types), from
-    literals well under a millisecond. A column without any name (all NULL) stays text, as
-    DuckDB cannot read a column of an ENUM type without values; so does one with a NUL
-    character, which the statement's text cannot carry."""
-    if not names or any("\0" in name for name in names):
+    literals well under a millisecond. A column without any name (all NULL, as stock often
+    is) gets a type of one name no row has, as DuckDB cannot read a column of an ENUM type
+    without values. A name with a NUL character, which the statement's text cannot carry,
+    leaves the column text."""
+    if any("\0" in name for name in names):
         con.execute(f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS VARCHAR")
         return
-    listed = ", ".join("'" + name.replace("'", "''") + "'" for name in names)
+    listed = ", ".join("'" + name.replace("'", "''") + "'" for name in names or [""])
     con.execute(f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS ENUM ({listed})")
 
 
@@ -1009,6 +1010,8 @@ def _apply_changes(
     for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, open_sql, _UNCOVER_SQL, _COVER_SQL):
         if sql is not _TOUCH_SQL or row[3]:  # an UPDATE with no stale row would still scan
             _run(con, sql, params)
+    # Freed at COMMIT, not held on through the writer session's closing checkpoint.
+    con.execute("DROP TABLE _verdicts; DROP TABLE _flags; DROP TABLE _seen; DROP TABLE _changes")
     return {"changed": row[0], "new": row[1], "closed": row[2], "flagged": flagged}
 
 
