@@ -186,7 +186,10 @@ def resolution_table(
 def _resolution(
     manifest: Manifest, key: tuple[Any, ...], known: dict[tuple[Any, ...], Any]
 ) -> tuple[Any, ...]:
-    return known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
+    found: tuple[Any, ...] = (
+        known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
+    )
+    return found
 
 
 _RESOLVED_SCHEMA: columns.Schema = {
