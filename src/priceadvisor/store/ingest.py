@@ -143,28 +143,20 @@ def stage_quotes(quotes: list[RawQuote]) -> StagedQuotes:
 # quotes. `is_key` tells a resolution key from a currency.
 _DISTINCT_SQL = """
 SELECT instance_type, gpu_name_raw, gpu_memory_gb, upper(currency),
-    grouping(instance_type) = 0 AS is_key, NULL AS name_of, NULL AS name
+    grouping(instance_type) = 0 AS is_key
 FROM _raw GROUP BY GROUPING SETS ((instance_type, gpu_name_raw, gpu_memory_gb), (upper(currency)))
 """
-# The same scan for the snapshot's own table (_snap), which also needs the distinct names of
-# the columns it stores as ENUM types (_SNAP_NAMES): `name_of` says which column a row's name
-# is of (NULL for a resolution key or a currency, which the first two sets give as above).
-_SNAP_NAMES = {
-    "region": "region",
-    "zone": "coalesce(zone, '')",
-    "pricing": "pricing",
-    "stock": "lower(trim(stock))",
-}
-_SNAPSHOT_DISTINCT_SQL = f"""
+# The same scan for the snapshot's own table (_snap), which also needs the names its ENUM types
+# list (_name_types): the currency's set carries the other names of a quote that are not part
+# of a resolution key (their combinations are few: a provider's zones, pricing kinds and stock
+# levels). Its rows have _DISTINCT_SQL's columns first.
+_SNAPSHOT_DISTINCT_SQL = """
 SELECT instance_type, gpu_name_raw, gpu_memory_gb, upper(currency),
     grouping(instance_type) = 0 AS is_key,
-    CASE {" ".join(f"WHEN grouping({e}) = 0 THEN '{c}'" for c, e in _SNAP_NAMES.items())}
-    END AS name_of,
-    coalesce({", ".join(f"CASE WHEN grouping({e}) = 0 THEN {e} END" for e in _SNAP_NAMES.values())})
-        AS name
+    region, coalesce(zone, ''), pricing, lower(trim(stock))
 FROM _raw GROUP BY GROUPING SETS (
-    (instance_type, gpu_name_raw, gpu_memory_gb), (upper(currency)),
-    {", ".join(f"({e})" for e in _SNAP_NAMES.values())})
+    (instance_type, gpu_name_raw, gpu_memory_gb),
+    (upper(currency), region, coalesce(zone, ''), pricing, lower(trim(stock))))
 """
 
 
@@ -327,6 +319,8 @@ usd AS (
 # 100,000 quotes, held through the whole ingest: docs/benchmarks.md). Each type lists its names
 # sorted as DuckDB sorts the text, so ordering by such a column orders as by its text.
 _NAME_COLUMNS = ("region", "zone", "instance_type", "pricing", "currency", "gpu_model", "stock")
+# The names _SNAPSHOT_DISTINCT_SQL gives beside a currency, in its order.
+_QUOTE_NAMES = ("currency", "region", "zone", "pricing", "stock")
 
 # The snapshot as the checks, the offer guard and the classification read it: the key, what
 # they compare, and one hash of the rest (_DETAILS). Not the 13 columns only an offer to write
@@ -793,7 +787,8 @@ def _name_types(
             names["instance_type"].add(row[0])
             names["gpu_model"].add(_resolution(manifest, row[:3], known.resolved)[3])
         else:
-            names[row[5] or "currency"].add(row[6] if row[5] else row[3])
+            for column, name in zip(_QUOTE_NAMES, (row[3], *row[5:]), strict=True):
+                names[column].add(name)
     for column, values in names.items():
         _name_type(con, column, sorted(values - {None}))
 
@@ -878,7 +873,7 @@ def _normalise_batch(
     if distinct is None:
         distinct = con.execute(_DISTINCT_SQL).fetchall()
     _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known.resolved)
-    currencies = {r[3] for r in distinct if not r[4] and r[5] is None}
+    currencies = {r[3] for r in distinct if not r[4]}
     if known.currencies is None or not currencies <= known.currencies:
         known.currencies = currencies | (known.currencies or set())
         fx_table(con, now, list(known.currencies))
