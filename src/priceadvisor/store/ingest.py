@@ -794,18 +794,19 @@ def _name_types(
 
 
 def _name_type(con: duckdb.DuckDBPyConnection, column: str, names: list[str]) -> None:
-    """The type of one of _snap's name columns: an ENUM of `names`. Written into the statement
+    """The type of one of _snap's name columns: an ENUM of `names`, written into the statement
     (doubling a quote is all a DuckDB string literal needs): made from a bound list, as from
     any query, DuckDB takes ~60 µs a name (~70 ms for a few thousand instance types), from
-    literals well under a millisecond. A column without any name (all NULL, as stock often
-    is) gets a type of one name no row has, as DuckDB cannot read a column of an ENUM type
-    without values. A name with a NUL character, which the statement's text cannot carry,
-    leaves the column text."""
+    literals well under a millisecond. Only names with a NUL character, which a statement's
+    text cannot carry, are bound. A column without any name (all NULL, as stock often is) gets
+    one name no row has: DuckDB reads no column of an ENUM type without values."""
+    names = names or [""]
+    create = f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS ENUM"
     if any("\0" in name for name in names):
-        con.execute(f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS VARCHAR")
+        con.execute(f"{create} (SELECT unnest(CAST(? AS VARCHAR[])))", [names])
         return
-    listed = ", ".join("'" + name.replace("'", "''") + "'" for name in names or [""])
-    con.execute(f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS ENUM ({listed})")
+    listed = ", ".join("'" + name.replace("'", "''") + "'" for name in names)
+    con.execute(f"{create} ({listed})")
 
 
 def _collapse(con: duckdb.DuckDBPyConnection, staged: StagedQuotes) -> None:
