@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from priceadvisor.store.ingest import _name_type
 from tests.conftest import query
 from tests.store.test_ingest import quote, run
 
@@ -57,8 +58,6 @@ def test_a_stored_name_the_snapshot_lacks_closes_its_offer(
 def test_each_name_type_is_an_enum_of_its_names_or_text() -> None:
     """What the memory saving rests on: a name column is ENUM, not VARCHAR; one without names
     gets a placeholder name (DuckDB reads no ENUM without values)."""
-    from priceadvisor.store.ingest import _name_type  # noqa: PLC0415 - the unit under test
-
     with duckdb.connect() as con:
         _name_type(con, "region", ["a", "b'c"])
         _name_type(con, "stock", [])
