@@ -27,6 +27,7 @@ fetch costs the same after a year of history as after a day.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -147,7 +148,7 @@ SELECT instance_type, gpu_name_raw, gpu_memory_gb, upper(currency),
 FROM _raw GROUP BY GROUPING SETS ((instance_type, gpu_name_raw, gpu_memory_gb), (upper(currency)))
 """
 # The same scan for the snapshot's own table (_snap), which also needs the names its ENUM types
-# list (_name_types): the currency's set carries the other names of a quote that are not part
+# list (_snapshot_values): the currency's set carries the other names of a quote that are not part
 # of a resolution key (their combinations are few: a provider's zones, pricing kinds and stock
 # levels). Its rows have _DISTINCT_SQL's columns first.
 _SNAPSHOT_DISTINCT_SQL = """
@@ -315,7 +316,7 @@ usd AS (
 """  # noqa: E501
 
 # The columns of _snap that hold names, each as an ENUM type of the snapshot's own names
-# (_name_types): one byte or two a row instead of 16 and more for a VARCHAR (~7 MB less at
+# (_snapshot_values): one byte or two a row instead of 16 and more for a VARCHAR (~7 MB less at
 # 100,000 quotes, held through the whole ingest: docs/benchmarks.md). Each type lists its names
 # sorted as DuckDB sorts the text, so ordering by such a column orders as by its text.
 _NAME_COLUMNS = ("region", "zone", "instance_type", "pricing", "currency", "gpu_model", "stock")
@@ -746,21 +747,22 @@ def _normalise(
     con: duckdb.DuckDBPyConnection, staged: StagedQuotes, manifest: Manifest, now: Any
 ) -> None:
     """The snapshot as the temp table _snap: each quote normalised, with its reject reason.
-    Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
-    batch normalises exactly as it would within the whole snapshot. Every batch's distinct
-    values are read first: _snap's name types need all the snapshot's names before its first
-    row is stored."""
+    Batch by batch, inside the ingest's transaction. Every batch's distinct values are read
+    first (_snapshot_values): _snap's name types need all the snapshot's names before its
+    first row is stored; each name is then resolved and each currency looked up once, for all
+    batches."""
     # Each batch's table is made once for both passes: staged, they are the staged tables;
     # read in place, the batches' tables exist together while the snapshot is normalised.
     tables = [staged.table(start) for start in staged.starts()] or [quotes_table([], [])]
-    scans = [_distinct(table, con, _SNAPSHOT_DISTINCT_SQL) for table in tables]
     known = _Lookups()
-    _name_types(con, scans, manifest, known)
+    keys = _snapshot_values(con, tables, manifest, known)
+    fx_table(con, now, list(known.currencies or ()))
+    resolved = resolution_table(manifest, keys, known.resolved)
     sql = _NORMALISE_FIRST_SQL
-    for table, scan in zip(tables, scans, strict=True):
-        _normalise_batch(con, table, manifest, now, sql, known, scan)
+    for table in tables:
+        _normalise_batch(con, table, manifest, now, sql, known, resolved)
         sql = _NORMALISE_MORE_SQL
-    del tables
+    del tables, resolved
     con.execute(_SPOT_CHECK_SQL)
 
 
@@ -772,25 +774,36 @@ def _distinct(table: Any, con: duckdb.DuckDBPyConnection, sql: str) -> list[tupl
     return rows
 
 
-def _name_types(
-    con: duckdb.DuckDBPyConnection,
-    scans: list[list[tuple[Any, ...]]],
-    manifest: Manifest,
-    known: _Lookups,
-) -> None:
-    """The ENUM type of each of _snap's name columns (_NAME_COLUMNS): the snapshot's distinct
-    names, the GPU models its names resolve to included (each resolved here once, for the
-    batches to read from `known`)."""
+def _snapshot_values(
+    con: duckdb.DuckDBPyConnection, tables: list[Any], manifest: Manifest, known: _Lookups
+) -> list[tuple[Any, ...]]:
+    """The snapshot's distinct resolution keys, each resolved into `known`, and its currencies
+    (`known.currencies`); makes the ENUM type of each of _snap's name columns (_NAME_COLUMNS)
+    from its names and the GPU models they resolve to. Only the distinct values of all batches
+    are kept at once (a batch's rows repeat the others' keys: at 1,000,000 quotes, holding
+    every batch's rows kept ~30 MB of Python objects)."""
     names: dict[str, set[Any]] = {column: set() for column in _NAME_COLUMNS}
-    for row in (row for scan in scans for row in scan):
-        if row[4]:
-            names["instance_type"].add(row[0])
-            names["gpu_model"].add(_resolution(manifest, row[:3], known.resolved)[3])
-        else:
-            for column, name in zip(_QUOTE_NAMES, (row[3], *row[5:]), strict=True):
-                names[column].add(name)
+    keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for table in tables:
+        for row in _distinct(table, con, _SNAPSHOT_DISTINCT_SQL):
+            if row[4]:
+                keys.setdefault(_comparable(row[:3]), row[:3])
+            else:
+                for column, name in zip(_QUOTE_NAMES, (row[3], *row[5:]), strict=True):
+                    names[column].add(name)
+    for key in keys.values():
+        names["instance_type"].add(key[0])
+        names["gpu_model"].add(_resolution(manifest, key, known.resolved)[3])
+    known.currencies = set(names["currency"])
     for column, values in names.items():
         _name_type(con, column, sorted(values - {None}))
+    return list(keys.values())
+
+
+def _comparable(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`key` as DuckDB groups it: every NaN alike (NaN is not equal to itself in Python), so
+    a key with a NaN memory read from two batches is one key, and one row of _resolved."""
+    return tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in key)
 
 
 def _name_type(con: duckdb.DuckDBPyConnection, column: str, names: list[str]) -> None:
@@ -861,23 +874,25 @@ def _normalise_batch(
     now: Any,
     sql: str,
     known: _Lookups,
-    distinct: list[tuple[Any, ...]] | None = None,
+    resolved: Any = None,
 ) -> None:
-    """`sql` over one batch's `table`; `distinct`: the batch's distinct values if read already
-    (_distinct), else read here."""
+    """`sql` over one batch's `table`. `resolved`: the resolution of every name the batch
+    has, with `_fx` made for its currencies (_normalise); else both are made here from the
+    batch's distinct values."""
     # _raw and _resolved are read by the SQL under these names: DuckDB scans a Python
     # variable of the calling function that a query names (a replacement scan). Registering
     # them would create views, and a view dropped inside the ingest's transaction keeps its
     # Arrow data alive until COMMIT (kept for a rollback): ~12 MB at 100,000 quotes held
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
     _raw = table
-    if distinct is None:
+    _resolved = resolved
+    if _resolved is None:
         distinct = con.execute(_DISTINCT_SQL).fetchall()
-    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known.resolved)
-    currencies = {r[3] for r in distinct if not r[4]}
-    if known.currencies is None or not currencies <= known.currencies:
-        known.currencies = currencies | (known.currencies or set())
-        fx_table(con, now, list(known.currencies))
+        _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known.resolved)
+        currencies = {r[3] for r in distinct if not r[4]}
+        if known.currencies is None or not currencies <= known.currencies:
+            known.currencies = currencies | (known.currencies or set())
+            fx_table(con, now, list(known.currencies))
     con.execute(sql)
     del _raw, _resolved
 
