@@ -1,7 +1,7 @@
 """Hourly ingest against a long history: CPU, wall, peak RSS and file size after N days.
 
     uv run python bench/bench_ingest_history.py [--offers 100000] [--change 0.02]
-        [--days 1,30,365] [--ingests 3] [--growth 24] [--quick]
+        [--days 1,30,365] [--ingests 3] [--growth 24] [--quick] [--block-size 16384]
 
 For each history length a fresh DuckDB file gets one provider's history as if it had been
 fetched hourly for that many days with `--change` of the prices moving each hour:
@@ -23,7 +23,8 @@ the median CPU time (process) and wall time per ingest session, its RSS holding 
 before the first ingest, and its peak RSS during the timed ingests and run starts (VmHWM,
 reset once the quotes are built; ru_maxrss would include the parent's size at fork).
 Then `--growth` more hourly ingests show how the file grows per ingest. `--quick`: 20,000
-offers, days 1 and 30, 12 growth ingests.
+offers, days 1 and 30, 12 growth ingests. `--block-size`: the block size of the fresh file and of
+its compact rewrite (DuckDB's `default_block_size`; without it DuckDB's default, 262144).
 
 Works on both schemas (single core.price_intervals table, or current/closed tables since
 migration 0040), so the same script measures the code before and after.
@@ -189,13 +190,22 @@ def compact_size(db: Path) -> float:
     copy = db.with_suffix(".compact.duckdb")
     con = duckdb.connect()
     try:
-        con.execute(f"ATTACH '{db}' AS src (READ_ONLY); ATTACH '{copy}' AS dst")
+        con.execute(
+            f"ATTACH '{db}' AS src (READ_ONLY); "
+            f"ATTACH '{copy}' AS dst (BLOCK_SIZE {block_size(db)})"
+        )
         con.execute("COPY FROM DATABASE src TO dst")
         con.execute("DETACH dst")
         return copy.stat().st_size / 2**20
     finally:
         con.close()
         copy.unlink(missing_ok=True)
+
+
+def block_size(db: Path) -> int:
+    with connections.writer(db) as con:
+        found = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()
+    return int(found[0]) if found else 0
 
 
 def proc_status_mb(field: str) -> float:
@@ -264,7 +274,8 @@ def point(tmp: Path, offers: int, days: float, args: argparse.Namespace, growth:
     after = sizes(db)
     per_ingest = (after["file_mb"] - measured["size_after_timed_mb"]) / growth if growth else 0
     print(
-        f"{days:g} days ({hours} h): {before['intervals']:,} intervals "
+        f"{days:g} days ({hours} h), {block_size(db) // 1024} KiB blocks: "
+        f"{before['intervals']:,} intervals "
         f"({before['closed']:,} closed), built in {built['build_s']:.0f} s, file "
         f"{before['file_mb']:.1f} MB ({before['free_share']:.0%} free) | hourly ingest: CPU "
         f"{measured['cpu_s']:.3f} s, wall {measured['wall_s']:.3f} s, peak RSS "
@@ -290,7 +301,10 @@ def main() -> None:
     parser.add_argument("--growth", type=int, default=24)
     parser.add_argument("--dir", type=Path, help="where the files go (default: a temp folder)")
     parser.add_argument("--quick", action="store_true", help="20,000 offers, days 1 and 30")
+    parser.add_argument("--block-size", type=int, default=0, help="of the fresh file (bytes)")
     args = parser.parse_args()
+    if args.block_size:  # DuckDB applies it to a file it creates only
+        connections.CONNECTION_CONFIG["default_block_size"] = args.block_size
     offers, days = args.offers, args.days
     growth = args.growth
     if args.quick:

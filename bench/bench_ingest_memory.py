@@ -2,7 +2,7 @@
 batches (store.ingest.HANDOFF_BATCH) beside the same ingest handed over in one go.
 
     uv run python bench/bench_ingest_memory.py [--offers 100000] [--batches 50000 0] [--pairs 3]
-        [--held]
+        [--held] [--block-size 16384]
 
 Each measurement is a fresh child process with the daemon's DuckDB and allocator bounds
 (service.daemon._bound_memory) and the modules `priceadvisor run` imports (the CLI's and the
@@ -18,7 +18,8 @@ alternately (batched, one go, batched, ...), `--pairs` times; medians at the end
 The timed result is handed over as the fetch path hands it (collect.fetch.ingest_results): its
 quotes staged (store.ingest.stage_quotes), the result holding the only list of them. With
 `--held` the benchmark keeps its own list through the ingest as well (what it did before
-staging; no adapter does).
+staging; no adapter does). `--block-size`: the block size of the fresh DuckDB file (DuckDB's
+`default_block_size`; without it DuckDB's default, 262144).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _import_as_the_daemon() -> None:
     import priceadvisor.service.web  # noqa: F401, PLC0415
 
 
-def child(offers: int, batch: int, held: bool) -> dict[str, float]:
+def child(offers: int, batch: int, held: bool, block_size: int) -> dict[str, float]:
     """One measurement, in this (fresh) process. `held`: the producer keeps its own list of
     the quotes through the ingest (no adapter does: the fetch path's result holds the only
     list); otherwise the result holds the only reference, as in the fetch path."""
@@ -85,6 +86,8 @@ def child(offers: int, batch: int, held: bool) -> dict[str, float]:
     from priceadvisor.store.runs import start_run  # noqa: PLC0415
 
     ingest_module.HANDOFF_BATCH = batch or max(offers, 1)
+    if block_size:  # DuckDB applies it to a file it creates only
+        connections.CONNECTION_CONFIG["default_block_size"] = block_size
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.duckdb"
         quotes = base_quotes(offers, 1)
@@ -106,17 +109,21 @@ def child(offers: int, batch: int, held: bool) -> dict[str, float]:
                 del quotes, handed  # as the fetch path: the list lives in the result alone
             with connections.writer(db, vacuum=vacuum) as con:
                 summary = _ingest(ingest_module, con, run_id, result)
-        assert summary.status == RunStatus.OK, summary.error
-        return {
+        measured = {
             "held": holding,
             "peak": status_mb("VmHWM"),
             "cpu": time.process_time() - cpu,
             "changed": summary.offers_changed,
         }
+        assert summary.status == RunStatus.OK, summary.error
+        with connections.writer(db) as con:  # after the figures: what the file was made with
+            found = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()
+        return measured | {"block": found[0] if found else 0}
 
 
-def measure(offers: int, batch: int, held: bool) -> dict[str, float]:
+def measure(offers: int, batch: int, held: bool, block_size: int) -> dict[str, float]:
     command = [sys.executable, __file__, "--child", str(offers), str(batch), str(int(held))]
+    command.append(str(block_size))
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"child failed:\n{done.stderr}")
@@ -135,20 +142,24 @@ def main() -> None:
     parser.add_argument(
         "--held", action="store_true", help="the producer keeps its own list of the quotes"
     )
-    parser.add_argument("--child", type=int, nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--block-size", type=int, default=0, help="block size of the fresh file (bytes)"
+    )
+    parser.add_argument("--child", type=int, nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        offers, batch, held = args.child
-        print(json.dumps(child(offers, batch, bool(held))))
+        offers, batch, held, block_size = args.child
+        print(json.dumps(child(offers, batch, bool(held), block_size)))
         return
     runs: dict[int, list[dict[str, float]]] = {batch: [] for batch in args.batches}
     for _ in range(args.pairs):
         for batch in args.batches:
-            got = measure(args.offers, batch, args.held)
+            got = measure(args.offers, batch, args.held, args.block_size)
             runs[batch].append(got)
             print(
-                f"{args.offers:,} offers, {label(batch)}: holding the quotes {got['held']:.0f} MB, "
-                f"peak {got['peak']:.0f} MB, CPU {got['cpu']:.3f} s ({got['changed']:.0f} changed)"
+                f"{args.offers:,} offers, {label(batch)}, {got['block'] / 1024:.0f} KiB blocks: "
+                f"holding the quotes {got['held']:.0f} MB, peak {got['peak']:.0f} MB, "
+                f"CPU {got['cpu']:.3f} s ({got['changed']:.0f} changed)"
                 f"; load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )

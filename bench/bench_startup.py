@@ -23,6 +23,10 @@ catalog (GPUHUNT_CATALOG_URL=file://...: `<provider>/version` and
 the benchmark database: every published on-demand and spot offer, GPU named by family (H100)
 with its memory, as gpuhunt names GPUs; all in `aws`, the other offline providers empty.
 
+--block-size BYTES: build the databases with blocks of that size (default: DuckDB's, 256 KiB).
+--compare-block-size BYTES: also build each database with blocks of that size and time the CLI
+and raw DuckDB on it too, interleaved ("CLI, N KiB blocks"): the same rows, ingested the same way.
+
 --terminal COLUMNS: every command writes to a pseudo-terminal of that width instead of
 /dev/null (the CLI then prints Rich's styled table, sized to the window), read to the end.
 
@@ -112,7 +116,12 @@ WHERE o.pricing IN ('on_demand', 'spot') AND o.price_origin = 'published'
 """
 
 
-def build(db: Path, offers: int) -> None:
+def build(db: Path, offers: int, block_size: int = 0) -> None:
+    """`block_size`: the new file's (0: DuckDB's default)."""
+    config = connections.CONNECTION_CONFIG
+    config.pop("default_block_size", None)
+    if block_size:  # DuckDB applies it to a file it creates only
+        config["default_block_size"] = block_size
     quotes, _ = next(snapshots(offers, 0.0))
     with connections.writer(db) as con:
         run_id = start_run(con, "bench")
@@ -247,7 +256,7 @@ Timings = dict[str, list[tuple[float, float]]]  # per command: (wall, CPU) of ea
 
 
 def commands(
-    db: Path, cli: Command, gpuhunt: Path | None, before: Command | None
+    db: Path, cli: Command, gpuhunt: Path | None, before: Command | None, other: int = 0
 ) -> dict[str, Command]:
     """What to time: `before` is the python and environment of the CLI before, if any; it reads
     a database its own checkout built (db with the suffix .before.duckdb). `cli` is the python
@@ -259,6 +268,11 @@ def commands(
         "CLI": ([python, *args], env),
         "raw DuckDB": ([python, "-c", RAW, str(db), sql, json.dumps(params)], env),
     }
+    if other:
+        kib = f"{other // 1024} KiB blocks"
+        alt = str(other_db(db, other))
+        chosen[f"CLI, {kib}"] = ([python, *args[:3], alt, *args[4:]], env)
+        chosen[f"raw DuckDB, {kib}"] = ([python, "-c", RAW, alt, sql, json.dumps(params)], env)
     if before is not None:
         own = str(db.with_suffix(".before.duckdb"))
         chosen["CLI before"] = ([*before[0], *args[:3], own, *args[4:]], before[1])
@@ -272,6 +286,11 @@ def commands(
         hunt_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         chosen["gpuhunt"] = ([str(gpuhunt), "-c", GPUHUNT], hunt_env | {"GPUHUNT_CATALOG_URL": url})
     return chosen
+
+
+def other_db(db: Path, block_size: int) -> Path:
+    """The database of `--compare-block-size`: the same rows in a file of that block size."""
+    return db.with_suffix(f".b{block_size}.duckdb")
 
 
 def compare(chosen: dict[str, Command], runs: int, terminal: int = 0) -> Timings:
@@ -320,6 +339,10 @@ def main() -> None:
     parser.add_argument(
         "--editable-venv", action="store_true", help="time this checkout's .venv, not an install"
     )
+    parser.add_argument("--block-size", type=int, default=0, help="of the databases (bytes)")
+    parser.add_argument(
+        "--compare-block-size", type=int, default=0, help="also time files of this block size"
+    )
     args = parser.parse_args()
     sizes, runs = ([10_000], 3) if args.quick else (args.offers, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -332,10 +355,15 @@ def main() -> None:
             before = ([before_python], installed_env(args.before))
         for offers in sizes:
             db = Path(tmp) / f"offers-{offers}.duckdb"
-            build(db, offers)
+            if args.compare_block_size:
+                build(other_db(db, args.compare_block_size), offers, args.compare_block_size)
+            build(db, offers, args.block_size)
             if before is not None:
                 build_before(before, db.with_suffix(".before.duckdb"), offers)
-            chosen = commands(db, cli, args.gpuhunt_python, before)
+            chosen = commands(db, cli, args.gpuhunt_python, before, args.compare_block_size)
+            if args.compare_block_size:
+                files = (db, other_db(db, args.compare_block_size))
+                print(f"files: {', '.join(f'{f.stat().st_size / 2**20:.1f} MB' for f in files)}")
             report(offers, compare(chosen, runs, args.terminal))
 
 

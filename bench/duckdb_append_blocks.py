@@ -5,9 +5,12 @@ A table of 38 columns (30 DOUBLE, 7 VARCHAR and the row number, as wide as the s
 then appends a few rows in one transaction, as an hourly ingest appends its changed prices.
 Printed: DuckDB's own accounting (`duckdb_memory()`) and the RSS the append left, both after
 DuckDB's freed pages are returned (its jemalloc's purge), for a last row group that is partly
-full and one that is exactly full (the append then starts a new row group).
+full and one that is exactly full (the append then starts a new row group). `--block-sizes`: the
+files' block sizes (DuckDB's `default_block_size`, applied to the new file; default 262144, DuckDB's
+own).
 
-    ./uvw run --locked python bench/duckdb_append_blocks.py --rows 100000 122880 --append 2000
+    ./uvw run --locked python bench/duckdb_append_blocks.py --rows 100000 122880 --append 2000 \
+        [--block-sizes 262144 65536 16384]
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ def columns() -> str:
     return f"i, {numbers}, {names}"
 
 
-def measure(db: Path, rows: int, append: int) -> tuple[float, float]:
-    with duckdb.connect(str(db), config=CONFIG) as con:
+def measure(db: Path, rows: int, append: int, block_size: int) -> tuple[float, float]:
+    with duckdb.connect(str(db), config={**CONFIG, "default_block_size": block_size}) as con:
         con.execute(f"CREATE TABLE t AS SELECT {columns()} FROM range({rows}) r(i)")
         con.execute("CHECKPOINT")
     with duckdb.connect(str(db), config=CONFIG) as con:
@@ -64,16 +67,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 122_880])
     parser.add_argument("--append", type=int, nargs="+", default=[1, 2000])
+    parser.add_argument("--block-sizes", type=int, nargs="+", default=[262_144])
     args = parser.parse_args()
     print(f"duckdb {duckdb.__version__}")
-    for rows in args.rows:
-        for append in args.append:
-            with tempfile.TemporaryDirectory() as tmp:
-                accounted, grown = measure(Path(tmp) / "t.duckdb", rows, append)
-            print(
-                f"{rows:,} rows checkpointed, {append:,} appended: IN_MEMORY_TABLE "
-                f"{accounted:.1f} MB, RSS +{grown:.1f} MB until the next checkpoint"
-            )
+    for block_size in args.block_sizes:
+        for rows in args.rows:
+            for append in args.append:
+                with tempfile.TemporaryDirectory() as tmp:
+                    accounted, grown = measure(Path(tmp) / "t.duckdb", rows, append, block_size)
+                print(
+                    f"{block_size // 1024} KiB blocks, {rows:,} rows checkpointed, {append:,} "
+                    f"appended: IN_MEMORY_TABLE {accounted:.1f} MB, RSS +{grown:.1f} MB until "
+                    "the next checkpoint"
+                )
 
 
 if __name__ == "__main__":

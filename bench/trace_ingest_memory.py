@@ -7,6 +7,9 @@ session's closing CHECKPOINT is one line of its own, measured after the ingest h
 (its freed pages returned to the system, as `ingest` does). Linux only (/proc/self).
 
     ./uvw run --locked python bench/trace_ingest_memory.py --offers 100000 [--top 12]
+        [--block-size 262144]
+
+`--block-size`: the block size of the fresh DuckDB file (default: DuckDB's, 262144).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class TracedConnection:
         return result
 
 
-def trace(offers: int) -> list[Step]:
+def trace(offers: int, block_size: int) -> list[Step]:
     from priceadvisor.service.daemon import _bound_memory  # noqa: PLC0415
 
     _bound_memory()
@@ -57,6 +60,8 @@ def trace(offers: int) -> list[Step]:
     from priceadvisor.store.runs import start_run  # noqa: PLC0415
 
     ingest.HANDOFF_BATCH = 50_000
+    if block_size:  # DuckDB applies it to a file it creates only
+        connections.CONNECTION_CONFIG["default_block_size"] = block_size
     steps: list[Step] = []
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "trace.duckdb"
@@ -91,8 +96,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--offers", type=int, default=100_000)
     parser.add_argument("--top", type=int, default=0, help="only the N highest peaks")
+    parser.add_argument("--block-size", type=int, default=0, help="of the fresh file (bytes)")
     args = parser.parse_args()
-    steps = trace(args.offers)
+    steps = trace(args.offers, args.block_size)
     shown = sorted(steps, key=lambda s: -s[1])[: args.top] if args.top else steps
     print(f"{'start':>7} {'peak':>7} {'after':>7}  statement (MB, {args.offers:,} offers)")
     for before, peak, after, label in shown:

@@ -89,3 +89,12 @@ def test_end_to_end_the_statistic_is_market_priced_not_rentable(db_path: Path) -
         db_path, "SELECT gpu_model, pricing, price_date FROM offers WHERE provider = 'akash'"
     )
     assert (model, pricing) == ("H100-SXM-80GB", "market") and str(day) in days
+
+
+def test_quoted_free_gpus_and_bid_counts_are_read_as_their_numbers() -> None:
+    sold_out = copy.deepcopy(H100) | {"availability": {"total": "68", "available": "0"}}
+    [quote] = parse_models({"models": [sold_out | {"bidCount": "3089"}]}, "d", "u").quotes
+    assert (quote.available, quote.offer_count) == (False, 3089)
+    vague = copy.deepcopy(H100) | {"availability": {"available": "many"}, "bidCount": True}
+    [quote] = parse_models({"models": [vague]}, "d", "u").quotes
+    assert (quote.available, quote.offer_count) == (None, None)

@@ -144,3 +144,27 @@ def test_an_on_demand_cell_saying_coming_soon_is_counted_as_such() -> None:
     page = parse_page(html, "u")
     assert page.skipped["rows without an on-demand price (coming soon)"] == 1
     assert "Small 1x NVIDIA L40S - 48GB" not in offers(html)
+
+
+@pytest.mark.parametrize("words", ["Coming soon", "Sold out", "Contact sales"])
+def test_a_row_not_offered_in_its_own_words_has_no_commitment_offers_either(words: str) -> None:
+    # The Small row is the one with commitment terms in the recording: its on-demand cell now
+    # says it is not offered (the hidden monthly copy left as it was), so none of its prices is
+    # an offer: a team must not be advised to commit to a GPU the provider does not offer.
+    html = HTML.replace(SMALL_ON_DEMAND, f'<div class="price-value">{words}', 1)
+    assert html != HTML
+    page = parse_page(html, "u")
+    assert not [q for q in page.quotes if q.instance_type.startswith("Small ")]
+    assert page.skipped[f"rows without an on-demand price ({words.lower()})"] == 1
+    assert page.skipped[f"commitment terms of rows not offered ({words.lower()})"] == 4
+    assert list(offers(html)) == ["Medium 2x NVIDIA L40S - 48GB"]
+
+
+def test_a_row_not_offered_whose_whole_cell_says_so_has_no_commitment_offers() -> None:
+    # The hourly and the hidden monthly copy both replaced by the words.
+    cell = re.search(r'<td data-title="On-demand price".*?</td>', HTML, re.S)
+    assert cell is not None
+    sold_out = '<td data-title="On-demand price" class="pricing-data">Sold out</td>'
+    page = parse_page(HTML.replace(cell.group(), sold_out, 1), "u")
+    assert not [q for q in page.quotes if q.instance_type.startswith("Small ")]
+    assert page.skipped["commitment terms of rows not offered (sold out)"] == 4

@@ -83,10 +83,23 @@ def test_a_renamed_price_or_a_bad_count_is_refused() -> None:
     variant["price_per_hour"] = variant.pop("cost_per_hour")
     with pytest.raises(SourceFormatError, match="cost_per_hour"):
         quotes(renamed)
-    bad = load()
-    bad["data"]["instance_types"][0]["variants"][0]["nodes_per_dc"]["us-east-nc-nr-1"] = "5"
-    with pytest.raises(SourceFormatError, match="non-number count"):
-        quotes(bad)
+    for count in ("five", "", "-1", "1.5", True):
+        bad = load()
+        bad["data"]["instance_types"][0]["variants"][0]["nodes_per_dc"]["us-east-nc-nr-1"] = count
+        with pytest.raises(SourceFormatError, match="not a count"):
+            quotes(bad)
+
+
+def test_quoted_node_counts_are_read_as_their_numbers() -> None:
+    """A quoted "0" free is sold out, as 0 is; it once failed the run as no number."""
+    document = load()
+    variant = document["data"]["instance_types"][0]["variants"][0]
+    variant["nodes_per_dc"] = {k: str(v) for k, v in variant["nodes_per_dc"].items()}
+    variant["available_nodes_per_dc"] = {k: "0" for k in variant["available_nodes_per_dc"]}
+    found = quotes(document)
+    assert len([t for t, _ in found if t == "rtx49-8c-nr.1"]) == 3  # "5", "3", "2" nodes
+    assert found["rtx49-8c-nr.1", "us-east-nc-nr-1"].available is False
+    assert found["rtx49-8c-nr.1", "eu-central-it-gv-1"].available is False
 
 
 def test_disabled_by_default_until_a_response_is_recorded() -> None:

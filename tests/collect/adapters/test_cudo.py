@@ -106,3 +106,17 @@ def test_a_unit_price_without_its_value_wrapper_is_read() -> None:
     bare = wrapped | {k: wrapped[k]["value"] for k in ("gpuPriceHr", "vcpuPriceHr")}
     bare["memoryGibPriceHr"] = 0.0034
     assert node_price(bare, 1, 8, 30) == node_price(wrapped, 1, 8, 30) == 0.6388
+
+
+def test_quoted_free_counts_are_read_as_their_numbers() -> None:
+    quoted = entry("RTX A5000") | {
+        "maxGpuFree": "4",
+        "maxVcpuFree": "76",
+        "maxMemoryGibFree": "227",
+    }
+    available = {q.gpu_count: q.available for q in offers(quoted, SHAPE, "u")}
+    assert available == {1.0: True, 2.0: True, 4.0: True, 8.0: False}
+    sold_out = entry("RTX A5000") | {"maxGpuFree": "0"}
+    assert {(q.available, q.stock) for q in offers(sold_out, SHAPE, "u")} == {(False, "0")}
+    vague = entry("RTX A5000") | {"maxGpuFree": "plenty"}
+    assert {(q.available, q.stock) for q in offers(vague, SHAPE, "u")} == {(None, None)}

@@ -122,3 +122,11 @@ def test_a_cursor_that_repeats_fails_the_run() -> None:
     adapter = GpuAiAdapter(manifest("gpuai"), {"pricing": "https://x/v1/pricing"})
     with pytest.raises(SourceFormatError, match="repeats an earlier cursor"):
         asyncio.run(adapter.fetch(LoopingSource(), lambda _: None))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("count", "available"), [("0", False), ("92", True), (" 1 ", True), ("N/A", None), ("", None)]
+)
+def test_a_quoted_available_count_is_read_as_its_number(count: str, available: bool) -> None:
+    """A quoted "0" is sold out, as 0 is; a word that is no count says nothing."""
+    assert parse_row(row("7ea6d8fdc2a7") | {"available": count}, "u").available is available

@@ -124,3 +124,34 @@ def test_a_stock_count_that_is_not_a_number_says_nothing() -> None:
     [option] = [o for o in options() if o["gpuFormFactor"] == "pcie"]
     assert parse_option(option | {"totalAvailable": True}, "u").available is None
     assert parse_option(option | {"totalAvailable": 0}, "u").available is False
+
+
+@pytest.mark.parametrize(("count", "available"), [("0", False), ("2", True), (" 2 ", True)])
+def test_a_quoted_stock_count_is_read_as_its_number(count: str, available: bool) -> None:
+    [option] = [o for o in options() if o["gpuFormFactor"] == "pcie"]
+    quote = parse_option(option | {"totalAvailable": count}, "u")
+    assert (quote.available, quote.stock) == (available, count.strip())
+
+
+@pytest.mark.parametrize("count", ["many", "", "N/A", "-1", "1.5"])
+def test_a_stock_word_that_is_no_count_is_unknown_like_a_missing_one(count: str) -> None:
+    [option] = [o for o in options() if o["gpuFormFactor"] == "pcie"]
+    quote = parse_option(option | {"totalAvailable": count}, "u")
+    assert (quote.available, quote.stock) == (None, None)
+
+
+def test_a_quoted_zero_stock_is_stored_as_sold_out(db_path: Path) -> None:
+    """The capture's only stocked option (ca-east-1, totalAvailable 2) served as "0"."""
+    document = json.loads(RECORDING.read_text())
+    for option in document:
+        if option["region"] == "ca-east-1":
+            option["totalAvailable"] = "0"
+    body = json.dumps(document).encode()
+
+    def quoted(path: str, q: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
+        return 200, {"Content-Type": "application/json"}, body
+
+    summary = fetch_locally(db_path, "hyperbolic", faults=[quoted])["hyperbolic"]
+    assert summary.status is RunStatus.OK and summary.offers_seen == 11
+    rows = query(db_path, "SELECT available, stock FROM offers WHERE region = 'ca-east-1'")
+    assert rows == [(False, "0")]

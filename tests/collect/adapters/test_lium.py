@@ -120,3 +120,12 @@ def test_end_to_end_through_a_local_server(db_path: Path) -> None:
         db_path, "SELECT DISTINCT country, continent FROM offers WHERE zone = 'US-MS'"
     )
     assert (country, continent) == ("US", "NA")
+
+
+def test_quoted_gpu_counts_are_read_as_their_numbers() -> None:
+    quoted = {"gpu_count": "8", "available_gpu_count": "4", "min_rentable_gpu_count": "1"}
+    h200 = sorted(t for z, t, p in offers(feed(n1=quoted)) if t.startswith("H200"))
+    assert h200 == ["H200 x1", "H200 x2", "H200 x4"]
+    rented = parse_feed(feed(n1={"available_gpu_count": "0"}), "u")
+    assert rented.skipped[NOT_RENTABLE] == 2
+    assert not any(q.gpu_name_raw == "H200" for q in rented.quotes)

@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from priceadvisor.collect.adapters.base import SourceFormatError
-from priceadvisor.collect.adapters.quantacloud import is_mig, parse_offer, parse_page
+from priceadvisor.collect.adapters.quantacloud import (
+    is_mig,
+    parse_families,
+    parse_offer,
+    parse_page,
+)
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
 from tests.conftest import query
@@ -128,3 +133,15 @@ def test_empty_listing_while_families_report_stock_fails(db_path: Path) -> None:
     summary = result["quantacloud"]
     assert summary.status is RunStatus.FAILED
     assert "gpu-families reports 15 GPUs available" in (summary.error or "")
+
+
+def test_quoted_family_counts_are_read_and_unreadable_ones_fail() -> None:
+    """An unreadable count read as 0 would pass an empty listing as "sold out"."""
+    families = load("gpu-families.json")
+    for family in families["data"]:
+        family["availableCount"] = str(family["availableCount"])
+    assert parse_families(families) == 15
+    for count in (None, "many", "", "-1", True):
+        families["data"][0]["availableCount"] = count
+        with pytest.raises(SourceFormatError, match="availableCount"):
+            parse_families(families)

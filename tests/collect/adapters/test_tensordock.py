@@ -89,3 +89,14 @@ def test_an_answer_that_is_not_json_fails_the_run_with_the_reason(db_path: Path)
 
     summary = fetch_locally(db_path, "tensordock", faults=[maintenance])["tensordock"]
     assert summary.status is RunStatus.FAILED and "invalid JSON" in (summary.error or "")
+
+
+@pytest.mark.parametrize(("count", "free"), [("0", set()), ("2", {1, 2}), ("N/A", None)])
+def test_a_quoted_max_count_is_read_as_its_number(count: str, free: set[int] | None) -> None:
+    location, h100 = gpu_at("Austin")
+    quotes = offers(location, h100 | {"max_count": count}, SHAPE, "u")
+    if free is None:
+        assert {(q.available, q.stock) for q in quotes} == {(None, None)}
+    else:
+        assert {q.gpu_count for q in quotes if q.available} == free
+        assert {q.stock for q in quotes} == {count}

@@ -13,11 +13,13 @@ from priceadvisor.collect.adapters.vultr import (
     parse_metal_plan,
     parse_result_page,
 )
+from priceadvisor.collect.fetch import run_cycle
 from priceadvisor.manifest import manifest
 from priceadvisor.records import RunStatus
 from priceadvisor.resources import recordings_dir
+from priceadvisor.service.stores import configured_store
 from tests.conftest import query
-from tests.localserver import fetch_locally
+from tests.localserver import Fault, fetch_locally, local_settings, serving
 
 FOLDER = recordings_dir() / "vultr"
 MEMORY = {k: float(v) for k, v in manifest("vultr").source["gpu_memory_gb"].items()}
@@ -155,3 +157,50 @@ def test_a_location_price_overrides_the_plans() -> None:
     found = {(q.region, q.pricing): q.price for q in parse_metal_plan(overridden, "u")}
     assert found["ord", "on_demand"] == 25.5 and found["ord", "spot"] == 19.0
     assert found["sea", "on_demand"] == 23.92 and found["sea", "spot"] == 18.4
+
+
+def without_locations(name: str, key: str, emptied: set[str] | None = None) -> Fault:
+    """A fault serving the recording `name` with the `locations` of the GPU plans in `emptied`
+    (every plan naming a GPU when None) as the empty list."""
+    document = json.loads((FOLDER / name).read_text())
+    for plan in document[key]:
+        gpu = plan.get("gpu_type") or "gpu" in plan["id"]
+        if (emptied is None and gpu) or plan["id"] in (emptied or set()):
+            plan["locations"] = []
+    body = json.dumps(document).encode()
+
+    def serve(path: str, q: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
+        wanted = "/v2/plans" if key == "plans" else "/v2/plans-metal"
+        return (200, {"Content-Type": "application/json"}, body) if path == wanted else None
+
+    return serve
+
+
+def fetch_with_progress(db_path: Path, *faults: Fault) -> tuple[Any, list[str]]:
+    messages: list[str] = []
+    with serving("vultr") as server:
+        server.faults.extend(faults)
+        settings = local_settings(db_path, server)
+        [summary] = run_cycle(
+            settings,
+            configured_store(settings),
+            ["vultr"],
+            False,
+            lambda _, message: messages.append(message),
+        )
+    return summary, messages
+
+
+def test_a_gpu_plan_listing_no_location_is_counted_as_left_out(db_path: Path) -> None:
+    fault = without_locations("plans.json", "plans", {A100_CLOUD})
+    summary, messages = fetch_with_progress(db_path, fault)
+    assert summary.status is RunStatus.OK and summary.offers_seen == 18 - 2  # ewr and fra
+    assert any("1 GPU plans listing no location" in m for m in messages), messages
+
+
+def test_every_gpu_plan_listing_no_location_fails_the_run_saying_so(db_path: Path) -> None:
+    cloud = without_locations("plans.json", "plans")
+    metal = without_locations("plans-metal.json", "plans_metal")
+    summary, _ = fetch_with_progress(db_path, cloud, metal)
+    assert summary.status is RunStatus.FAILED and summary.offers_seen == 0
+    assert summary.error is not None and "no location" in summary.error

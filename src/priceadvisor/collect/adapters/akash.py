@@ -20,7 +20,8 @@ Identity: (vendor, model, memory, interface), with the interface upper-cased bec
 labels are lower-case ("sxm") and the same model comes with different interfaces and memory.
 A model whose `price` is null has no bids: counted and left out. A model lacking a field above,
 a price without `med` or `currency`, or a document without `models` fails the run.
-`availability.available` of 0 stores the statistic as not available.
+`availability.available` of 0 (or "0") stores the statistic as not available; one that is no
+whole count leaves it unknown. `bidCount` may be quoted too.
 
 Uncertain: one capture, of the H100 only, taken with the undocumented `?debug=true` (which adds
 `providersWithBestBid`); the adapter requests without it and reads none of the debug fields.
@@ -39,7 +40,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     exact_price,
-    json_number,
+    json_count,
     json_object,
     json_records,
 )
@@ -79,8 +80,8 @@ def model_quote(model: dict[str, Any], day: str, url: str) -> RawQuote:
     price = model["price"]
     if not isinstance(price, dict) or STATISTIC not in price or "currency" not in price:
         raise SourceFormatError(f"{_name(model)}: price is not {{currency, {STATISTIC}, …}}")
-    free = json_number(json_object(model, "availability").get("available"))
-    bids = json_number(model.get("bidCount"))
+    free = json_count(json_object(model, "availability").get("available"))
+    bids = json_count(model.get("bidCount"))
     return RawQuote(
         region="global",
         instance_type=f"{_name(model)} {model['ram']}",
@@ -93,7 +94,7 @@ def model_quote(model: dict[str, Any], day: str, url: str) -> RawQuote:
         gpu_memory_gb=memory_gb(model["ram"]),
         available=free > 0 if free is not None else None,
         source_url=url,
-        offer_count=int(bids) if bids is not None else None,
+        offer_count=bids,
         price_median=exact_price(price[STATISTIC]),
         price_date=day,
     )

@@ -7,6 +7,8 @@ Normalisation (GPU names, regions, currency, per-GPU prices) and validation happ
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from priceadvisor.manifest import Manifest
 from priceadvisor.records import ApiPrice, FxRate, RawQuote
 
 ProgressCallback = Callable[[str], None]
+_COUNT_TEXT = re.compile(r"[0-9]+(?:\.0+)?")
 __all__ = ["Adapter", "AdapterOutput", "SourceFormatError", "require_complete_html"]
 
 
@@ -173,7 +176,27 @@ def json_number(value: Any) -> float | None:
     return float(value)
 
 
+def json_count(value: Any) -> int | None:
+    """A count of things (GPUs free, bids) given as a whole, non-negative JSON number or as the
+    same number quoted ("3", " 0 "; some APIs quote every number). None for anything else, so
+    "many", "", "N/A", a fraction, a negative, NaN or a boolean (an int in Python) never
+    becomes a count."""
+    if isinstance(value, str):
+        value = _count_text(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
+
+
+def _count_text(text: str) -> float | None:
+    # Plain ASCII digits only: float() alone would also take "nan", "1e3", "1_0" and "+3".
+    stripped = text.strip()
+    return float(stripped) if _COUNT_TEXT.fullmatch(stripped) else None
+
+
 def gpus_free(value: Any) -> str | None:
     """A source's count of GPUs free now as a stock level ("8"), or None when it gives none."""
-    number = json_number(value)
-    return None if number is None or number < 0 else str(int(number))
+    count = json_count(value)
+    return None if count is None else str(count)

@@ -15,19 +15,27 @@ storage, ...): only tables inside the element with id `nvidia-gpus` are read (th
 two), and only those whose headers mean "Size" and "On-demand". The monthly copies are hidden
 and not read; an on-demand price not per hour fails the run. A row whose on-demand cell says
 "N/A" (B200 today: the headline $3.79 is its 36-month term) has no on-demand offer: counted.
-A row whose Size cell states no "N x GPU" fails the run.
+A row whose on-demand cell says anything else that is not a price ("Coming soon", "Sold out",
+"Contact sales", a dash) is not offered, in the provider's own words: neither its on-demand
+cell nor any of its commitment terms is an offer (each counted by those words), so no team is
+told to commit to a GPU Civo does not offer. A row whose Size cell states no "N x GPU" fails
+the run.
 
 Commitments: the Commitment cell (the column headed "Commitment") holds one div per term,
 `id="6_months"` … `id="36_months"`, all but the selected one hidden by the page's term picker,
 each with an hourly and a monthly price: read from the unfiltered markup (hidden is how the
 picker works, not "not offered") and stored as pricing `reserved` with `term_months` and the
-monthly payment ($0.89/hour and $649.70/month for 1 x L40S over 36 months). A term whose hourly
+monthly payment ($0.89/hour and $649.70/month for 1 x L40S over 36 months), unless the row's
+on-demand cell says it is not offered (above): the cell is read as shown, its hidden monthly
+copy left out, so "Sold out" over a stale hidden price still means sold out. A term whose hourly
 price is not per hour fails the run, and so does a priced Commitment cell with no term in it.
 
-Uncertain: only the L40S table was captured; the A100, H100, H200 and B200 tables are read on
-the assumption that they share its markup. The page names no region although Civo runs several
-(LON1, FRA1, NYC1, ...), and GPU stock differs between them: one global list, availability
-unknown.
+Uncertain: only the L40S table was captured, and every row in it is priced: how the live page
+writes a row that is not offered has not been seen (the words are read wherever the on-demand
+cell shows them; a term div saying such words itself is not looked for). The A100, H100, H200
+and B200 tables are read on the assumption that they share the L40S table's markup. The page
+names no region although Civo runs several (LON1, FRA1, NYC1, ...), and GPU stock differs
+between them: one global list, availability unknown.
 """
 
 from __future__ import annotations
@@ -87,41 +95,55 @@ def parse_page(html: str, url: str) -> ParsedPage:
             quote = _row_quote(record, url, page)
             if quote is not None:
                 page.quotes.append(quote)
-    page.quotes += commitment_quotes(html, url)
+    read_commitments(html, url, page)
     return page
 
 
 _TERM_ID = re.compile(r"^(\d+)_months?$")
 
 
-def commitment_quotes(html: str, url: str) -> list[RawQuote]:
-    """Every term of every GPU row's Commitment cell, hidden terms included."""
+def read_commitments(html: str, url: str, page: ParsedPage) -> None:
+    """Every term of every GPU row's Commitment cell, hidden terms included, into `page`."""
     section = BeautifulSoup(html, "html.parser").find(id=SECTION_ID)
-    tables = section.find_all("table") if isinstance(section, Tag) else []
-    return [quote for table in tables for quote in _table_terms(table, url)]
+    for table in section.find_all("table") if isinstance(section, Tag) else []:
+        _table_terms(table, url, page)
 
 
-def _table_terms(table: Tag, url: str) -> list[RawQuote]:
+def _table_terms(table: Tag, url: str, page: ParsedPage) -> None:
     """The commitment terms of one table, its cells found by their column's header (the
     `data-title` attributes are styling for narrow screens, not something to rely on)."""
     headers = [text_of(th) for th in table.find_all("th")]
     columns = _header_columns(headers)
     if "size" not in columns or "commitment" not in columns:
-        return []
-    quotes: list[RawQuote] = []
+        return
     for row in table.find_all("tr"):
         cells = row.find_all("td", recursive=False)
-        if len(cells) != len(headers):
-            if row.find("div", id=_TERM_ID):
-                raise SourceFormatError("a row with commitment terms does not match the headers")
-            continue  # the header row, or a row cut short with no terms in it
-        record = {name: text_of(cells[i]) for name, i in columns.items()}
-        terms = cells[columns["commitment"]].find_all("div", id=_TERM_ID)
-        if not terms and "$" in record["commitment"]:
-            raise SourceFormatError(f"a commitment price with no term: {record['commitment']!r}")
-        base = _hardware_quote(record["size"], record, url)
-        quotes += [_term_quote(base, div) for div in terms]
-    return quotes
+        if len(cells) == len(headers):
+            _row_terms(cells, columns, url, page)
+        elif row.find("div", id=_TERM_ID):
+            raise SourceFormatError("a row with commitment terms does not match the headers")
+        # else: the header row, or a row cut short with no terms in it
+
+
+def _row_terms(cells: list[Tag], columns: dict[str, int], url: str, page: ParsedPage) -> None:
+    """A row's commitment terms as offers, unless its on-demand cell says the row is not
+    offered: then none of its terms is one either (counted)."""
+    record = {name: text_of(cells[i]) for name, i in columns.items()}
+    terms = cells[columns["commitment"]].find_all("div", id=_TERM_ID)
+    if not terms and "$" in record["commitment"]:
+        raise SourceFormatError(f"a commitment price with no term: {record['commitment']!r}")
+    shown = _visible_text(cells[columns["on_demand"]]) if "on_demand" in columns else ""
+    words = not_offered_words(shown)
+    if words is not None:
+        page.skipped[f"commitment terms of rows not offered ({words})"] += len(terms)
+        return
+    base = _hardware_quote(record["size"], record, url)
+    page.quotes += [_term_quote(base, div) for div in terms]
+
+
+def _visible_text(cell: Tag) -> str:
+    """The cell as a reader sees it: without the hidden monthly copy."""
+    return text_of(visible_soup(str(cell)))
 
 
 def _header_columns(headers: list[str]) -> dict[str, int]:
@@ -163,11 +185,11 @@ def _row_quote(record: dict[str, str], url: str, page: ParsedPage) -> RawQuote |
         raise SourceFormatError(f"cannot read 'N x GPU' in the size {record['size']!r}")
     price = on_demand_price(record["on_demand"])
     if price is None:
-        stated = _UNIT_LABEL.sub("", record["on_demand"]).strip()
-        if stated.upper() in ("N/A", "NA", ""):
+        words = not_offered_words(record["on_demand"])
+        if words is None:
             page.skipped["commitment-only rows (no on-demand price)"] += 1
-        else:  # "Coming soon", "Sold out", "Contact sales": no offer, said so in its own words
-            page.skipped[f"rows without an on-demand price ({stated.lower()})"] += 1
+        else:
+            page.skipped[f"rows without an on-demand price ({words})"] += 1
         return None
     if price.period != "hour" or price.floor or price.other_unit or price.per_gpu:
         raise SourceFormatError(f"not an instance-hour price: {record['on_demand']!r}")
@@ -213,6 +235,19 @@ def on_demand_price(text: str) -> Price | None:
     if "$" not in text:
         return parse_price(_UNIT_LABEL.sub("", text).strip())
     return parse_price(text)
+
+
+_NO_ON_DEMAND = ("N/A", "NA", "")
+
+
+def not_offered_words(on_demand: str) -> str | None:
+    """The words of an unpriced on-demand cell that says the row is not offered ("coming
+    soon", "sold out", "contact sales"); None for a price, and for "N/A" or nothing (a
+    commitment-only row, whose terms are offers: B200)."""
+    if on_demand_price(on_demand) is not None:
+        return None
+    stated = _UNIT_LABEL.sub("", on_demand).strip()
+    return None if stated.upper() in _NO_ON_DEMAND else stated.lower()
 
 
 def _number(text: str | None) -> float | None:

@@ -34,6 +34,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     exact_price,
+    json_count,
     json_number,
     json_object,
     json_records,
@@ -113,13 +114,16 @@ def _quote(
     )
 
 
-def _counts(variant: dict[str, Any], key: str) -> dict[str, float]:
-    """A {datacenter: count} map; a count that is not a number is a format error."""
+def _counts(variant: dict[str, Any], key: str) -> dict[str, int]:
+    """A {datacenter: count} map; a quoted count is read as its number, and anything that is no
+    whole count ("many", 1.5, -1) is a format error."""
     counts = json_object(variant, key)
-    out = {}
+    out: dict[str, int] = {}
     for datacenter, value in counts.items():
-        number = json_number(value)
+        number = json_count(value)
         if number is None:
-            raise SourceFormatError(f"{key} of {variant['name']!r} has a non-number count")
+            raise SourceFormatError(
+                f"{key} of {variant['name']!r} has {value!r} for {datacenter}, not a count"
+            )
         out[str(datacenter)] = number
     return out

@@ -15,7 +15,8 @@ ratios), priced per node as GPUs × GPU price + vCPUs × vCPU price + GiB × mem
 decimal arithmetic; the offer records the vCPUs and RAM it was priced with. Boot disk and IPv4
 are extra, as storage is everywhere else. Machine types without a GPU are counted in the
 progress line and left out. An offer is available when one host has its GPUs, vCPUs and memory
-free (each of the three `max*Free` that the source gives; unknown without `maxGpuFree`); a unit
+free (each of the three `max*Free` that the source gives, quoted or not; unknown without a
+readable `maxGpuFree`); a unit
 price is read from `{"value": "0.52"}` or, should the wrapper go, a bare decimal string or
 number.
 
@@ -37,6 +38,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     gpus_free,
+    json_count,
     json_number,
     json_object,
     sum_of_units,
@@ -47,7 +49,8 @@ from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 REQUIRED = ("dataCenterId", "machineType", "gpuModel", "gpuPriceHr", "vcpuPriceHr")
 NO_GPU = "machine types without a GPU"
-# offer amount → the source's "most free on one host" field for it
+# offer amount → the source's "most free on one host" field for it (integers in CUDO's
+# published API client, so read as counts)
 _FREE = {"gpus": "maxGpuFree", "vcpus": "maxVcpuFree", "memory": "maxMemoryGibFree"}
 
 
@@ -130,7 +133,7 @@ def _unit_price(entry: dict[str, Any], key: str) -> Any:
 def fits_one_host(entry: dict[str, Any], needs: dict[str, int]) -> bool | None:
     """Whether one host has every amount free that the source states; None when it does not
     say how many GPUs are free."""
-    known = {k: json_number(entry.get(field)) for k, field in _FREE.items()}
+    known = {k: json_count(entry.get(field)) for k, field in _FREE.items()}
     if known["gpus"] is None:
         return None
     return all(needs[k] <= free for k, free in known.items() if free is not None)

@@ -16,7 +16,8 @@ is $50.62, $6.33 per GPU), so it is stored per node and the core divides. Pages 
 rows already served: rows are deduplicated by `offering_id` (the first seen is kept) and the
 replays counted in the progress line. An empty `capacity_class` falls back to the `community`
 flag. Rows with
-`available: 0` are sold out (the API leaves them out unless asked). A tier other than
+`available: 0` (or "0") are sold out (the API leaves them out unless asked); an `available`
+that is no whole count leaves availability unknown. A tier other than
 on-demand or spot, a page without `data`, a cursor that repeats or a walk longer than
 MAX_PAGES fails the run. The demo host `api.demo.gpu.ai` in the OpenAPI document is never used.
 
@@ -38,6 +39,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     exact_price,
+    json_count,
     json_number,
     json_records,
 )
@@ -104,7 +106,7 @@ def parse_rows(pages: list[list[dict[str, Any]]], url: str) -> ParsedPage:
 
 
 def parse_row(row: dict[str, Any], url: str) -> RawQuote:
-    available = json_number(row["available"])
+    available = json_count(row["available"])
     return RawQuote(
         region=str(row["region"] or ""),
         instance_type=instance_type(row),

@@ -12,8 +12,10 @@ gpuCount in the core. `providerCostPerHourCents` is Hyperbolic's supplier cost: 
 price (and may even exceed the customer price) but is never read. The same chip is sold in
 several regions at different prices, and PCIe and SXM parts are different products, so the
 form factor, count, machine type and fabric are all part of the offer's identity. A missing
-`totalAvailable` means unknown, not sold out. The vCPUs and RAM of an option are summed over its
-`nodes` (a list: every capture has one node per option, whose `gpuCount` equals the option's).
+`totalAvailable` means unknown, not sold out; a quoted one ("0") is read as its number, and one
+that is no whole count ("many", -1) is unknown too. The vCPUs and RAM of an option are summed
+over its `nodes` (a list: every capture has one node per option, whose `gpuCount` equals the
+option's).
 
 Uncertain: whether `totalAvailable` counts GPUs or whole options is not documented (the capture
 has it on one 1-GPU option only); it is stored as the stock level as given, and any positive
@@ -33,6 +35,7 @@ from priceadvisor.collect.adapters.base import (
     SourceFormatError,
     exact_price,
     gpus_free,
+    json_count,
     json_number,
     json_records,
 )
@@ -127,5 +130,5 @@ def _over_nodes(option: dict[str, Any], *keys: str) -> float | None:
 
 
 def _positive(value: Any) -> bool | None:
-    number = json_number(value)
-    return None if number is None else number > 0
+    count = json_count(value)
+    return None if count is None else count > 0

@@ -17,8 +17,9 @@ that range are offers, and so is the whole node when every GPU of it is free (a 
 host); other counts (5 of 8) are rentable but not listed, to keep the offers comparable with
 other providers' instance shapes. A node with fewer free GPUs than its minimum (rented, or a
 whole-node minimum on a partly rented node) is not an offer now: counted and left out. A missing
-minimum is read as "whole node only", the safe side. A node whose counts are not numbers is
-passed on without a GPU count, so the core rejects and counts it.
+minimum is read as "whole node only", the safe side. A node whose counts are not whole
+numbers (a quoted one is read as its number) is passed on without a GPU count, so the core
+rejects and counts it.
 
 Tiers: `secure` is on-demand, `spot` is spot; a node without a tier (null) is counted and left
 out, and any other tier fails the run. The region is the
@@ -44,6 +45,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     exact_price,
+    json_count,
     json_number,
     json_records,
 )
@@ -112,10 +114,10 @@ def parse_nodes(document: Any) -> list[dict[str, Any]]:
 
 def rentable_counts(node: dict[str, Any]) -> list[int] | None:
     """The GPU counts published for this node; None when its counts are not numbers."""
-    total, free = _count(node["gpu_count"]), _count(node["available_gpu_count"])
+    total, free = json_count(node["gpu_count"]), json_count(node["available_gpu_count"])
     if total is None or free is None:
         return None
-    minimum = _count(node["min_rentable_gpu_count"]) or total
+    minimum = json_count(node["min_rentable_gpu_count"]) or total
     counts = {c for c in LISTED_COUNTS if minimum <= c <= free}
     if free == total >= minimum:
         counts.add(total)
@@ -145,8 +147,3 @@ def _ask(node: dict[str, Any], count: int | None, url: str) -> RawQuote:
         available=True if count is not None else None,
         source_url=url,
     )
-
-
-def _count(value: Any) -> int | None:
-    number = json_number(value)
-    return int(number) if number is not None and number == int(number) and number >= 0 else None

@@ -15,10 +15,11 @@ vramGB}`, `priceHourly` (the whole box, a number or a string), `pricePerGpu`, `i
 Traps: the offers endpoint lists in-stock offers only, and answers an empty list the same way
 for "sold out" and for a filter that matched nothing: it is fetched unfiltered, and an empty
 list while the families report GPUs available is a format error, never an empty success that
-would close every offer. `priceHourly` is stored per node; `pricePerGpu` is another unit, read
-only as a cross-check (more than 1 % apart from priceHourly / count: the price is passed as
-unreadable, for the core to reject and count). MIG slugs (`…-mig-48gb`) are a slice of a GPU,
-never priced as a whole one: skipped and counted. Rate limit: 3000 requests per 15 minutes.
+would close every offer; so is a family count that cannot be read (quoted ones are).
+`priceHourly` is stored per node; `pricePerGpu` is another unit, read only as a cross-check
+(more than 1 % apart from priceHourly / count: the price is passed as unreadable, for the core
+to reject and count). MIG slugs (`…-mig-48gb`) are a slice of a GPU, never priced as a whole
+one: skipped and counted. Rate limit: 3000 requests per 15 minutes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     exact_price,
+    json_count,
     json_number,
     json_object,
     json_records,
@@ -89,11 +91,22 @@ def parse_page(document: Any) -> tuple[list[dict[str, Any]], int]:
 
 
 def parse_families(document: Any) -> int:
-    """GPUs available across all families, as gpu-families reports them."""
+    """GPUs available across all families, as gpu-families reports them. A family whose count
+    cannot be read fails the run: read as 0 it would pass an empty listing as "sold out"."""
     families = json_records(
         _data(document), ("key", "availableCount"), "the GPU families", "a GPU family"
     )
-    return int(sum(json_number(f["availableCount"]) or 0 for f in families))
+    return sum(_available_count(family) for family in families)
+
+
+def _available_count(family: dict[str, Any]) -> int:
+    count = json_count(family["availableCount"])
+    if count is None:
+        raise SourceFormatError(
+            f"GPU family {family['key']!r} has availableCount {family['availableCount']!r},"
+            " not a count"
+        )
+    return count
 
 
 def _data(document: Any) -> Any:

@@ -11,7 +11,8 @@ location's unit prices. An offer is a standard VM per GPU count (manifest `[sour
 `gpu_counts`, `vcpus_per_gpu`, `ram_gb_per_gpu`, capped at the location's `max_vcpus` and
 `max_ram_gb`), priced per node as GPUs × GPU price + vCPUs × vCPU price + GB × RAM price in
 decimal arithmetic; the offer records the vCPUs and RAM priced. Storage is extra, as elsewhere.
-`max_count` (GPUs rentable now) is availability: an offer for more GPUs is not available.
+`max_count` (GPUs rentable now; a quoted one is read as its number) is availability: an offer
+for more GPUs is not available, and one that is no whole count leaves availability unknown.
 
 Locations are marketplace hosts named by id: the region is the ISO code of the location's
 country (so country and continent filters work), the location id is the zone.
@@ -31,6 +32,7 @@ from priceadvisor.collect.adapters.base import (
     ProgressCallback,
     SourceFormatError,
     gpus_free,
+    json_count,
     json_number,
     json_object,
     sum_of_units,
@@ -89,7 +91,7 @@ def country_code(name: Any) -> str:
 def offers(
     location: dict[str, Any], gpu: dict[str, Any], shape: dict[str, Any], url: str
 ) -> list[RawQuote]:
-    free = json_number(gpu.get("max_count"))
+    free = json_count(gpu.get("max_count"))
     return [
         _quote(location, gpu, count, *size(gpu, count, shape), free, url)
         for count in (int(n) for n in shape["gpu_counts"])
@@ -126,7 +128,7 @@ def _quote(
     count: int,
     vcpus: int,
     ram: int,
-    free: float | None,
+    free: int | None,
     url: str,
 ) -> RawQuote:
     name = str(gpu.get("v0Name") or gpu.get("displayName") or "")

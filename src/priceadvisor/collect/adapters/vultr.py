@@ -19,7 +19,12 @@ Bare metal: GPU model and count are not fields; they are read from the plan id
 ("vbm-72c-480gb-gh200-gpu", a real GH200 plan) is stored with its GPU but no count rather than a
 guessed one; an id that mentions a GPU in any other form fails the run rather than being dropped.
 `hourly_cost_preemptible` is the only spot-like price (a preemptible server) and is stored as
-spot. Plans without a GPU are skipped.
+spot. Plans without a GPU are skipped and counted.
+
+No location: a GPU plan whose `locations` is empty cannot be ordered anywhere, so it yields no
+offer; it is counted under "GPU plans listing no location" in the progress line. A listing in
+which every GPU plan lists no location fails the run with that reason (the core would fail a
+run without offers anyway, but only as "no offers").
 
 Availability and per-location prices: plans state `deploy_ondemand` / `deploy_preemptible`
 (whether each kind can be deployed at all: an 8 × A100 plan is preemptible-only although it lists
@@ -48,6 +53,7 @@ from priceadvisor.collect.adapters.base import (
     json_object,
 )
 from priceadvisor.collect.http import HttpSession
+from priceadvisor.collect.pages import ParsedPage
 from priceadvisor.records import PriceBasis, Pricing, RawQuote
 
 PER_PAGE = "500"
@@ -72,10 +78,14 @@ class VultrAdapter(Adapter):
         plans_url, metal_url = self.endpoints["plans"], self.endpoints["plans_metal"]
         plans = await walk(session, plans_url, "plans", {"type": "all"})
         metal = await walk(session, metal_url, "plans_metal", {})
-        progress(f"{len(plans)} plans, {len(metal)} bare-metal plans")
-        quotes = [q for p in plans for q in parse_cloud_plan(p, memory, plans_url)]
-        quotes += [q for p in metal for q in parse_metal_plan(p, metal_url)]
-        return AdapterOutput(quotes=quotes)
+        parsed = ParsedPage()
+        for plan in plans:
+            read_plan(parsed, plan, cloud_hardware(plan, memory), plans_url, metal=False)
+        for plan in metal:
+            read_plan(parsed, plan, metal_hardware(plan), metal_url, metal=True)
+        require_a_location(parsed)
+        progress(f"{len(plans)} plans, {len(metal)} bare-metal plans: {parsed.summary()}")
+        return AdapterOutput(quotes=parsed.quotes)
 
 
 async def walk(
@@ -102,13 +112,45 @@ def parse_result_page(document: Any, key: str) -> tuple[list[dict[str, Any]], st
     return document[key], str(links.get("next") or "")
 
 
+NO_GPU = "plans without a GPU"
+NO_LOCATION = "GPU plans listing no location"
+
+
+def read_plan(
+    parsed: ParsedPage, plan: dict[str, Any], hardware: Hardware | None, url: str, *, metal: bool
+) -> None:
+    """The plan's quotes into `parsed`; a plan with no GPU, or a GPU plan orderable nowhere
+    (`locations` empty), counted by reason instead."""
+    if hardware is None:
+        parsed.skipped[NO_GPU] += 1
+    elif not _locations(plan):
+        parsed.skipped[NO_LOCATION] += 1
+    else:
+        parsed.quotes += plan_quotes(plan, hardware, url, metal=metal)
+
+
+def require_a_location(parsed: ParsedPage) -> None:
+    """A listing whose every GPU plan lists no location fails with that reason (rather than
+    the core's bare "no offers"): plans stripped of their locations look like a changed
+    format, not like Vultr withdrawing every GPU at once."""
+    if parsed.skipped[NO_LOCATION] and not parsed.quotes:
+        raise SourceFormatError(
+            f"none of Vultr's {parsed.skipped[NO_LOCATION]} GPU plans lists a location "
+            "(no location, so no offer; format changed?)"
+        )
+
+
 def parse_cloud_plan(plan: dict[str, Any], memory: dict[str, float], url: str) -> list[RawQuote]:
+    hardware = cloud_hardware(plan, memory)
+    return [] if hardware is None else plan_quotes(plan, hardware, url, metal=False)
+
+
+def cloud_hardware(plan: dict[str, Any], memory: dict[str, float]) -> Hardware | None:
     gpu_type = plan.get("gpu_type")
     if not gpu_type:  # a GPU plan is one that names its GPU, whatever its `type` says
-        return []
+        return None
     whole = memory.get(str(gpu_type))
-    gpus = gpu_share(plan.get("gpu_vram_gb"), whole)
-    return plan_quotes(plan, Hardware(str(gpu_type), gpus, whole), url, metal=False)
+    return Hardware(str(gpu_type), gpu_share(plan.get("gpu_vram_gb"), whole), whole)
 
 
 def gpu_share(vram: Any, whole_gb: float | None) -> float | None:
@@ -120,15 +162,19 @@ def gpu_share(vram: Any, whole_gb: float | None) -> float | None:
 
 
 def parse_metal_plan(plan: dict[str, Any], url: str) -> list[RawQuote]:
+    hardware = metal_hardware(plan)
+    return [] if hardware is None else plan_quotes(plan, hardware, url, metal=True)
+
+
+def metal_hardware(plan: dict[str, Any]) -> Hardware | None:
     plan_id = str(plan["id"])
     found = _METAL_GPU.search(plan_id)
     if found is None:
         if "gpu" in plan_id.lower():
             raise SourceFormatError(f"bare-metal plan {plan_id!r}: cannot read its GPUs")
-        return []
+        return None
     count = found.group(1)
-    hardware = Hardware(found.group(2), float(count) if count else None, None)
-    return plan_quotes(plan, hardware, url, metal=True)
+    return Hardware(found.group(2), float(count) if count else None, None)
 
 
 def plan_quotes(
