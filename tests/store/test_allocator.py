@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import datetime as dt
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -36,6 +37,23 @@ def test_the_pages_of_a_finished_join_are_returned() -> None:
     con.execute("SELECT count(*) FROM range(300000) a JOIN range(300000) b ON a.range = b.range")
     assert _dirty_pages() > 0  # the join's hash table, freed and still held
     allocator.return_freed_pages()
+    assert _dirty_pages() == 0
+
+
+@pytest.fixture
+def decay_restored() -> Iterator[None]:
+    """The process's decay time as it was (DuckDB's default), whatever the test set."""
+    yield
+    allocator.set_decay_ms(1000)
+
+
+@pytest.mark.usefixtures("decay_restored")
+def test_once_set_to_return_pages_at_once_a_finished_join_holds_none() -> None:
+    """The daemon's setting: no purge needed, nothing freed is kept (the test above shows the
+    same join keeping pages without it)."""
+    allocator.return_freed_pages_at_once()
+    con = duckdb.connect()
+    con.execute("SELECT count(*) FROM range(300000) a JOIN range(300000) b ON a.range = b.range")
     assert _dirty_pages() == 0
 
 

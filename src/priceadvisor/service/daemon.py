@@ -53,7 +53,7 @@ from priceadvisor.notify import digest as digests
 from priceadvisor.records import IngestSummary, RunStatus, utcnow
 from priceadvisor.service import metrics as metrics_module
 from priceadvisor.service.stores import configured_store
-from priceadvisor.store import connections, errors, leases, maintenance
+from priceadvisor.store import allocator, connections, errors, leases, maintenance
 from priceadvisor.store.daemonlock import DaemonLock
 from priceadvisor.store.export import export_database
 from priceadvisor.store.freshness import configured_intervals
@@ -80,12 +80,14 @@ _MMAP_THRESHOLD = 128 * 1024
 
 
 def _bound_memory() -> None:
-    """A long-running process on a small VM: DuckDB gets a modest buffer pool, and glibc keeps
-    two malloc arenas instead of one per thread that ever touched the database and hands large
-    blocks back as soon as they are freed."""
+    """A long-running process on a small VM: DuckDB gets a modest buffer pool and its
+    allocator hands freed pages back at once, and glibc keeps two malloc arenas instead of one
+    per thread that ever touched the database and hands large blocks back as soon as they are
+    freed."""
     connections.CONNECTION_CONFIG.update(
         {"memory_limit": "128MB", "allocator_flush_threshold": "4MB", "threads": 1}
     )
+    allocator.return_freed_pages_at_once()
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-8, 2)  # M_ARENA_MAX (malloc.h)

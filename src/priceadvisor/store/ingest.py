@@ -27,6 +27,7 @@ fetch costs the same after a year of history as after a day.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -146,6 +147,18 @@ SELECT instance_type, gpu_name_raw, gpu_memory_gb, upper(currency),
     grouping(instance_type) = 0 AS is_key
 FROM _raw GROUP BY GROUPING SETS ((instance_type, gpu_name_raw, gpu_memory_gb), (upper(currency)))
 """
+# The same scan for the snapshot's own table (_snap), which also needs the names its ENUM types
+# list (_snapshot_values): the currency's set carries the other names of a quote that are not part
+# of a resolution key (their combinations are few: a provider's zones, pricing kinds and stock
+# levels). Its rows have _DISTINCT_SQL's columns first.
+_SNAPSHOT_DISTINCT_SQL = """
+SELECT instance_type, gpu_name_raw, gpu_memory_gb, upper(currency),
+    grouping(instance_type) = 0 AS is_key,
+    region, coalesce(zone, ''), pricing, lower(trim(stock))
+FROM _raw GROUP BY GROUPING SETS (
+    (instance_type, gpu_name_raw, gpu_memory_gb),
+    (upper(currency), region, coalesce(zone, ''), pricing, lower(trim(stock))))
+"""
 
 
 def resolution_table(
@@ -155,15 +168,21 @@ def resolution_table(
     keeps the resolutions of earlier batches of the snapshot (a NaN memory never matches, and
     is resolved again: same result)."""
     known = {} if known is None else known
-    rows = [
-        known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
-        for key in keys
-    ]
+    rows = [_resolution(manifest, key, known) for key in keys]
     values: dict[str, list[Any]] = {name: [] for name in _RESOLVED_SCHEMA}
     for row in rows:
         for name, value in zip(_RESOLVED_SCHEMA, row, strict=True):
             values[name].append(value)
     return columns.table(values, _RESOLVED_SCHEMA)
+
+
+def _resolution(
+    manifest: Manifest, key: tuple[Any, ...], known: dict[tuple[Any, ...], Any]
+) -> tuple[Any, ...]:
+    found: tuple[Any, ...] = (
+        known[key] if key in known else known.setdefault(key, _resolve(manifest, *key))
+    )
+    return found
 
 
 _RESOLVED_SCHEMA: columns.Schema = {
@@ -296,6 +315,14 @@ usd AS (
 )
 """  # noqa: E501
 
+# The columns of _snap that hold names, each as an ENUM type of the snapshot's own names
+# (_snapshot_values): one byte or two a row instead of 16 and more for a VARCHAR (~7 MB less at
+# 100,000 quotes, held through the whole ingest: docs/benchmarks.md). Each type lists its names
+# sorted as DuckDB sorts the text, so ordering by such a column orders as by its text.
+_NAME_COLUMNS = ("region", "zone", "instance_type", "pricing", "currency", "gpu_model", "stock")
+# The names _SNAPSHOT_DISTINCT_SQL gives beside a currency, in its order.
+_QUOTE_NAMES = ("currency", "region", "zone", "pricing", "stock")
+
 # The snapshot as the checks, the offer guard and the classification read it: the key, what
 # they compare, and one hash of the rest (_DETAILS). Not the 13 columns only an offer to write
 # needs: with them _snap held ~35 MB at 100,000 quotes, without them ~24 MB
@@ -304,8 +331,10 @@ usd AS (
 # duplicates (~2.4 MB at 100,000 quotes): those are read again for the duplicates alone
 # (_TIES_SQL).
 _NORMALISE_SELECT = f"""{_NORMALISE_CTES}
-SELECT quote_index, region, zone, instance_type, pricing, term_months, price, currency,
-    gpu_model, available, stock, node_original, price_hour_usd,
+SELECT quote_index, {", ".join(f"CAST({c} AS _snap_{c}) AS {c}" for c in _NAME_COLUMNS[:4])},
+    term_months, price, CAST(currency AS _snap_currency) AS currency,
+    CAST(gpu_model AS _snap_gpu_model) AS gpu_model, available,
+    CAST(stock AS _snap_stock) AS stock, node_original, price_hour_usd,
     price_gpu_hour_usd, not_offered_reason, {_DETAILS_HASH} AS details,
     NULL::VARCHAR AS flag, NULL::VARCHAR AS flag_reason,  -- set by store.guard
     CASE
@@ -391,27 +420,22 @@ _AVAILABILITY = (
 # The snapshot's valid quotes, one per key (duplicates are marked in _snap by then).
 _GOOD_SQL = "CREATE OR REPLACE TEMP VIEW _good AS SELECT * FROM _snap WHERE reject_reason IS NULL"
 
-# The names of the snapshot's keys (its regions, zones and instance types), numbered: the
-# classification joins the snapshot to the table on these numbers, so its hash table (built on
-# the snapshot's side) carries three integers a row instead of the three strings (~8 MB less at
-# 100,000 quotes: docs/benchmarks.md). Exact: two names are equal exactly when their numbers
-# are, and a stored name the snapshot does not have gets none, so that offer matches no quote.
-_KEY_NAMES_SQL = """
-CREATE OR REPLACE TEMP TABLE _key_names AS
-SELECT name, CAST(row_number() OVER () AS INTEGER) AS id
-FROM (SELECT DISTINCT unnest([region, zone, instance_type]) AS name FROM _good)
-"""
-_NAMED_KEY = ("region", "zone", "instance_type")
-_NUMBERED_KEYS = ", ".join(f"n_{c}.id AS {c}_id" for c in _NAMED_KEY)
+# The classification joins the snapshot to the table on the codes of the key's names in their
+# ENUM types, so its hash table (built on the snapshot's side) carries a byte or two per name
+# instead of the text (~14 → ~8 MB at 100,000 quotes: docs/benchmarks.md). Exact: two names are
+# equal exactly when their codes are, and a stored name the snapshot does not have casts to
+# NULL (TRY_CAST), so that offer matches no quote.
+_CODED_KEY = ("region", "zone", "instance_type", "pricing")
 
 
-def _numbered(t: str, join: str) -> str:
-    """`join`s of the table `t` to the key names: one per named key column."""
-    return " ".join(f"{join} _key_names AS n_{c} ON n_{c}.name = {t}.{c}" for c in _NAMED_KEY)
+def _codes(t: str, stored: bool) -> str:
+    """The codes of `t`'s key names: _snap's own, or the stored table's text cast to the types."""
+    names = (f"TRY_CAST({t}.{c} AS _snap_{c})" if stored else f"{t}.{c}" for c in _CODED_KEY)
+    return ", ".join(f"enum_code({n}) AS {c}_code" for n, c in zip(names, _CODED_KEY, strict=True))
 
 
-def _numbered_match(left: str, right: str) -> str:
-    columns = (*(f"{c}_id" for c in _NAMED_KEY), "pricing", "term_months")
+def _coded_match(left: str, right: str) -> str:
+    columns = (*(f"{c}_code" for c in _CODED_KEY), "term_months")
     return " AND ".join(f"{left}.{c} = {right}.{c}" for c in columns)
 
 
@@ -438,19 +462,19 @@ WITH classified AS (
         NOT g.covered OR h.attributes <> g.attributes AS outdated,
         h.covered
     FROM (
-        SELECT {_NUMBERED_KEYS}, s.pricing, s.term_months, s.quote_index, s.node_original,
+        SELECT {_codes("s", stored=False)}, s.term_months, s.quote_index, s.node_original,
             s.currency, s.available, s.stock, {_SNAPSHOT_ATTRIBUTES},
             {_COVERED.format(t="s")} AS covered
-        FROM _good AS s {_numbered("s", "JOIN")}
+        FROM _good AS s
     ) AS g
     FULL JOIN (
-        SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)}, {_NUMBERED_KEYS}, h.provider,
-            h.first_seen, h.price_hour_original, h.currency, h.available, h.stock,
+        SELECT {", ".join(f"h.{c}" for c in _KEY_COLUMNS)}, {_codes("h", stored=True)},
+            h.provider, h.first_seen, h.price_hour_original, h.currency, h.available, h.stock,
             {_STORED_ATTRIBUTES}, {_COVERED.format(t="h")} AS covered
-        FROM core.current_offers AS h {_numbered("h", "LEFT JOIN")}
+        FROM core.current_offers AS h
         WHERE h.provider = $provider
     ) AS h
-        ON {_numbered_match("h", "g")}
+        ON {_coded_match("h", "g")}
 )
 SELECT * EXCLUDE (outdated, covered), change = 'same' AND outdated AS stale FROM classified
 WHERE (change <> 'vanished' OR covered) AND (change <> 'same' OR outdated)
@@ -723,16 +747,79 @@ def _normalise(
     con: duckdb.DuckDBPyConnection, staged: StagedQuotes, manifest: Manifest, now: Any
 ) -> None:
     """The snapshot as the temp table _snap: each quote normalised, with its reject reason.
-    Batch by batch, inside the ingest's transaction: resolution and FX are per value, so a
-    batch normalises exactly as it would within the whole snapshot."""
-    sql = _NORMALISE_FIRST_SQL
+    Batch by batch, inside the ingest's transaction. Every batch's distinct values are read
+    first (_snapshot_values): _snap's name types need all the snapshot's names before its
+    first row is stored; each name is then resolved and each currency looked up once, for all
+    batches."""
+    # Each batch's table is made once for both passes: staged, they are the staged tables;
+    # read in place, the batches' tables exist together while the snapshot is normalised.
+    tables = [staged.table(start) for start in staged.starts()] or [quotes_table([], [])]
     known = _Lookups()
-    for start in staged.starts():
-        _normalise_batch(con, staged.table(start), manifest, now, sql, known)
+    keys = _snapshot_values(con, tables, manifest, known)
+    fx_table(con, now, list(known.currencies or ()))
+    resolved = resolution_table(manifest, keys, known.resolved)
+    sql = _NORMALISE_FIRST_SQL
+    for table in tables:
+        _normalise_batch(con, table, manifest, now, sql, known, resolved)
         sql = _NORMALISE_MORE_SQL
-    if sql is _NORMALISE_FIRST_SQL:  # no quotes: the table is created all the same
-        _normalise_batch(con, quotes_table([], []), manifest, now, sql, known)
+    del tables, resolved
     con.execute(_SPOT_CHECK_SQL)
+
+
+def _distinct(table: Any, con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of `sql` (_DISTINCT_SQL or _SNAPSHOT_DISTINCT_SQL) over one batch's table."""
+    _raw = table  # read by the statement by this name (see _normalise_batch)
+    rows = con.execute(sql).fetchall()
+    del _raw
+    return rows
+
+
+def _snapshot_values(
+    con: duckdb.DuckDBPyConnection, tables: list[Any], manifest: Manifest, known: _Lookups
+) -> list[tuple[Any, ...]]:
+    """The snapshot's distinct resolution keys, each resolved into `known`, and its currencies
+    (`known.currencies`); makes the ENUM type of each of _snap's name columns (_NAME_COLUMNS)
+    from its names and the GPU models they resolve to. Only the distinct values of all batches
+    are kept at once (a batch's rows repeat the others' keys: at 1,000,000 quotes, holding
+    every batch's rows kept ~30 MB of Python objects)."""
+    names: dict[str, set[Any]] = {column: set() for column in _NAME_COLUMNS}
+    keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for table in tables:
+        for row in _distinct(table, con, _SNAPSHOT_DISTINCT_SQL):
+            if row[4]:
+                keys.setdefault(_comparable(row[:3]), row[:3])
+            else:
+                for column, name in zip(_QUOTE_NAMES, (row[3], *row[5:]), strict=True):
+                    names[column].add(name)
+    for key in keys.values():
+        names["instance_type"].add(key[0])
+        names["gpu_model"].add(_resolution(manifest, key, known.resolved)[3])
+    known.currencies = set(names["currency"])
+    for column, values in names.items():
+        _name_type(con, column, sorted(values - {None}))
+    return list(keys.values())
+
+
+def _comparable(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`key` as DuckDB groups it: every NaN alike (NaN is not equal to itself in Python), so
+    a key with a NaN memory read from two batches is one key, and one row of _resolved."""
+    return tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in key)
+
+
+def _name_type(con: duckdb.DuckDBPyConnection, column: str, names: list[str]) -> None:
+    """The type of one of _snap's name columns: an ENUM of `names`, written into the statement
+    (doubling a quote is all a DuckDB string literal needs): made from a bound list, as from
+    any query, DuckDB takes ~60 µs a name (~70 ms for a few thousand instance types), from
+    literals well under a millisecond. Only names with a NUL character, which a statement's
+    text cannot carry, are bound. A column without any name (all NULL, as stock often is) gets
+    one name no row has: DuckDB reads no column of an ENUM type without values."""
+    names = names or [""]
+    create = f"CREATE OR REPLACE TEMP TYPE _snap_{column} AS ENUM"
+    if any("\0" in name for name in names):
+        con.execute(f"{create} (SELECT unnest(CAST(? AS VARCHAR[])))", [names])
+        return
+    listed = ", ".join("'" + name.replace("'", "''") + "'" for name in names)
+    con.execute(f"{create} ({listed})")
 
 
 def _collapse(con: duckdb.DuckDBPyConnection, staged: StagedQuotes) -> None:
@@ -787,19 +874,25 @@ def _normalise_batch(
     now: Any,
     sql: str,
     known: _Lookups,
+    resolved: Any = None,
 ) -> None:
+    """`sql` over one batch's `table`. `resolved`: the resolution of every name the batch
+    has, with `_fx` made for its currencies (_normalise); else both are made here from the
+    batch's distinct values."""
     # _raw and _resolved are read by the SQL under these names: DuckDB scans a Python
     # variable of the calling function that a query names (a replacement scan). Registering
     # them would create views, and a view dropped inside the ingest's transaction keeps its
     # Arrow data alive until COMMIT (kept for a rollback): ~12 MB at 100,000 quotes held
     # through the classification, where the ingest's memory peaks (docs/benchmarks.md).
     _raw = table
-    distinct = con.execute(_DISTINCT_SQL).fetchall()
-    _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known.resolved)
-    currencies = {r[3] for r in distinct if not r[4]}
-    if known.currencies is None or not currencies <= known.currencies:
-        known.currencies = currencies | (known.currencies or set())
-        fx_table(con, now, list(known.currencies))
+    _resolved = resolved
+    if _resolved is None:
+        distinct = con.execute(_DISTINCT_SQL).fetchall()
+        _resolved = resolution_table(manifest, [r[:3] for r in distinct if r[4]], known.resolved)
+        currencies = {r[3] for r in distinct if not r[4]}
+        if known.currencies is None or not currencies <= known.currencies:
+            known.currencies = currencies | (known.currencies or set())
+            fx_table(con, now, list(known.currencies))
     con.execute(sql)
     del _raw, _resolved
 
@@ -913,13 +1006,12 @@ def _apply_changes(
 ) -> dict[str, int]:
     params |= {"complete": status == RunStatus.OK, "scopes": sorted(result.complete_scopes)}
     con.execute(_GOOD_SQL)
-    con.execute(_KEY_NAMES_SQL)
     _run(con, _CLASSIFY_SQL, params)
     allocator.return_freed_pages()
     flagged = flag_jumps(con, result.provider, allow_flagged)  # small: the keys to write
     _run(con, _SEEN_SQL, params)
     con.execute(_FLAGS_SQL)
-    con.execute("DROP TABLE _key_names; DROP VIEW _good; DROP TABLE _snap")
+    con.execute("DROP VIEW _good; DROP TABLE _snap")
     allocator.return_freed_pages()
     _changes_table(con, staged, manifest, params["now"])
     allocator.return_freed_pages()
@@ -932,6 +1024,8 @@ def _apply_changes(
     for sql in (_CLOSE_SQL, _DROP_CLOSED_SQL, _TOUCH_SQL, open_sql, _UNCOVER_SQL, _COVER_SQL):
         if sql is not _TOUCH_SQL or row[3]:  # an UPDATE with no stale row would still scan
             _run(con, sql, params)
+    # Freed at COMMIT, not held on through the writer session's closing checkpoint.
+    con.execute("DROP TABLE _verdicts; DROP TABLE _flags; DROP TABLE _seen; DROP TABLE _changes")
     return {"changed": row[0], "new": row[1], "closed": row[2], "flagged": flagged}
 
 
