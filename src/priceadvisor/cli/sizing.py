@@ -385,7 +385,11 @@ def tco(
     ctx: typer.Context,
     gpu: Annotated[str | None, typer.Option(help="GPU model to compare.")] = None,
     workload: Annotated[
-        str | None, typer.Option(help="Use this workload's GPU model, GPU count and utilisation.")
+        str | None,
+        typer.Option(
+            help="Use this workload's GPU model, GPU count and utilisation; rent only offers "
+            "its constraints allow."
+        ),
     ] = None,
     purchase_price: Annotated[
         float | None, typer.Option(help="USD per GPU (default: catalog).", callback=_positive)
@@ -435,8 +439,9 @@ def tco(
 ) -> None:
     """Rent vs buy: break-even GPU-hours and utilisation of owning against the cheapest current
     on-demand offer, the commitment cheapest over the years (paid whether used or not) and spot
-    with its restart overhead, each offer named; prices as fresh as `advise`'s. Purchase price
-    and power default to the GPU catalog's list price and TDP."""
+    with its restart overhead, each offer named; prices as fresh as `advise`'s. With --workload
+    only offers the workload's constraints allow (where it may run, max_gpus, require_available,
+    sla's hosts). Purchase price and power default to the GPU catalog's list price and TDP."""
     settings = state(ctx).settings
     if (gpu is None) == (workload is None):
         raise UsageError("give --gpu or --workload")
@@ -451,6 +456,7 @@ def tco(
             include_flagged=include_flagged,
             intervals=freshness.configured_intervals(settings),
             now=utcnow(),
+            profile=settings.workload(workload) if workload else None,
         )
     own, sources = _ownership(
         model, purchase_price, power_w, server_share, pue, electricity, colocation, years
@@ -482,10 +488,12 @@ def _tco_record(
     model: str,
     own: tco_model.Ownership,
     share: float,
-    offers: dict[str, dict[str, Any] | None],
+    found: rentals.Rentals,
     use: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The record `tco` prints: owning's costs and each break-even with the offer it names."""
+    """The record `tco` prints: owning's costs and each break-even with the offer it names (or
+    why there is none: none stored, or none within the workload's constraints)."""
+    offers = found.offers
     rents = {k: (o["usd_per_gpu_hour"] if o else None) for k, o in offers.items()}
     held = offers["commitment"]
     commitment = rentals.held(held) if held else None
@@ -494,7 +502,17 @@ def _tco_record(
     for even in record["break_evens"]:
         even["offer"] = offers[even["against"]]
         even["summary"] = reports.break_even(even, record)
+        if even["against"] in found.excluded:
+            even["summary"] = f"{_NONE_ALLOWED[even['against']]} within the workload's constraints"
     return record
+
+
+# A rental whose offers a workload's constraints all remove (reports.NOTHING: none stored).
+_NONE_ALLOWED = {
+    "on_demand": "no current on-demand offer",
+    "commitment": "no commitment price",
+    "spot": "no current spot offer",
+}
 
 
 def _catalog_value(given: float | None, specs: dict[str, Any], key: str) -> tuple[float, str]:

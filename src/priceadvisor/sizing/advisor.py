@@ -61,7 +61,7 @@ from priceadvisor.sizing.estimate import (
 )
 from priceadvisor.sizing.memo import sizing_pass
 from priceadvisor.sizing.workloads import to_workload
-from priceadvisor.store import columns, freshness, interruption, literals, reads, transactions
+from priceadvisor.store import columns, freshness, interruption, literals, transactions
 from priceadvisor.store.ids import next_id
 from priceadvisor.store.literals import inline
 from priceadvisor.workload import WorkloadSpec
@@ -110,10 +110,8 @@ _SIZING_FIELDS = set(WorkloadSpec.model_fields)
 # (workload, offer).
 PREPARE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _advice_offers AS
-SELECT provider, region, zone, country, continent, coalesce(is_eu, false) AS is_eu,
-    {reads.no_sla("x")} AS no_sla,
+SELECT provider, region, zone, {eligibility.offer_class_sql("x")},
     instance_type, gpu_model, gpu_count, pricing, price_hour_usd, spot_overhead,
-    coalesce(available, false) AS rentable,
     available, interruption_rate, interruption_source, disk_usd_gb_month AS host_disk_usd_gb_month,
     egress_usd_gb AS host_egress_usd_gb, source_url, last_seen AS fetched_at,
     price_origin, freshness, flag_reason

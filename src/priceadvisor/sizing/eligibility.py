@@ -23,18 +23,29 @@ import numpy as np
 
 from priceadvisor.config import WorkloadProfile
 from priceadvisor.sizing.topk import Bools, Floats
+from priceadvisor.store import reads
 
 # NULLs are read as flags beside the values: fetchnumpy would give a masked array (and import
 # numpy.ma, ~5 ms on first use) for a column holding any.
-CLASSES_SQL = """
+_CLASS_COLUMNS_SQL = """
 SELECT coalesce(provider, '') AS provider, provider IS NOT NULL AS has_provider,
     coalesce(country, '') AS country, country IS NOT NULL AS has_country,
     coalesce(continent, '') AS continent, continent IS NOT NULL AS has_continent,
     is_eu IS TRUE AS is_eu, coalesce(pricing, '') AS pricing, pricing IS NOT NULL AS has_pricing,
     coalesce(gpu_count, 0) AS gpu_count, gpu_count IS NOT NULL AS has_count,
     rentable IS TRUE AS rentable, no_sla IS NOT FALSE AS no_sla
-FROM _advice_classes ORDER BY class_id
+FROM {relation} ORDER BY {order}
 """
+
+
+def offer_class_sql(alias: str) -> str:
+    """The attributes of an offer of `offers` (as `alias`) that constraints look at besides its
+    provider, pricing and GPU count, as a class holds them: where it is, whether its host is a
+    marketplace one (no SLA) and whether its source says it can be rented now."""
+    return (
+        f"{alias}.country, {alias}.continent, coalesce({alias}.is_eu, false) AS is_eu, "
+        f"{reads.no_sla(alias)} AS no_sla, coalesce({alias}.available, false) AS rentable"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +75,13 @@ class Classes:
 Constraints = tuple[Any, ...]
 
 
-def read_classes(con: duckdb.DuckDBPyConnection) -> Classes:
-    """The offer classes (`_advice_classes`) as columns."""
-    found = con.execute(CLASSES_SQL).fetchnumpy()
+def read_classes(
+    con: duckdb.DuckDBPyConnection, relation: str = "_advice_classes", order: str = "class_id"
+) -> Classes:
+    """The offer classes (`_advice_classes`) as columns; or, as classes of one offer each, the
+    rows of another `relation` with the same columns (`offer_class_sql`, provider, pricing,
+    gpu_count) in the `order` given."""
+    found = con.execute(_CLASS_COLUMNS_SQL.format(relation=relation, order=order)).fetchnumpy()
     return Classes(**{name: found[name] for name in Classes.__slots__})
 
 
@@ -123,6 +138,16 @@ def allowed(classes: Classes, constraints: Constraints) -> Bools:
     if sla:
         mask &= _sla_allowed(classes, sla_allow)
     return mask
+
+
+def offers_allowed(classes: Classes, profile: WorkloadProfile) -> Bools:
+    """The offers (classes of one offer each) the profile allows whatever their kind of
+    pricing: where it may run, at most `max_gpus` per offer, only what can be rented now with
+    `require_available`, no marketplace host with `sla` unless `sla_allow` lets them in. For a
+    comparison that names each kind of pricing itself (`tco`), as spot_ok, pricing and sla's
+    spot exclusion decide only which kinds `advise` ranks."""
+    every_kind = {"spot_ok": True, "pricing": [], "sla_allow": [*profile.sla_allow, "spot"]}
+    return allowed(classes, constraints_of(profile.model_copy(update=every_kind)))
 
 
 def _sla_allowed(classes: Classes, sla_allow: Sequence[str]) -> Bools:
