@@ -192,11 +192,34 @@ NOTHING = {
 }
 
 
+def _missing(even: dict[str, Any]) -> str:
+    """Why no rental of a kind is compared: none stored, or only prices too old to compare."""
+    kind, newest = LABELS[even["against"]], even.get("newest_stored")
+    if newest is None:
+        return NOTHING[even["against"]]
+    age = _age(float(newest["age_hours"]))
+    if even.get("missing") == "stale":
+        return (
+            f"only a stale {kind} price stored ({newest['provider']}, {age}): "
+            "--include-stale compares it"
+        )
+    return f"no {kind} price from the last week (newest: {newest['provider']}, {age})"
+
+
+def _age(hours: float) -> str:
+    """An offer's age in whole hours under two days, else in whole days."""
+    if hours < 48:
+        count, unit = round(hours), "hour"
+    else:
+        count, unit = round(hours / 24), "day"
+    return f"{count} {unit}{'s' if count != 1 else ''} old"
+
+
 def break_even(even: dict[str, Any], record: dict[str, Any]) -> str:
     """One break-even in words, naming the offer compared; "never" where owning cannot catch up.
     `record`: the whole rent-vs-buy record (its years, utilisation and owning's costs)."""
     if even.get("offer") is None:
-        return NOTHING[even["against"]]
+        return _missing(even)
     if even.get("horizon_usd") is not None:
         return f"{_held(even, record)}; against {offer(even['offer'])}"
     return f"{_when(even, record['years'])}; against {offer(even['offer'])}"

@@ -443,20 +443,28 @@ def tco(
     with state(ctx).store.reader() as con:
         use = _workload_use(con, settings, workload, years) if workload else None
         model = use["gpu_model"] if use else _gpu(str(gpu))
+        now, intervals = utcnow(), freshness.configured_intervals(settings)
         offers = rentals.cheapest(
             con,
             model,
             years,
             include_stale=include_stale,
             include_flagged=include_flagged,
-            intervals=freshness.configured_intervals(settings),
-            now=utcnow(),
+            intervals=intervals,
+            now=now,
         )
+        gaps = {
+            kind: rentals.gap(
+                con, model, kind, include_flagged=include_flagged, intervals=intervals, now=now
+            )
+            for kind, found in offers.items()
+            if found is None
+        }
     own, sources = _ownership(
         model, purchase_price, power_w, server_share, pue, electricity, colocation, years
     )
     share = utilisation or (use["utilisation"] if use else tco_model.UTILISATION)
-    result = _tco_record(model, own, share, offers, use) | sources
+    result = _tco_record(model, own, share, offers, use, gaps) | sources
     if fmt is Format.TABLE:
         out.print(reports.tco_view(result), soft_wrap=False)
     else:
@@ -484,8 +492,10 @@ def _tco_record(
     share: float,
     offers: dict[str, dict[str, Any] | None],
     use: dict[str, Any] | None,
+    gaps: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
-    """The record `tco` prints: owning's costs and each break-even with the offer it names."""
+    """The record `tco` prints: owning's costs and each break-even with the offer it names, or
+    why none is compared (`gaps`: rentals.gap per kind without an offer)."""
     rents = {k: (o["usd_per_gpu_hour"] if o else None) for k, o in offers.items()}
     held = offers["commitment"]
     commitment = rentals.held(held) if held else None
@@ -493,6 +503,7 @@ def _tco_record(
     record |= {"gpus": use["gpus"] if use else 1, "workload": use["workload"] if use else None}
     for even in record["break_evens"]:
         even["offer"] = offers[even["against"]]
+        even.update(gaps.get(even["against"], {"missing": None, "newest_stored": None}))
         even["summary"] = reports.break_even(even, record)
     return record
 

@@ -8,6 +8,9 @@ asked for, one older than a week never). A spot offer's interruption rate is the
 published one, else one measured from the history (store.interruption), else the assumed
 default; each offer says which. Equal prices are ordered by the offer's whole key, so the offer
 named is the same on every run.
+
+Where no offer of a kind is compared, `gap` says why: none is stored at all, the newest stored
+is stale (compared with --include-stale), or the newest is older than a week (never compared).
 """
 
 from __future__ import annotations
@@ -82,6 +85,53 @@ def cheapest(
         "commitment": _cheapest_held(found["commitment"], years),
         "spot": next(iter(found["spot"]), None),
     }
+
+
+# The newest offer of a kind that `cheapest` would compare but for its age (same filters, any
+# freshness): what a missing rental is missing for.
+_NEWEST_SQL = f"""
+SELECT provider, CAST(epoch($now - last_seen) / 3600 AS DOUBLE) AS age_hours, freshness
+FROM (
+    SELECT o.*, {freshness.freshness_sql("o.last_seen", "f.interval_s", "$now")} AS freshness
+    FROM offers AS o
+    LEFT JOIN _fetch_intervals AS f ON f.provider = o.provider
+    WHERE o.gpu_model = $model AND o.pricing = $pricing
+)
+WHERE price_gpu_hour_usd IS NOT NULL AND gpu_count > 0 AND price_origin = 'published'
+  AND (flag IS NULL OR $include_flagged)
+ORDER BY last_seen DESC, {reads.OFFER_KEY}
+LIMIT 1
+"""
+
+# Why no offer of a kind is compared (JSON: `missing`).
+MISSING = {"stale": "stale", "excluded": "older_than_a_week"}
+
+
+def gap(
+    con: duckdb.DuckDBPyConnection,
+    model: str,
+    kind: str,
+    *,
+    include_flagged: bool = False,
+    intervals: Mapping[str, float] | None = None,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    """Why `cheapest` found no `kind` offer of `model`: `missing` is "none" (nothing stored),
+    "stale" or "older_than_a_week" (the newest stored is), with that newest offer's provider
+    and age in hours (`newest_stored`, None when nothing is stored)."""
+    freshness.load_intervals(con, intervals)
+    values: dict[str, Value] = {
+        "model": model,
+        "now": now,
+        "pricing": _PRICING[kind],
+        "include_flagged": include_flagged,
+    }
+    row = con.execute(inline(_NEWEST_SQL, values)).fetchone()
+    if row is None:
+        return {"missing": "none", "newest_stored": None}
+    provider, age_hours, tier = row
+    newest = {"provider": provider, "age_hours": round(float(age_hours), 1)}
+    return {"missing": MISSING.get(tier, "none"), "newest_stored": newest}
 
 
 def _offers(
