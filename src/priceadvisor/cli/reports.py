@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from priceadvisor.cli.advice import approx, gpus, money
+from priceadvisor.cli.advice import aged, approx, gpus, money
 from priceadvisor.cli.output import clean
 from priceadvisor.sizing.alternatives import Alternative
 
@@ -197,22 +197,13 @@ def _missing(even: dict[str, Any]) -> str:
     kind, newest = LABELS[even["against"]], even.get("newest_stored")
     if newest is None:
         return NOTHING[even["against"]]
-    age = _age(float(newest["age_hours"]))
+    age = aged(float(newest["age_hours"]))
     if even.get("missing") == "stale":
         return (
             f"only a stale {kind} price stored ({newest['provider']}, {age}): "
             "--include-stale compares it"
         )
     return f"no {kind} price from the last week (newest: {newest['provider']}, {age})"
-
-
-def _age(hours: float) -> str:
-    """An offer's age in whole hours under two days, else in whole days."""
-    if hours < 48:
-        count, unit = round(hours), "hour"
-    else:
-        count, unit = round(hours / 24), "day"
-    return f"{count} {unit}{'s' if count != 1 else ''} old"
 
 
 def break_even(even: dict[str, Any], record: dict[str, Any]) -> str:

@@ -285,14 +285,14 @@ def advise(
         )
         best = apicompare.best_per_workload(con, settings.workloads, names)
         api_lines = {workload: c.sentence() for workload, c in best.items()}
-        commitments = _commitments(con, settings, names, include_stale)
+        commitments, gaps = _commitments(con, settings, names, include_stale)
         if fmt is not Format.TABLE:
             table = _with_api_comparison(con, table, settings.workloads, top)
     if fmt is Format.TABLE:
         lines = _joined(
             advice_layout.rank_change_lines(table),
             api_lines,
-            advice_layout.commitment_lines(table, commitments),
+            advice_layout.commitment_lines(table, commitments, gaps),
         )
         out.print(advice_layout.to_rich(table, shown, [], lines), soft_wrap=False)
     else:
@@ -320,9 +320,10 @@ def _with_api_comparison(con: Any, table: reads.Table, profiles: Any, top: int) 
 
 def _commitments(
     con: Any, settings: Any, names: list[str], include_stale: bool
-) -> dict[str, dict[str, Any] | None]:
+) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, Any]]]:
     """Per workload: the cheapest commitment for its best offer's GPU model, at its size, its
-    price as fresh as the ranking's (stale only with --include-stale)."""
+    price as fresh as the ranking's (stale only with --include-stale); and per workload
+    without one, why (only stale or week-old ones fit, or none)."""
     from priceadvisor.sizing import commitment
     from priceadvisor.store.freshness import configured_intervals
 
@@ -335,7 +336,8 @@ def _commitments(
     rows = {r[0]: dict(zip(best.columns, r, strict=True)) for r in best.rows}
     profiles = [w for w in settings.workloads if w.name in names]
     intervals = configured_intervals(settings)
-    return commitment.for_workloads(con, profiles, rows, include_stale, intervals)
+    found = commitment.for_workloads(con, profiles, rows, include_stale, intervals)
+    return found, commitment.gaps(con, profiles, rows, found, intervals)
 
 
 def _with_commitment(

@@ -103,9 +103,6 @@ ORDER BY last_seen DESC, {reads.OFFER_KEY}
 LIMIT 1
 """
 
-# Why no offer of a kind is compared (JSON: `missing`).
-MISSING = {"stale": "stale", "excluded": "older_than_a_week"}
-
 
 def gap(
     con: duckdb.DuckDBPyConnection,
@@ -116,9 +113,8 @@ def gap(
     intervals: Mapping[str, float] | None = None,
     now: dt.datetime,
 ) -> dict[str, Any]:
-    """Why `cheapest` found no `kind` offer of `model`: `missing` is "none" (nothing stored),
-    "stale" or "older_than_a_week" (the newest stored is), with that newest offer's provider
-    and age in hours (`newest_stored`, None when nothing is stored)."""
+    """Why `cheapest` found no `kind` offer of `model` (sizing.commitment.gap_of: nothing
+    stored, or the newest stored is stale or older than a week)."""
     freshness.load_intervals(con, intervals)
     values: dict[str, Value] = {
         "model": model,
@@ -126,12 +122,7 @@ def gap(
         "pricing": _PRICING[kind],
         "include_flagged": include_flagged,
     }
-    row = con.execute(inline(_NEWEST_SQL, values)).fetchone()
-    if row is None:
-        return {"missing": "none", "newest_stored": None}
-    provider, age_hours, tier = row
-    newest = {"provider": provider, "age_hours": round(float(age_hours), 1)}
-    return {"missing": MISSING.get(tier, "none"), "newest_stored": newest}
+    return committed.gap_of(con.execute(inline(_NEWEST_SQL, values)).fetchone())
 
 
 def _offers(
