@@ -243,3 +243,55 @@ def test_the_commitment_is_as_fresh_as_the_ranking(
     run(old, "civo", now - dt.timedelta(days=8), [l40s("reserved", 0.89, 36)])
     args[3] = str(old)
     assert committed("--include-stale") is None
+
+
+def test_if_you_commit_says_when_only_stale_or_week_old_commitments_fit(
+    capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path, now: dt.datetime
+) -> None:
+    """No commitment compared is no missing data when a stale one fits (Civo fetches every 12
+    hours: seen 2 days ago is stale) or every one is older than a week: the line says which
+    and how old, and "no stored commitment" stays for a store without one."""
+    from tests.conftest import cli
+
+    def l40s(pricing: str, price: float, term: int | None = None) -> RawQuote:
+        return RawQuote(
+            region="global" if pricing == "reserved" else "ams",
+            instance_type="L40S x1",
+            pricing=pricing,
+            price=price,
+            gpu_name_raw="L40S",
+            gpu_count=1.0,
+            term_months=term,
+        )
+
+    config = tmp_path / "priceadvisor.toml"
+    config.write_text(
+        '[[workloads]]\nname = "t"\ntask = "lora"\nmodel = "llama-3.1-8b"\ntrain_tokens = 1e8\n'
+    )
+
+    def line(db: Path, *extra: str) -> str:
+        code, out, err = cli(capsys, "--config", str(config), "--db", str(db), "advise", *extra)
+        assert code == 0, err
+        [said] = [x for x in out.splitlines() if x.startswith("if you commit")]
+        return said
+
+    for days, name in ((2, "stale"), (12, "old"), (None, "none")):
+        db = db_path.with_name(f"{name}.duckdb")
+        run(db, "vultr", now - dt.timedelta(minutes=10), [l40s("on_demand", 1.90)])
+        if days is not None:
+            run(db, "civo", now - dt.timedelta(days=days), [l40s("reserved", 0.89, 36)])
+    assert line(db_path.with_name("stale.duckdb")) == (
+        "if you commit: only a stale commitment for L40S-48GB fits this workload "
+        "(civo, 2 days old): --include-stale shows it"
+    )
+    assert line(db_path.with_name("stale.duckdb"), "--include-stale").startswith(
+        "if you commit for 36 months: civo · global"
+    )
+    for extra in ((), ("--include-stale",)):
+        assert line(db_path.with_name("old.duckdb"), *extra) == (
+            "if you commit: no commitment for L40S-48GB from the last week fits this workload "
+            "(newest: civo, 12 days old)"
+        )
+    assert line(db_path.with_name("none.duckdb")) == (
+        "if you commit: no stored commitment for L40S-48GB fits this workload"
+    )

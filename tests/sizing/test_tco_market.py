@@ -198,3 +198,61 @@ def test_stale_prices_are_compared_only_when_asked_and_week_old_ones_never(
     assert stale["on_demand"]["offer"]["freshness"] == "stale"
     assert stale["on_demand"]["summary"].endswith("(stale price)")
     assert stale["commitment"]["offer"] is None
+
+
+def tco_table(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> str:
+    code, out, err = cli(capsys, "--db", str(db), "tco", *args)
+    assert code == 0, err
+    return " ".join(out.split())  # the table wraps its value column: words, not lines
+
+
+def test_a_missing_rental_says_when_only_stale_prices_are_stored(
+    capsys: pytest.CaptureFixture[str], db_path: Path, now: dt.datetime
+) -> None:
+    """Civo fetches every 12 hours: its commitment seen 3 days ago is stale (past 24 hours), so
+    it is not compared; that is no missing data, and the line says which price and how old."""
+    run(db_path, "vultr", now - dt.timedelta(minutes=10), [l40s("on_demand", 1.90)])
+    run(db_path, "civo", now - dt.timedelta(days=3), [l40s("reserved", 0.40, 36)])
+    commitment = tco(capsys, db_path, *L40S)["commitment"]
+    assert commitment["offer"] is None
+    assert commitment["missing"] == "stale"
+    assert commitment["newest_stored"]["provider"] == "civo"
+    assert commitment["newest_stored"]["age_hours"] == pytest.approx(72, abs=0.2)
+    expected = (
+        "only a stale commitment price stored (civo, 3 days old): --include-stale compares it"
+    )
+    assert commitment["summary"] == expected
+    assert expected in tco_table(capsys, db_path, *L40S)
+    assert "no commitment price stored" not in tco_table(capsys, db_path, *L40S)
+    asked = tco(capsys, db_path, *L40S, "--include-stale")["commitment"]
+    assert asked["offer"]["provider"] == "civo"
+    assert asked["missing"] is None
+
+
+def test_a_missing_rental_says_when_every_price_is_older_than_a_week(
+    capsys: pytest.CaptureFixture[str], db_path: Path, now: dt.datetime
+) -> None:
+    """Vast's on-demand and spot offers seen 12 days ago are never compared, --include-stale or
+    not; the newest is named with its age. A commitment that was never stored says so."""
+    old = now - dt.timedelta(days=12)
+    run(db_path, "vast", old, [l40s("on_demand", 0.50), l40s("spot", 0.30, key="2")])
+    for args in (L40S, (*L40S, "--include-stale")):
+        evens = tco(capsys, db_path, *args)
+        for kind, label in (("on_demand", "on-demand"), ("spot", "spot")):
+            assert evens[kind]["offer"] is None
+            assert evens[kind]["missing"] == "older_than_a_week"
+            assert evens[kind]["summary"] == (
+                f"no {label} price from the last week (newest: vast, 12 days old)"
+            )
+        assert evens["commitment"]["missing"] == "none"
+        assert evens["commitment"]["newest_stored"] is None
+        assert evens["commitment"]["summary"] == "no commitment price stored"
+
+
+def test_a_rental_compared_has_no_missing_reason(
+    capsys: pytest.CaptureFixture[str], db_path: Path, now: dt.datetime
+) -> None:
+    run(db_path, "vultr", now - dt.timedelta(minutes=10), [l40s("on_demand", 1.90)])
+    on_demand = tco(capsys, db_path, *L40S)["on_demand"]
+    assert on_demand["offer"]["provider"] == "vultr"
+    assert (on_demand["missing"], on_demand["newest_stored"]) == (None, None)

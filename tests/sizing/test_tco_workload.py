@@ -111,6 +111,10 @@ def test_a_workload_in_the_eu_rents_in_the_eu(
     assert found["spot"]["summary"] == "no current spot offer within the workload's constraints"
     assert found["commitment"]["offer"] is None  # Civo's "global" has no country
     assert "within the workload's constraints" in found["commitment"]["summary"]
+    for kind in ("spot", "commitment"):  # JSON says the same reason as the line
+        assert found[kind]["missing"] == "outside_workload_constraints"
+        assert found[kind]["newest_stored"] is None
+    assert found["on_demand"]["missing"] is None
 
 
 def test_a_workload_restricted_to_countries_or_eu_only_rents_there(

@@ -218,11 +218,16 @@ def _cell(field: Field, row: Row) -> Text:
 
 
 def commitment_lines(
-    table: Table, commitments: Mapping[str, Mapping[str, Any] | None]
+    table: Table,
+    commitments: Mapping[str, Mapping[str, Any] | None],
+    gaps: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, str]:
-    """Per workload shown: the line under its table about committing to its best GPU model."""
+    """Per workload shown: the line under its table about committing to its best GPU model;
+    `gaps`: why none was found (sizing.commitment.gaps)."""
     return {
-        workload: commitment_line(commitments.get(workload), rows[0]["gpu_model"])
+        workload: commitment_line(
+            commitments.get(workload), rows[0]["gpu_model"], (gaps or {}).get(workload)
+        )
         for workload, rows in _groups(table)
         if rows[0]["rank"] == 1
     }
@@ -242,11 +247,13 @@ def rank_change_lines(table: Table) -> dict[str, str]:
     return {workload: text for workload, text in lines.items() if text}
 
 
-def commitment_line(found: Mapping[str, Any] | None, model: str) -> str:
-    """ "If you commit for N months": the commitment at the workload's size, in one line."""
+def commitment_line(
+    found: Mapping[str, Any] | None, model: str, gap: Mapping[str, Any] | None = None
+) -> str:
+    """ "If you commit for N months": the commitment at the workload's size, in one line; where
+    none is found, why (`gap`: only stale ones or ones older than a week fit, or none)."""
     if found is None:
-        # true whether none is stored or none is within the workload's places and limits
-        return f"if you commit: no stored commitment for {model} fits this workload"
+        return _no_commitment(model, gap)
     months = int(found["term_months"])
     run = f", ${money(found['run_usd'])} for the run" if found.get("run_usd") is not None else ""
     return (
@@ -256,3 +263,29 @@ def commitment_line(found: Mapping[str, Any] | None, model: str) -> str:
         f"${money(found['price_gpu_hour_usd'])}/GPU-h: ${money(found['usd_per_month'])} a month, "
         f"${money(found['term_usd'])} over the term{run} (paid whether used or not)"
     )
+
+
+def _no_commitment(model: str, gap: Mapping[str, Any] | None) -> str:
+    newest = gap and gap.get("newest_stored")
+    if not gap or not newest:
+        # true whether none is stored or none is within the workload's places and limits
+        return f"if you commit: no stored commitment for {model} fits this workload"
+    said = f"{newest['provider']}, {aged(float(newest['age_hours']))}"
+    if gap.get("missing") == "stale":
+        return (
+            f"if you commit: only a stale commitment for {model} fits this workload ({said}):"
+            " --include-stale shows it"
+        )
+    return (
+        f"if you commit: no commitment for {model} from the last week fits this workload "
+        f"(newest: {said})"
+    )
+
+
+def aged(hours: float) -> str:
+    """A price's age in whole hours under two days, else in whole days ("3 days old")."""
+    if hours < 48:
+        count, unit = round(hours), "hour"
+    else:
+        count, unit = round(hours / 24), "day"
+    return f"{count} {unit}{'s' if count != 1 else ''} old"

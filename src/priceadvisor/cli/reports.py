@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from priceadvisor.cli.advice import approx, gpus, money
+from priceadvisor.cli.advice import aged, approx, gpus, money
 from priceadvisor.cli.output import clean
 from priceadvisor.sizing.alternatives import Alternative
 
@@ -192,11 +192,25 @@ NOTHING = {
 }
 
 
+def _missing(even: dict[str, Any]) -> str:
+    """Why no rental of a kind is compared: none stored, or only prices too old to compare."""
+    kind, newest = LABELS[even["against"]], even.get("newest_stored")
+    if newest is None:
+        return NOTHING[even["against"]]
+    age = aged(float(newest["age_hours"]))
+    if even.get("missing") == "stale":
+        return (
+            f"only a stale {kind} price stored ({newest['provider']}, {age}): "
+            "--include-stale compares it"
+        )
+    return f"no {kind} price from the last week (newest: {newest['provider']}, {age})"
+
+
 def break_even(even: dict[str, Any], record: dict[str, Any]) -> str:
     """One break-even in words, naming the offer compared; "never" where owning cannot catch up.
     `record`: the whole rent-vs-buy record (its years, utilisation and owning's costs)."""
     if even.get("offer") is None:
-        return NOTHING[even["against"]]
+        return _missing(even)
     if even.get("horizon_usd") is not None:
         return f"{_held(even, record)}; against {offer(even['offer'])}"
     return f"{_when(even, record['years'])}; against {offer(even['offer'])}"

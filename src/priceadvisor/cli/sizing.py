@@ -285,14 +285,14 @@ def advise(
         )
         best = apicompare.best_per_workload(con, settings.workloads, names)
         api_lines = {workload: c.sentence() for workload, c in best.items()}
-        commitments = _commitments(con, settings, names, include_stale)
+        commitments, gaps = _commitments(con, settings, names, include_stale)
         if fmt is not Format.TABLE:
             table = _with_api_comparison(con, table, settings.workloads, top)
     if fmt is Format.TABLE:
         lines = _joined(
             advice_layout.rank_change_lines(table),
             api_lines,
-            advice_layout.commitment_lines(table, commitments),
+            advice_layout.commitment_lines(table, commitments, gaps),
         )
         out.print(advice_layout.to_rich(table, shown, [], lines), soft_wrap=False)
     else:
@@ -320,9 +320,10 @@ def _with_api_comparison(con: Any, table: reads.Table, profiles: Any, top: int) 
 
 def _commitments(
     con: Any, settings: Any, names: list[str], include_stale: bool
-) -> dict[str, dict[str, Any] | None]:
+) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, Any]]]:
     """Per workload: the cheapest commitment for its best offer's GPU model, at its size, its
-    price as fresh as the ranking's (stale only with --include-stale)."""
+    price as fresh as the ranking's (stale only with --include-stale); and per workload
+    without one, why (only stale or week-old ones fit, or none)."""
     from priceadvisor.sizing import commitment
     from priceadvisor.store.freshness import configured_intervals
 
@@ -335,7 +336,8 @@ def _commitments(
     rows = {r[0]: dict(zip(best.columns, r, strict=True)) for r in best.rows}
     profiles = [w for w in settings.workloads if w.name in names]
     intervals = configured_intervals(settings)
-    return commitment.for_workloads(con, profiles, rows, include_stale, intervals)
+    found = commitment.for_workloads(con, profiles, rows, include_stale, intervals)
+    return found, commitment.gaps(con, profiles, rows, found, intervals)
 
 
 def _with_commitment(
@@ -448,21 +450,31 @@ def tco(
     with state(ctx).store.reader() as con:
         use = _workload_use(con, settings, workload, years) if workload else None
         model = use["gpu_model"] if use else _gpu(str(gpu))
-        offers = rentals.cheapest(
+        now, intervals = utcnow(), freshness.configured_intervals(settings)
+        found = rentals.cheapest(
             con,
             model,
             years,
             include_stale=include_stale,
             include_flagged=include_flagged,
-            intervals=freshness.configured_intervals(settings),
-            now=utcnow(),
+            intervals=intervals,
+            now=now,
             profile=settings.workload(workload) if workload else None,
         )
+        gaps = {
+            kind: _OUTSIDE
+            if kind in found.excluded
+            else rentals.gap(
+                con, model, kind, include_flagged=include_flagged, intervals=intervals, now=now
+            )
+            for kind, offer in found.offers.items()
+            if offer is None
+        }
     own, sources = _ownership(
         model, purchase_price, power_w, server_share, pue, electricity, colocation, years
     )
     share = utilisation or (use["utilisation"] if use else tco_model.UTILISATION)
-    result = _tco_record(model, own, share, offers, use) | sources
+    result = _tco_record(model, own, share, found, use, gaps) | sources
     if fmt is Format.TABLE:
         out.print(reports.tco_view(result), soft_wrap=False)
     else:
@@ -490,9 +502,11 @@ def _tco_record(
     share: float,
     found: rentals.Rentals,
     use: dict[str, Any] | None,
+    gaps: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
-    """The record `tco` prints: owning's costs and each break-even with the offer it names (or
-    why there is none: none stored, or none within the workload's constraints)."""
+    """The record `tco` prints: owning's costs and each break-even with the offer it names, or
+    why none is compared: none within the workload's constraints, or (`gaps`: rentals.gap per
+    kind without an offer) none stored, only stale ones, or none from the last week."""
     offers = found.offers
     rents = {k: (o["usd_per_gpu_hour"] if o else None) for k, o in offers.items()}
     held = offers["commitment"]
@@ -501,6 +515,7 @@ def _tco_record(
     record |= {"gpus": use["gpus"] if use else 1, "workload": use["workload"] if use else None}
     for even in record["break_evens"]:
         even["offer"] = offers[even["against"]]
+        even.update(gaps.get(even["against"], {"missing": None, "newest_stored": None}))
         even["summary"] = reports.break_even(even, record)
         if even["against"] in found.excluded:
             even["summary"] = f"{_NONE_ALLOWED[even['against']]} within the workload's constraints"
@@ -508,6 +523,7 @@ def _tco_record(
 
 
 # A rental whose offers a workload's constraints all remove (reports.NOTHING: none stored).
+_OUTSIDE = {"missing": "outside_workload_constraints", "newest_stored": None}
 _NONE_ALLOWED = {
     "on_demand": "no current on-demand offer",
     "commitment": "no commitment price",

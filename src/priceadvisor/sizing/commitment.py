@@ -29,15 +29,13 @@ HOURS_PER_MONTH = 730  # 8,760 / 12, as every monthly figure in the store
 # now), and so does freshness (a stale price only with --include-stale, one older than a week
 # never: store.freshness); its pricing list (on_demand, spot) does not. Equal prices: the
 # offer's whole key decides. Bounded: a GPU model has a few commitments per provider and term.
-_CANDIDATES_SQL = f"""
-SELECT provider, region, instance_type, gpu_model, gpu_count, term_months, price_hour_usd,
-    price_gpu_hour_usd, upfront_usd, monthly_usd AS provider_monthly_usd, source_url
+_WITHIN = f"""
 FROM (
     SELECT o.*, {freshness.freshness_sql("o.last_seen", "f.interval_s", "$now")} AS freshness
     FROM offers AS o LEFT JOIN _fetch_intervals AS f ON f.provider = o.provider
     WHERE o.pricing = 'reserved' AND o.gpu_model = $model
 )
-WHERE gpu_count >= 1 AND (freshness = 'fresh' OR (freshness = 'stale' AND $include_stale))
+WHERE gpu_count >= 1
   AND price_gpu_hour_usd IS NOT NULL AND flag IS NULL AND price_origin = 'published'
   AND (len($providers) = 0 OR list_contains($providers, provider))
   AND (len($countries) = 0 OR list_contains($countries, country))
@@ -45,9 +43,25 @@ WHERE gpu_count >= 1 AND (freshness = 'fresh' OR (freshness = 'stale' AND $inclu
   AND (NOT $eu_only OR is_eu)
   AND ($max_gpus IS NULL OR gpu_count <= $max_gpus)
   AND (NOT $require_available OR coalesce(available, false))
+"""
+_CANDIDATES_SQL = f"""
+SELECT provider, region, instance_type, gpu_model, gpu_count, term_months, price_hour_usd,
+    price_gpu_hour_usd, upfront_usd, monthly_usd AS provider_monthly_usd, source_url
+{_WITHIN}
+  AND (freshness = 'fresh' OR (freshness = 'stale' AND $include_stale))
 ORDER BY price_gpu_hour_usd, term_months, provider, region, zone, instance_type
 LIMIT 500
 """
+# Where none is: the newest commitment within the constraints, of any age.
+_NEWEST_SQL = f"""
+SELECT provider, CAST(epoch($now - last_seen) / 3600 AS DOUBLE) AS age_hours, freshness
+{_WITHIN}
+ORDER BY last_seen DESC, provider, region, zone, instance_type
+LIMIT 1
+"""
+
+# Why no price of a kind is compared (JSON: `missing`), by the newest stored's freshness.
+MISSING = {"stale": "stale", "excluded": "older_than_a_week"}
 
 
 def candidates(
@@ -60,9 +74,15 @@ def candidates(
     """The commitments for `model` within the workload's constraints, cheapest per GPU-hour
     first; `intervals`: the providers' fetch intervals as configured (else their manifests')."""
     freshness.load_intervals(con, intervals)
-    params = {
+    params = _constraints(profile, model) | {"include_stale": include_stale}
+    cursor = con.execute(_CANDIDATES_SQL, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _constraints(profile: WorkloadProfile, model: str) -> dict[str, Any]:
+    return {
         "now": utcnow(),
-        "include_stale": include_stale,
         "model": model,
         "providers": list(profile.providers),
         "countries": [c.upper() for c in profile.countries],
@@ -71,9 +91,29 @@ def candidates(
         "max_gpus": profile.max_gpus,
         "require_available": profile.require_available,
     }
-    cursor = con.execute(_CANDIDATES_SQL, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def gap(
+    con: duckdb.DuckDBPyConnection,
+    profile: WorkloadProfile,
+    model: str,
+    intervals: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """Why `candidates` found no commitment for `model` (gap_of): the newest within the
+    workload's constraints, of any age."""
+    freshness.load_intervals(con, intervals)
+    return gap_of(con.execute(_NEWEST_SQL, _constraints(profile, model)).fetchone())
+
+
+def gap_of(newest: tuple[Any, ...] | None) -> dict[str, Any]:
+    """`missing`: "none" (nothing stored), "stale" or "older_than_a_week" (the newest stored
+    is), with that newest's provider and age in hours (`newest_stored`, None if none is).
+    `newest`: its (provider, age in hours, freshness) row."""
+    if newest is None:
+        return {"missing": "none", "newest_stored": None}
+    provider, age_hours, tier = newest
+    stored = {"provider": provider, "age_hours": round(float(age_hours), 1)}
+    return {"missing": MISSING.get(tier, "none"), "newest_stored": stored}
 
 
 def term_usd(hourly: float, months: int, upfront: Any, monthly: Any) -> float:
@@ -133,3 +173,18 @@ def for_workloads(
             offers = candidates(con, profile, model, include_stale, intervals)
             found[profile.name] = cheapest_at_size(offers, best)
     return found
+
+
+def gaps(
+    con: duckdb.DuckDBPyConnection,
+    profiles: list[WorkloadProfile],
+    best_rows: Mapping[str, Mapping[str, Any]],
+    found: Mapping[str, Mapping[str, Any] | None],
+    intervals: Mapping[str, float] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per workload with a best row and no commitment found: why (gap)."""
+    return {
+        p.name: gap(con, p, str(best_rows[p.name]["gpu_model"]), intervals)
+        for p in profiles
+        if p.name in best_rows and found.get(p.name) is None
+    }

@@ -15,6 +15,9 @@ eu_only), at most `max_gpus` per offer, only what can be rented now with `requir
 marketplace host with `sla` unless `sla_allow` lets them in. Its constraints on the kind of
 pricing (spot_ok, pricing, sla's spot) do not apply: each kind is compared by name, and a
 commitment is never one `advise` ranks.
+
+Where no offer of a kind is compared, `gap` says why: none is stored at all, the newest stored
+is stale (compared with --include-stale), or the newest is older than a week (never compared).
 """
 
 from __future__ import annotations
@@ -144,6 +147,44 @@ def _excluded(
     """The kinds with no offer chosen though the GPU model has some: constraints removed them."""
     stored = set(candidates.pricing.tolist())
     return frozenset(k for k, offer in offers.items() if offer is None and _PRICING[k] in stored)
+
+
+# The newest offer of a kind that `cheapest` would compare but for its age (same filters, any
+# freshness): what a missing rental is missing for.
+_NEWEST_SQL = f"""
+SELECT provider, CAST(epoch($now - last_seen) / 3600 AS DOUBLE) AS age_hours, freshness
+FROM (
+    SELECT o.*, {freshness.freshness_sql("o.last_seen", "f.interval_s", "$now")} AS freshness
+    FROM offers AS o
+    LEFT JOIN _fetch_intervals AS f ON f.provider = o.provider
+    WHERE o.gpu_model = $model AND o.pricing = $pricing
+)
+WHERE price_gpu_hour_usd IS NOT NULL AND gpu_count > 0 AND price_origin = 'published'
+  AND (flag IS NULL OR $include_flagged)
+ORDER BY last_seen DESC, {reads.OFFER_KEY}
+LIMIT 1
+"""
+
+
+def gap(
+    con: duckdb.DuckDBPyConnection,
+    model: str,
+    kind: str,
+    *,
+    include_flagged: bool = False,
+    intervals: Mapping[str, float] | None = None,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    """Why `cheapest` found no `kind` offer of `model` (sizing.commitment.gap_of: nothing
+    stored, or the newest stored is stale or older than a week)."""
+    freshness.load_intervals(con, intervals)
+    values: dict[str, Value] = {
+        "model": model,
+        "now": now,
+        "pricing": _PRICING[kind],
+        "include_flagged": include_flagged,
+    }
+    return committed.gap_of(con.execute(inline(_NEWEST_SQL, values)).fetchone())
 
 
 def _offers(con: duckdb.DuckDBPyConnection, allowed: list[bool], kind: str) -> list[dict[str, Any]]:
