@@ -44,7 +44,7 @@ def client(db_path: Path) -> Iterator[httpx.Client]:
     ingest_quotes(
         db_path,
         "sfcompute",
-        [_quote("m", 1.9, pricing="market", price_date=dt.date.today().isoformat())],
+        [_quote("m", 1.9, pricing="market", price_date=dt.datetime.now(dt.UTC).date().isoformat())],
     )
     app = web.build_app(Dashboard(Store(db_path), "test").routes())
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
@@ -93,7 +93,8 @@ def test_every_count_linked_from_the_providers_page_is_the_rows_it_shows(
 
 
 def test_every_offer_of_a_provider_is_behind_a_link_of_its_row(client: httpx.Client) -> None:
-    """The links' rows together are every current offer (the API's `offers`), none twice."""
+    """The links' rows together are every current offer (the API's `offers`): none is left
+    where no link leads."""
     providers = client.get("/api/providers").json()["providers"]
     for provider, row in _rows(client).items():
         keys: set[tuple[object, ...]] = set()
