@@ -90,8 +90,9 @@ SPEC: dict[str, Any] = {
             "provenance and freshness"
         ),
         "/api/providers": _get(
-            "Per provider: last run, status, error, offers, listed-but-not-rentable counts, "
-            "unmapped names"
+            "Per provider: last run, status, error, offers (every current one) and the counts "
+            "the Providers page links (published_offers, with_derived, commitments, "
+            "market_averages), listed-but-not-rentable counts, unmapped names"
         ),
         "/api/alerts": _get("Alert states, recent notifications and silences"),
     },

@@ -253,7 +253,13 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
     """Per provider: last run, its status and error, last success and whether the prices it
     brought were live or replayed recordings (the last run's source when none succeeded),
     offers, unmapped names, and its rentable kinds' offers (on-demand and spot) with how many
-    of them the source lists but says cannot be rented now, or says nothing of."""
+    of them the source lists but says cannot be rented now, or says nothing of.
+
+    `offers` counts every current offer, which no one Prices view lists; the page links these
+    counts instead, each the rows of its own Prices view (flagged offers are listed in each):
+    `published_offers` (on-demand and spot at published prices: the Prices page's default),
+    `with_derived` (the same with prices derived by a rule: derived=1), `commitments`
+    (pricing=reserved) and `market_averages` (pricing=market), the last two of either origin."""
     return fetch_table(
         con,
         """
@@ -271,6 +277,13 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
                           list(DISTINCT gpu_name_raw ORDER BY gpu_name_raw)
                               FILTER (WHERE gpu_model IS NULL)[1:5] AS unmapped_names,
                           max(last_seen) AS last_seen,
+                          -- the kinds OfferQuery lists by default, as its links lead there
+                          count(*) FILTER (WHERE list_contains($rentable, pricing)
+                              AND price_origin = 'published') AS published_offers,
+                          count(*) FILTER (WHERE list_contains($rentable, pricing))
+                              AS with_derived,
+                          count(*) FILTER (WHERE pricing = 'reserved') AS commitments,
+                          count(*) FILTER (WHERE pricing = 'market') AS market_averages,
                           count(*) FILTER (WHERE pricing IN ('on_demand', 'spot'))
                               AS rentable_listed,
                           count(*) FILTER (WHERE pricing IN ('on_demand', 'spot')
@@ -283,11 +296,17 @@ def providers(con: duckdb.DuckDBPyConnection) -> Table:
                last.status AS last_status,
                last.finished_at AS last_run,
                ok.last_success, last.error AS last_error,
-               coalesce(counts.offers, 0) AS offers, coalesce(counts.unmapped_offers, 0)
-                   AS unmapped_offers, counts.unmapped_names, counts.last_seen,
+               coalesce(counts.offers, 0) AS offers,
+               coalesce(counts.published_offers, 0) AS published_offers,
+               coalesce(counts.with_derived, 0) AS with_derived,
+               coalesce(counts.commitments, 0) AS commitments,
+               coalesce(counts.market_averages, 0) AS market_averages,
+               coalesce(counts.unmapped_offers, 0) AS unmapped_offers, counts.unmapped_names,
+               counts.last_seen,
                counts.rentable_listed, counts.not_rentable, counts.availability_unknown
         FROM last LEFT JOIN ok USING (provider) LEFT JOIN counts USING (provider)
         ORDER BY last.provider""",
+        {"rentable": [str(p) for p in RENTABLE]},
     )
 
 
