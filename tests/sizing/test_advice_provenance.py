@@ -202,6 +202,19 @@ def test_include_flagged_keeps_include_stale(
     assert code == 0 and json.loads(out) == []
 
 
+def l40s(pricing: str, price: float, term: int | None = None) -> RawQuote:
+    """A one-GPU L40S quote: Vultr-like in Amsterdam, or a Civo-like global commitment."""
+    return RawQuote(
+        region="global" if pricing == "reserved" else "ams",
+        instance_type="L40S x1",
+        pricing=pricing,
+        price=price,
+        gpu_name_raw="L40S",
+        gpu_count=1.0,
+        term_months=term,
+    )
+
+
 def test_the_commitment_is_as_fresh_as_the_ranking(
     capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path, now: dt.datetime
 ) -> None:
@@ -209,17 +222,6 @@ def test_the_commitment_is_as_fresh_as_the_ranking(
     ranks no stale price unless asked, and "if you commit" named it all the same; one older
     than a week is never recommended."""
     from tests.conftest import cli
-
-    def l40s(pricing: str, price: float, term: int | None = None) -> RawQuote:
-        return RawQuote(
-            region="global" if pricing == "reserved" else "ams",
-            instance_type="L40S x1",
-            pricing=pricing,
-            price=price,
-            gpu_name_raw="L40S",
-            gpu_count=1.0,
-            term_months=term,
-        )
 
     run(db_path, "vultr", now - dt.timedelta(minutes=10), [l40s("on_demand", 1.90)])
     run(db_path, "civo", now - dt.timedelta(days=2), [l40s("reserved", 0.89, 36)])
@@ -252,17 +254,6 @@ def test_if_you_commit_says_when_only_stale_or_week_old_commitments_fit(
     hours: seen 2 days ago is stale) or every one is older than a week: the line says which
     and how old, and "no stored commitment" stays for a store without one."""
     from tests.conftest import cli
-
-    def l40s(pricing: str, price: float, term: int | None = None) -> RawQuote:
-        return RawQuote(
-            region="global" if pricing == "reserved" else "ams",
-            instance_type="L40S x1",
-            pricing=pricing,
-            price=price,
-            gpu_name_raw="L40S",
-            gpu_count=1.0,
-            term_months=term,
-        )
 
     config = tmp_path / "priceadvisor.toml"
     config.write_text(
