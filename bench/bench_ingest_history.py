@@ -185,14 +185,15 @@ def sizes(db: Path) -> dict[str, float]:
     }
 
 
-def compact_size(db: Path) -> float:
-    """The size of the same data rewritten into a fresh file (COPY FROM DATABASE), in MB."""
+def compact_size(db: Path, blocks: int | None = None) -> float:
+    """The size of the same data rewritten into a fresh file (COPY FROM DATABASE) with `blocks`
+    bytes a block (default: the file's own), in MB."""
     copy = db.with_suffix(".compact.duckdb")
     con = duckdb.connect()
     try:
         con.execute(
             f"ATTACH '{db}' AS src (READ_ONLY); "
-            f"ATTACH '{copy}' AS dst (BLOCK_SIZE {block_size(db)})"
+            f"ATTACH '{copy}' AS dst (BLOCK_SIZE {blocks or block_size(db)})"
         )
         con.execute("COPY FROM DATABASE src TO dst")
         con.execute("DETACH dst")

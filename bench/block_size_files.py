@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import duckdb
+from bench_ingest_history import compact_size
 from bench_startup import build
 
 DOUBLES = """
@@ -59,20 +60,6 @@ def scanned(db: Path) -> str:
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def copied_mb(db: Path, block_size: int) -> float:
-    copy = db.with_suffix(".copy.duckdb")
-    con = duckdb.connect()
-    try:
-        con.execute(f"ATTACH '{db}' AS src (READ_ONLY)")
-        con.execute(f"ATTACH '{copy}' AS dst (BLOCK_SIZE {block_size})")
-        con.execute("COPY FROM DATABASE src TO dst")
-        con.execute("DETACH dst")
-        return copy.stat().st_size / 2**20
-    finally:
-        con.close()
-        copy.unlink(missing_ok=True)
-
-
 def describe(db: Path) -> str:
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -87,7 +74,7 @@ def describe(db: Path) -> str:
     return (
         f"{size // 1024} KiB blocks: file {db.stat().st_size / 2**20:.1f} MB, "
         f"{(total - free) * size / 2**20:.1f} MB in used blocks, "
-        f"copied into a fresh file {copied_mb(db, size):.1f} MB; "
+        f"copied into a fresh file {compact_size(db, size):.1f} MB; "
         f"DOUBLE segments of core.current_offers: {doubles}"
     )
 

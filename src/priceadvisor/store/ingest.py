@@ -99,7 +99,7 @@ class StagedQuotes:
     snapshot order: what the ingest reads, twice (the snapshot, then the quotes of the keys to
     write). Either made up front (`tables`, stage_quotes: at 100,000 quotes, their repeated
     values dictionary-encoded, they take about a quarter of the RawQuote objects' memory) or
-    each when read from `quotes`, which the caller keeps."""
+    when read from `quotes`, which the caller keeps (HANDOFF_BATCH)."""
 
     count: int
     tables: list[Any] = field(default_factory=list)
@@ -723,11 +723,12 @@ def _merge(
 
 
 # Quotes handed to DuckDB per Arrow table: staged (stage_quotes), each batch's objects are gone
-# once its table is made, so objects and tables of the whole snapshot never exist at once; read
-# in place, only one batch's table exists at a time (~7 MB instead of ~150 MB at 1,000,000
-# quotes). Smaller batches cost more CPU for little memory (each batch runs the normalising
-# statement and its look-ups again): at 1,000,000 quotes 10,000 a batch took ~50 % more CPU
-# than one go, 50,000 ~10-20 % (docs/benchmarks.md).
+# once its table is made, so objects and tables of the whole snapshot never exist at once (the
+# fetch path stages). Read in place from a list its caller keeps, the batches' tables exist
+# together while the snapshot is normalised (_normalise reads each twice) and one at a time
+# while the quotes of the keys to write are read. Smaller batches cost more CPU for little
+# memory (each batch runs the normalising statement again): at 1,000,000 quotes
+# 10,000 a batch took ~50 % more CPU than one go, 50,000 ~10-20 % (docs/benchmarks.md).
 HANDOFF_BATCH = 50_000
 
 
